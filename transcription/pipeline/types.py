@@ -1,0 +1,48 @@
+"""Plain data passed between pipeline stages. Nothing here knows about Django."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class MediaInfo:
+    """What yt-dlp says about a single video before anything is downloaded."""
+
+    id: str
+    title: str
+    webpage_url: str
+    duration: float | None  # seconds; None when the source does not say
+    is_live: bool = False
+    extractor: str = ""
+    language: str | None = None
+
+
+@dataclass
+class Word:
+    start: float
+    end: float
+    text: str  # as the model wrote it, usually with a leading space
+    probability: float = 1.0
+
+
+@dataclass
+class Segment:
+    start: float
+    end: float
+    text: str
+    words: list[Word] = field(default_factory=list)
+    speaker: int | None = None  # 1-based, in order of first appearance
+
+
+@dataclass
+class Transcript:
+    language: str
+    duration: float
+    segments: list[Segment] = field(default_factory=list)
+
+
+@dataclass
+class SpeakerTurn:
+    start: float
+    end: float
+    speaker: int  # 1-based, in order of first appearance
