@@ -1,0 +1,35 @@
+# Two commands: `make run` (set up and start the service) and `make test` (the whole suite).
+# Both install what is missing first: Debian packages, a .venv, the project.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+
+.PHONY: install run test bench-polls bench-asr bench-memory clean
+
+install: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml bin/install-system-packages
+	bin/install-system-packages
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps resemblyzer==0.1.4
+	touch $@
+
+run: install
+	bin/run
+
+test: install
+	bin/test $(ARGS)
+
+bench-polls: install
+	$(PY) bench/polls/run.py
+
+bench-asr: install
+	$(PY) bench/asr/run.py
+
+bench-memory: install
+	$(PY) bench/memory/run.py
+
+clean:
+	rm -rf $(VENV) var

@@ -1,0 +1,31 @@
+from django.conf import settings
+from django.db import models
+
+
+class Account(models.Model):
+    """A paying customer: one login (Django user), one API token, one minute balance."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="account")
+    plan = models.ForeignKey("billing.Plan", null=True, blank=True, on_delete=models.PROTECT, related_name="accounts")
+    renews_on = models.DateField(null=True, blank=True, help_text="Next date the plan's monthly minutes are granted.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self):
+        return self.email
+
+    @property
+    def email(self) -> str:
+        return self.user.email
+
+
+class ApiToken(models.Model):
+    """The account's one API token. Only a SHA-256 digest is stored; the token is shown once."""
+
+    account = models.OneToOneField(Account, on_delete=models.CASCADE, related_name="api_token")
+    prefix = models.CharField(max_length=16, help_text="First characters of the token, for recognising it.")
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"{self.prefix}…"

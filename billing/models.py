@@ -1,0 +1,79 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class Plan(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    monthly_minutes = models.PositiveIntegerField()
+    active = models.BooleanField(default=True)
+
+    def __str__(self):
+        return self.name
+
+
+class AppendOnlyError(Exception):
+    pass
+
+
+class LedgerEntry(models.Model):
+    """One movement of an account's minutes, in seconds of video. Never edited, never deleted.
+
+    The balance is the sum of `seconds`: grants and refunds are positive, charges negative.
+    """
+
+    class Kind(models.TextChoices):
+        GRANT = "grant"
+        CHARGE = "charge"
+        REFUND = "refund"
+
+    class Source(models.TextChoices):
+        SIGNUP = "signup", "Sign-up allowance"
+        PLAN = "plan", "Plan renewal"
+        STAFF = "staff", "Staff grant"
+        JOB = "job", "Job"
+        TRANSLATION = "translation", "Translation"
+
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="ledger")
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    source = models.CharField(max_length=12, choices=Source.choices)
+    seconds = models.IntegerField()
+    reason = models.CharField(max_length=300, blank=True)
+    job = models.ForeignKey("transcription.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger")
+    translation = models.ForeignKey(
+        "transcription.Translation", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
+    )
+    period = models.DateField(null=True, blank=True, help_text="Renewal date a plan grant belongs to.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "ledger entries"
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["job"], condition=Q(kind="charge"), name="one_charge_per_job"),
+            models.UniqueConstraint(
+                fields=["job"], condition=Q(kind="refund", translation__isnull=True), name="one_refund_per_job"
+            ),
+            models.UniqueConstraint(
+                fields=["translation"], condition=Q(kind="refund"), name="one_refund_per_translation"
+            ),
+            models.UniqueConstraint(
+                fields=["account", "period"], condition=Q(source="plan"), name="one_plan_grant_per_period"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind="charge", seconds__lte=0) | Q(kind__in=["grant", "refund"], seconds__gte=0),
+                name="ledger_sign_matches_kind",
+            ),
+        ]
+
+    def __str__(self):
+        return f"{self.kind} {self.seconds:+d}s"
+
+    def save(self, *args, **kwargs):
+        if self.pk is not None:
+            raise AppendOnlyError("Ledger entries are never edited.")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnlyError("Ledger entries are never deleted.")

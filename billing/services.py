@@ -1,0 +1,142 @@
+"""Writes to the ledger. Every movement of minutes goes through here.
+
+Charging locks the account row, so two jobs of one account are charged one after the other and
+can never spend the same minute; the database's unique constraints make a retried charge or
+refund a no-op instead of a second entry.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date
+
+from django.db import IntegrityError, transaction
+
+from . import pricing
+from .models import LedgerEntry
+from .selectors import account_balance
+
+
+def grant_signup_minutes(account, minutes: int) -> LedgerEntry:
+    return LedgerEntry.objects.create(
+        account=account, kind=LedgerEntry.Kind.GRANT, source=LedgerEntry.Source.SIGNUP,
+        seconds=minutes * 60, reason="Sign-up allowance",
+    )
+
+
+def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> LedgerEntry:
+    if minutes <= 0:
+        raise ValueError("A grant must be a positive number of minutes.")
+    if not reason.strip():
+        raise ValueError("A staff grant needs a reason.")
+    return LedgerEntry.objects.create(
+        account=account, kind=LedgerEntry.Kind.GRANT, source=LedgerEntry.Source.STAFF,
+        seconds=minutes * 60, reason=reason.strip(), created_by=by,
+    )
+
+
+def grant_plan_minutes(account, period: date) -> LedgerEntry | None:
+    """The plan's monthly minutes for the period starting on `period`; None if already granted."""
+    try:
+        with transaction.atomic():
+            return LedgerEntry.objects.create(
+                account=account, kind=LedgerEntry.Kind.GRANT, source=LedgerEntry.Source.PLAN,
+                seconds=account.plan.monthly_minutes * 60, period=period,
+                reason=f"{account.plan.name} plan, period from {period.isoformat()}",
+            )
+    except IntegrityError:
+        return None
+
+
+@dataclass
+class ChargeResult:
+    ok: bool
+    charged_seconds: int = 0
+    preview_minutes: int | None = None
+    error: str | None = None
+
+
+def billed_seconds(job) -> int:
+    """Seconds of video the job is billed for: the preview's length or the whole video."""
+    if job.is_preview and job.preview_minutes:
+        return min(job.preview_minutes * 60, job.duration)
+    return job.duration
+
+
+def job_charge(job) -> ChargeResult:
+    """Charge a job whose `duration` is known: in full, as a preview, or not at all.
+
+    Runs in one transaction holding the account row lock. Idempotent: a job already charged
+    gets its earlier result back.
+    """
+    from accounts.models import Account
+
+    translations = len(job.target_languages or [])
+    with transaction.atomic():
+        Account.objects.select_for_update().get(pk=job.account_id)
+        job.refresh_from_db(fields=["is_preview", "preview_minutes", "duration"])
+        existing = LedgerEntry.objects.filter(job=job, kind=LedgerEntry.Kind.CHARGE).first()
+        if existing is not None:
+            return ChargeResult(ok=True, charged_seconds=-existing.seconds, preview_minutes=job.preview_minutes)
+
+        cost = pricing.job_cost(job.type, job.duration, job.quality, translations)
+        balance = account_balance(job.account_id)
+        preview_minutes = None
+        if cost > balance:
+            preview_minutes = pricing.affordable_minutes(balance, job.type, job.quality, translations)
+            if preview_minutes < 1:
+                return ChargeResult(
+                    ok=False,
+                    error=(
+                        f"Not enough minutes: this job needs {pricing.format_minutes(cost)} "
+                        f"and the account has {pricing.format_minutes(max(balance, 0))} left."
+                    ),
+                )
+            cost = pricing.job_cost(job.type, preview_minutes * 60, job.quality, translations)
+            job.is_preview = True
+            job.preview_minutes = preview_minutes
+            job.save(update_fields=["is_preview", "preview_minutes", "updated_at"])
+        LedgerEntry.objects.create(
+            account_id=job.account_id, kind=LedgerEntry.Kind.CHARGE, source=LedgerEntry.Source.JOB,
+            seconds=-cost, job=job, reason=f"{job.type} of {job.duration} s" + (" (preview)" if preview_minutes else ""),
+        )
+        return ChargeResult(ok=True, charged_seconds=cost, preview_minutes=preview_minutes)
+
+
+def job_refund(job, reason: str = "Job failed") -> LedgerEntry | None:
+    """Return everything the job was charged and not yet refunded. None if nothing to return."""
+    with transaction.atomic():
+        entries = list(LedgerEntry.objects.filter(job=job))
+        charged = -sum(e.seconds for e in entries if e.kind == LedgerEntry.Kind.CHARGE)
+        refunded = sum(e.seconds for e in entries if e.kind == LedgerEntry.Kind.REFUND)
+        already = any(e.kind == LedgerEntry.Kind.REFUND and e.translation_id is None for e in entries)
+        amount = charged - refunded
+        if amount <= 0 or already:
+            return None
+        try:
+            with transaction.atomic():
+                return LedgerEntry.objects.create(
+                    account_id=job.account_id, kind=LedgerEntry.Kind.REFUND, source=LedgerEntry.Source.JOB,
+                    seconds=amount, job=job, reason=reason[:300],
+                )
+        except IntegrityError:
+            return None
+
+
+def translation_refund(translation, reason: str = "Translation failed") -> LedgerEntry | None:
+    """Return one translation's share of its job's charge. None if the job was not charged."""
+    job = translation.job
+    with transaction.atomic():
+        if not LedgerEntry.objects.filter(job=job, kind=LedgerEntry.Kind.CHARGE).exists():
+            return None
+        amount = pricing.translation_cost(job.type, billed_seconds(job), job.quality)
+        if amount <= 0:
+            return None
+        try:
+            with transaction.atomic():
+                return LedgerEntry.objects.create(
+                    account_id=job.account_id, kind=LedgerEntry.Kind.REFUND,
+                    source=LedgerEntry.Source.TRANSLATION, seconds=amount, job=job, translation=translation,
+                    reason=reason[:300],
+                )
+        except IntegrityError:
+            return None

@@ -1,0 +1,188 @@
+"""Settings, all read from the environment (see README "Settings").
+
+With no DATABASE_URL / REDIS_URL the service runs on an embedded default: SQLite, a
+filesystem Celery broker and database-backed rate-limit counters, so `make run` needs no
+servers. Production and the test suite set both URLs to PostgreSQL and Redis.
+"""
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-in-production-0123456789")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+# Where the service writes: the embedded database and broker, media files, model cache.
+DATA_DIR = Path(env.str("DATA_DIR", default=str(BASE_DIR / "var")))
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "django_celery_results",
+    "accounts",
+    "billing",
+    "transcription",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+EMBEDDED = not env.str("DATABASE_URL", default="")
+DATABASES = {
+    "default": env.db_url("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}"),
+}
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("CONN_MAX_AGE", default=60)
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # SQLite: wait for the writer lock instead of failing at once (web and worker share the file).
+    DATABASES["default"]["OPTIONS"] = {"timeout": 30, "transaction_mode": "IMMEDIATE"}
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "/account/login/"
+LOGIN_REDIRECT_URL = "/account/api/"
+LOGOUT_REDIRECT_URL = "/account/login/"
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(DATA_DIR / "media")))
+MEDIA_URL = "media/"
+
+# Public base address used to build absolute links (burned videos) outside a request.
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+
+# --- Redis: broker and rate-limit counters -------------------------------------------------
+REDIS_URL = env.str("REDIS_URL", default="")
+
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
+if CELERY_BROKER_URL == "filesystem://":
+    _broker_dir = DATA_DIR / "broker"
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "queue"),
+        "data_folder_out": str(_broker_dir / "queue"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+else:
+    # A task acknowledged late is redelivered when its worker dies; the visibility timeout
+    # must be longer than the longest stage, or Redis redelivers a task that is still running.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=4 * 3600)}
+CELERY_RESULT_BACKEND = "django-db"
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ALWAYS_EAGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_TASK_DEFAULT_QUEUE = "media"
+# media: download and ffmpeg; asr: speech recognition (put GPU workers here); burn: encoding.
+CELERY_TASK_ROUTES = {
+    "transcription.tasks.start_job": {"queue": "media"},
+    "transcription.tasks.transcribe_job": {"queue": "asr"},
+    "transcription.tasks.burn_job": {"queue": "burn"},
+    "transcription.tasks.*": {"queue": "media"},
+}
+
+# --- Rate limits (per account, fixed one-minute window) --------------------------------------
+RATE_LIMIT_JOBS_PER_MINUTE = env.int("RATE_LIMIT_JOBS_PER_MINUTE", default=60)
+RATE_LIMIT_POLLS_PER_MINUTE = env.int("RATE_LIMIT_POLLS_PER_MINUTE", default=300)
+
+# --- Jobs and the pipeline -------------------------------------------------------------------
+ALLOW_PRIVATE_URLS = env.bool("ALLOW_PRIVATE_URLS", default=False)
+FREE_MINUTES = env.int("FREE_MINUTES", default=10)
+MAX_VIDEO_SECONDS = env.int("MAX_VIDEO_SECONDS", default=12 * 3600)
+FETCH_TIMEOUT_SECONDS = env.int("FETCH_TIMEOUT_SECONDS", default=30)
+WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
+MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))
+WORK_DIR = Path(env.str("WORK_DIR", default=str(DATA_DIR / "work")))
+
+# --- API -------------------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerTokenAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "transcription.api.schema.ContractAutoSchema",
+    "EXCEPTION_HANDLER": "transcription.api.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Video Transcription Service API",
+    "DESCRIPTION": "Turns a public video URL into a transcript, subtitles or a video with burned-in subtitles.",
+    "VERSION": "1.0.0",
+    "OAS_VERSION": "3.1.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": False,
+    "ENUM_NAME_OVERRIDES": {},
+    "SCHEMA_PATH_PREFIX": "/v1/api",
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+}
+
+# --- Artifacts (burned videos) ---------------------------------------------------------------
+ARTIFACT_LINK_SECONDS = env.int("ARTIFACT_LINK_SECONDS", default=7 * 24 * 3600)
+ARTIFACT_RETENTION_DAYS = env.int("ARTIFACT_RETENTION_DAYS", default=30)
+
+# --- Sweeper: jobs that stopped moving (a worker died) -----------------------------------------
+STALLED_AFTER_SECONDS = env.int("STALLED_AFTER_SECONDS", default=15 * 60)
+STALLED_MAX_ATTEMPTS = env.int("STALLED_MAX_ATTEMPTS", default=2)
+
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stalled-jobs": {"task": "transcription.tasks.sweep_stalled_jobs", "schedule": 60.0},
+}
+DOWNLOAD_TIMEOUT_SECONDS = env.int("DOWNLOAD_TIMEOUT_SECONDS", default=30 * 60)
+DOWNLOAD_MAX_BYTES = env.int("DOWNLOAD_MAX_BYTES", default=8 * 1024**3)
+FFMPEG_TIMEOUT_SECONDS = env.int("FFMPEG_TIMEOUT_SECONDS", default=60 * 60)
+PLAYLIST_MAX_VIDEOS = 25  # the contract's cap on videos per batch and per preview

@@ -1,0 +1,13 @@
+from django.contrib import admin
+from django.urls import include, path
+
+from transcription.views import artifact
+
+urlpatterns = [
+    path("v1/api/", include("transcription.api.urls")),
+    path("v1/files/<str:token>", artifact, name="artifact"),
+    path("admin/", admin.site.urls),
+]
+
+handler404 = "transcription.api.errors.json_not_found"
+handler500 = "transcription.api.errors.json_server_error"

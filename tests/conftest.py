@@ -1,0 +1,69 @@
+"""Shared fixtures. The suite runs on the real PostgreSQL and Redis of the machine (bin/test sets
+DATABASE_URL and REDIS_URL); it stops at once, loudly, if either is missing or down."""
+from __future__ import annotations
+
+import pytest
+from django.conf import settings
+
+
+def pytest_configure(config):
+    engine = settings.DATABASES["default"]["ENGINE"]
+    if "postgresql" not in engine:
+        pytest.exit(f"The tests need PostgreSQL (DATABASE_URL); got {engine}. Run them with `make test`.", returncode=3)
+    if not settings.REDIS_URL:
+        pytest.exit("The tests need Redis (REDIS_URL). Run them with `make test`.", returncode=3)
+    import psycopg
+    import redis
+
+    db = settings.DATABASES["default"]
+    try:
+        psycopg.connect(
+            host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"] or None,
+            password=db["PASSWORD"] or None, dbname=db["NAME"], connect_timeout=5,
+        ).close()
+    except psycopg.Error as error:
+        pytest.exit(f"PostgreSQL is not reachable at {db['HOST']}:{db['PORT']}: {error}", returncode=3)
+    try:
+        redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=5).ping()
+    except redis.RedisError as error:
+        pytest.exit(f"Redis is not reachable at {settings.REDIS_URL}: {error}", returncode=3)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_rate_limits():
+    """Each test starts with empty rate-limit windows."""
+    import redis
+
+    client = redis.Redis.from_url(settings.REDIS_URL)
+    keys = list(client.scan_iter("ratelimit:*"))
+    if keys:
+        client.delete(*keys)
+    yield
+
+
+@pytest.fixture
+def account(db):
+    from accounts.services import account_create
+
+    return account_create("alice@example.com")
+
+
+@pytest.fixture
+def token(account):
+    from accounts.services import token_issue
+
+    return token_issue(account)
+
+
+@pytest.fixture
+def api(client, token):
+    """Django's test client that sends the account's bearer token."""
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {token}"
+    return client
+
+
+@pytest.fixture
+def other_account(db):
+    from accounts.services import account_create
+
+    return account_create("bob@example.com")

@@ -1,0 +1,151 @@
+"""Request and response shapes of spec/api-v1.md. Class names give the OpenAPI schema names."""
+from rest_framework import serializers
+
+from transcription.models import FontSize, JobState, JobType, Quality, SubtitleFormat, TranslationState
+
+from .fields import LanguageCodeField, StrictBooleanField, StrictChoiceField, TargetLanguagesField, UrlField
+
+
+# --- Requests --------------------------------------------------------------------------------
+
+class TranscribeRequestSerializer(serializers.Serializer):
+    url = UrlField(help_text="Video URL")
+    language_code = LanguageCodeField()
+    verbatim = StrictBooleanField(required=False, default=False, help_text="Keep filler words and repetitions")
+    tag_audio_events = StrictBooleanField(
+        required=False, default=False, help_text="Keep non-speech events as bracketed tags ([music], [applause])"
+    )
+
+
+class SubtitlesRequestSerializer(TranscribeRequestSerializer):
+    format = StrictChoiceField(choices=SubtitleFormat.choices, required=False, default=SubtitleFormat.SRT)
+    target_languages = TargetLanguagesField(help_text="Also translate into these languages; max 10")
+
+
+class BurnSubtitlesRequestSerializer(TranscribeRequestSerializer):
+    background = StrictBooleanField(required=False, default=False)
+    font_size = StrictChoiceField(choices=FontSize.choices, required=False, default=FontSize.DEFAULT)
+    quality = StrictChoiceField(choices=Quality.choices, required=False, default=Quality.DEFAULT)
+    target_languages = TargetLanguagesField(help_text="Also produce a burned video per translated language; max 10")
+
+
+class TranscribePlaylistRequestSerializer(serializers.Serializer):
+    url = UrlField(help_text="Playlist or channel URL")
+    type = StrictChoiceField(choices=JobType.choices, required=False, default=JobType.TRANSCRIPT)
+    language_code = LanguageCodeField()
+    verbatim = StrictBooleanField(required=False, default=False)
+    target_languages = TargetLanguagesField(help_text="Only for subtitles and burned; max 10")
+    quality = StrictChoiceField(choices=Quality.choices, required=False, default=Quality.DEFAULT)
+    font_size = StrictChoiceField(choices=FontSize.choices, required=False, default=FontSize.DEFAULT)
+    background = StrictBooleanField(required=False, default=False)
+
+    def validate(self, attrs):
+        if attrs.get("target_languages") and attrs["type"] == JobType.TRANSCRIPT:
+            raise serializers.ValidationError(
+                {"target_languages": serializers.ErrorDetail(
+                    "target_languages is only allowed for type 'subtitles' or 'burned'.", code="not_allowed"
+                )}
+            )
+        return attrs
+
+
+class PlaylistQuerySerializer(serializers.Serializer):
+    url = UrlField(help_text="Playlist or channel URL")
+    type = StrictChoiceField(choices=JobType.choices, required=False, default=JobType.TRANSCRIPT)
+    quality = StrictChoiceField(choices=Quality.choices, required=False, default=Quality.DEFAULT)
+    target_languages = TargetLanguagesField()
+
+
+# --- Responses -------------------------------------------------------------------------------
+
+class TranslationApiResponseSerializer(serializers.Serializer):
+    language = serializers.CharField()
+    state = serializers.ChoiceField(choices=TranslationState.choices)
+    srt = serializers.CharField(allow_null=True, required=False)
+    webvtt = serializers.CharField(allow_null=True, required=False)
+    burned_video_url = serializers.CharField(allow_null=True, required=False)
+    error = serializers.CharField(allow_null=True, required=False)
+
+
+class TranscriptionApiResponseSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    state = serializers.ChoiceField(choices=JobState.choices)
+    progress = serializers.IntegerField(min_value=0, max_value=100)
+    type = serializers.ChoiceField(choices=JobType.choices)
+    verbatim = serializers.BooleanField()
+    quality = serializers.ChoiceField(choices=Quality.choices)
+    font_size = serializers.ChoiceField(choices=FontSize.choices)
+    background = serializers.BooleanField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    txt = serializers.CharField(allow_null=True, required=False)
+    srt = serializers.CharField(allow_null=True, required=False)
+    webvtt = serializers.CharField(allow_null=True, required=False)
+    burned_video_url = serializers.CharField(allow_null=True, required=False)
+    video_url = serializers.CharField(allow_null=True, required=False)
+    duration = serializers.IntegerField(allow_null=True, required=False)
+    error = serializers.CharField(allow_null=True, required=False)
+    is_preview = serializers.BooleanField(required=False, default=False)
+    preview_minutes = serializers.IntegerField(allow_null=True, required=False)
+    translations = TranslationApiResponseSerializer(many=True, required=False)
+
+
+class QueuedJobSerializer(serializers.Serializer):
+    id = serializers.CharField()
+
+
+class QueuedSubtitlesJobSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    format = serializers.ChoiceField(choices=SubtitleFormat.choices)
+
+
+class QueuedBatchSerializer(serializers.Serializer):
+    batch_id = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    count = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    ids = serializers.ListField(child=serializers.CharField())
+
+
+class BatchStatusSerializer(serializers.Serializer):
+    batch_id = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    items = TranscriptionApiResponseSerializer(many=True)
+
+
+class PlaylistVideoSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    title = serializers.CharField(allow_blank=True)
+    duration = serializers.IntegerField()
+    thumbnail = serializers.CharField(allow_blank=True)
+    is_age_restricted = serializers.BooleanField(required=False, default=False)
+    is_live = serializers.BooleanField(required=False, default=False)
+    language = serializers.CharField(allow_null=True, required=False)
+
+
+class PlaylistPreviewSerializer(serializers.Serializer):
+    id = serializers.CharField(allow_blank=True)
+    title = serializers.CharField(allow_blank=True)
+    total = serializers.IntegerField()
+    skipped = serializers.IntegerField()
+    max_videos = serializers.IntegerField()
+    is_channel = serializers.BooleanField()
+    tab = serializers.CharField()
+    videos = PlaylistVideoSerializer(many=True)
+    needed_seconds = serializers.IntegerField()
+    remaining_seconds = serializers.IntegerField()
+    fits = serializers.BooleanField()
+
+
+class ErrorResponseSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+
+
+class ValidationErrorSerializer(serializers.Serializer):
+    loc = serializers.ListField(child=serializers.JSONField())
+    msg = serializers.CharField()
+    type = serializers.CharField()
+
+
+class HTTPValidationErrorSerializer(serializers.Serializer):
+    detail = ValidationErrorSerializer(many=True)

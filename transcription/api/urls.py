@@ -1,0 +1,21 @@
+from django.urls import path
+from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerView
+
+from .views import BatchViewSet, JobViewSet, PlaylistViewSet
+
+urlpatterns = [
+    path("transcribe", JobViewSet.as_view({"post": "transcribe"}), name="transcribe"),
+    path("subtitles", JobViewSet.as_view({"post": "subtitles"}), name="subtitles"),
+    path("burn-subtitles", JobViewSet.as_view({"post": "burn_subtitles"}), name="burn-subtitles"),
+    path("transcribe-playlist", BatchViewSet.as_view({"post": "create"}), name="transcribe-playlist"),
+    # <str:id>, not <uuid:id>: a malformed id is a 422 on ["path", "id"], after auth and rate limit.
+    path("transcription/<str:id>", JobViewSet.as_view({"get": "retrieve"}), name="transcription"),
+    path("batch/<str:id>", BatchViewSet.as_view({"get": "retrieve"}), name="batch"),
+    path("playlist", PlaylistViewSet.as_view({"get": "list"}), name="playlist"),
+    path("openapi.json", SpectacularJSONAPIView.as_view(authentication_classes=[], permission_classes=[]), name="openapi"),
+    path(
+        "docs",
+        SpectacularSwaggerView.as_view(url_name="openapi", authentication_classes=[], permission_classes=[]),
+        name="docs",
+    ),
+]

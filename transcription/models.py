@@ -1,0 +1,149 @@
+import uuid
+
+from django.db import models
+
+from . import states
+
+
+class JobType(models.TextChoices):
+    TRANSCRIPT = "transcript"
+    SUBTITLES = "subtitles"
+    BURNED = "burned"
+
+
+class JobState(models.TextChoices):
+    WAITING = states.WAITING
+    PREPARING = states.PREPARING
+    DOWNLOADING = states.DOWNLOADING
+    CONVERTING = states.CONVERTING
+    UPLOADING = states.UPLOADING
+    PROCESSING = states.PROCESSING
+    MERGING = states.MERGING
+    ALIGNING = states.ALIGNING
+    TRANSLATING = states.TRANSLATING
+    BURNING = states.BURNING
+    DONE = states.DONE
+    FAILED = states.FAILED
+
+
+class TranslationState(models.TextChoices):
+    PENDING = states.TRANSLATION_PENDING
+    TRANSLATING = states.TRANSLATION_TRANSLATING
+    BURNING = states.TRANSLATION_BURNING
+    DONE = states.TRANSLATION_DONE
+    FAILED = states.TRANSLATION_FAILED
+
+
+class Quality(models.TextChoices):
+    DEFAULT = "default"
+    HD = "hd"
+    UHD = "uhd"
+
+
+class FontSize(models.TextChoices):
+    DEFAULT = "default"
+    LARGE = "large"
+    XL = "xl"
+
+
+class SubtitleFormat(models.TextChoices):
+    SRT = "srt"
+    WEBVTT = "webvtt"
+
+
+class JobOptions(models.Model):
+    """What the client asked for; shared by a job and the batch that queued it."""
+
+    type = models.CharField(max_length=12, choices=JobType.choices)
+    language_code = models.CharField(max_length=12, null=True, blank=True)
+    verbatim = models.BooleanField(default=False)
+    tag_audio_events = models.BooleanField(default=False)
+    quality = models.CharField(max_length=8, choices=Quality.choices, default=Quality.DEFAULT)
+    font_size = models.CharField(max_length=8, choices=FontSize.choices, default=FontSize.DEFAULT)
+    background = models.BooleanField(default=False)
+    target_languages = models.JSONField(default=list, blank=True, help_text="As the client sent them.")
+
+    class Meta:
+        abstract = True
+
+
+class Batch(JobOptions):
+    """A playlist or channel queued as separate jobs."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="batches")
+    url = models.TextField()
+    title = models.CharField(max_length=500, blank=True)
+    total = models.PositiveIntegerField(default=0)
+    skipped = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "batches"
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.title or str(self.id)
+
+
+class Job(JobOptions):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="jobs")
+    batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
+    position = models.PositiveIntegerField(default=0, help_text="Queue order inside its batch.")
+    url = models.TextField()
+    subtitle_format = models.CharField(max_length=8, choices=SubtitleFormat.choices, default=SubtitleFormat.SRT)
+
+    state = models.CharField(max_length=12, choices=JobState.choices, default=JobState.WAITING, db_index=True)
+    progress = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(null=True, blank=True)
+    # (state, ISO time it was entered), in order: how long each stage took.
+    timeline = models.JSONField(default=list, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times the sweeper re-queued a stalled stage.")
+
+    title = models.CharField(max_length=500, blank=True)
+    duration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds of source video, rounded up.")
+    detected_language = models.CharField(max_length=12, null=True, blank=True)
+    is_preview = models.BooleanField(default=False)
+    preview_minutes = models.PositiveIntegerField(null=True, blank=True)
+
+    txt = models.TextField(null=True, blank=True)
+    srt = models.TextField(null=True, blank=True)
+    webvtt = models.TextField(null=True, blank=True)
+    burned_video = models.CharField(max_length=500, null=True, blank=True, help_text="Storage name of the video.")
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["batch", "position"])]
+        constraints = [
+            models.CheckConstraint(condition=models.Q(progress__lte=100), name="job_progress_at_most_100"),
+        ]
+
+    def __str__(self):
+        return f"{self.type} {self.id}"
+
+
+class Translation(models.Model):
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="translations")
+    position = models.PositiveSmallIntegerField(default=0)
+    language = models.CharField(max_length=100, help_text="As the client sent it.")
+    language_code = models.CharField(max_length=12, help_text="ISO 639 code it was read as.")
+    state = models.CharField(max_length=12, choices=TranslationState.choices, default=TranslationState.PENDING)
+    srt = models.TextField(null=True, blank=True)
+    webvtt = models.TextField(null=True, blank=True)
+    burned_video = models.CharField(max_length=500, null=True, blank=True)
+    error = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["job", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["job", "language_code"], name="one_translation_per_language"),
+        ]
+
+    def __str__(self):
+        return f"{self.language} ({self.state})"

@@ -1,0 +1,138 @@
+"""List a playlist or channel with yt-dlp's flat extraction: nothing is downloaded or resolved
+beyond the listing itself, so a preview costs one request to the playlist page."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from urllib.parse import urlparse
+
+import yt_dlp
+
+from .fetch import FetchError, check_url, guarded_ydl_params
+
+MAX_VIDEOS = 25
+CHANNEL_TABS = ("videos", "streams", "shorts")
+_CHANNEL_PATH = re.compile(r"^/(?:@[^/]+|channel/[^/]+|c/[^/]+|user/[^/]+)(?:/(?P<tab>[^/?#]+))?/?$")
+_UNAVAILABLE_TITLES = {"[private video]", "[deleted video]", "[unavailable video]"}
+
+
+class PlaylistError(Exception):
+    """The link cannot be listed as a playlist; the message is for the client."""
+
+
+@dataclass
+class PlaylistEntry:
+    id: str
+    title: str
+    url: str
+    duration: int | None
+    thumbnail: str = ""
+    is_age_restricted: bool = False
+    is_live: bool = False
+    language: str | None = None
+
+
+@dataclass
+class PlaylistListing:
+    id: str
+    title: str
+    total: int
+    skipped: int
+    is_channel: bool
+    tab: str
+    videos: list[PlaylistEntry] = field(default_factory=list)
+
+
+def channel_tab(url: str) -> tuple[bool, str]:
+    """(is_channel, tab) from a URL's path: /@name, /@name/streams, /channel/ID/shorts, ..."""
+    match = _CHANNEL_PATH.match(urlparse(url).path or "/")
+    if not match:
+        return False, "videos"
+    tab = (match.group("tab") or "videos").lower()
+    return True, tab if tab in CHANNEL_TABS else "videos"
+
+
+def channel_tab_url(url: str) -> str:
+    """A channel URL naming its tab, so yt-dlp lists that tab and not the channel's home page."""
+    is_channel, tab = channel_tab(url)
+    if not is_channel:
+        return url
+    parsed = urlparse(url)
+    path = _CHANNEL_PATH.match(parsed.path)
+    base = parsed.path.rstrip("/")
+    if path.group("tab"):
+        base = base[: -len(path.group("tab"))].rstrip("/")
+    return parsed._replace(path=f"{base}/{tab}").geturl()
+
+
+def _is_unavailable(entry: dict) -> bool:
+    title = (entry.get("title") or "").strip().lower()
+    availability = entry.get("availability")
+    return title in _UNAVAILABLE_TITLES or availability in {"private", "needs_auth", "subscriber_only", "premium_only"}
+
+
+def _is_live(entry: dict) -> bool:
+    return bool(entry.get("is_live")) or entry.get("live_status") in {"is_live", "is_upcoming", "post_live"}
+
+
+def _entry(entry: dict) -> PlaylistEntry:
+    duration = entry.get("duration")
+    thumbnails = entry.get("thumbnails") or []
+    thumbnail = entry.get("thumbnail") or (thumbnails[-1].get("url") if thumbnails else "") or ""
+    return PlaylistEntry(
+        id=str(entry.get("id") or entry.get("url") or ""),
+        title=entry.get("title") or "",
+        url=entry.get("url") or entry.get("webpage_url") or "",
+        duration=int(-(-float(duration) // 1)) if duration else None,
+        thumbnail=thumbnail,
+        is_age_restricted=(entry.get("age_limit") or 0) >= 18,
+        is_live=_is_live(entry),
+        language=entry.get("language"),
+    )
+
+
+def list_playlist(url: str, *, allow_private: bool, timeout: int = 30, max_videos: int = MAX_VIDEOS) -> PlaylistListing:
+    try:
+        check_url(url, allow_private=allow_private)
+    except FetchError as error:
+        raise PlaylistError(str(error)) from None
+    is_channel, tab = channel_tab(url)
+    params = {
+        **guarded_ydl_params(allow_private=allow_private, timeout=timeout),
+        "extract_flat": "in_playlist",
+        "playlistend": 1000,
+    }
+    try:
+        with yt_dlp.YoutubeDL(params) as ydl:
+            info = ydl.extract_info(channel_tab_url(url), download=False)
+    except FetchError as error:
+        raise PlaylistError(str(error)) from None
+    except yt_dlp.utils.UnsupportedError:
+        raise PlaylistError("This site is not supported.") from None
+    except yt_dlp.utils.DownloadError as error:
+        raise PlaylistError(f"The playlist could not be listed: {_short(error)}") from None
+    if not info or info.get("_type") not in ("playlist", "multi_video"):
+        raise PlaylistError(
+            "This address is a single video, not a playlist or channel; queue it with /v1/api/transcribe, "
+            "/v1/api/subtitles or /v1/api/burn-subtitles."
+        )
+    entries = [e for e in (info.get("entries") or []) if e]
+    videos, skipped = [], 0
+    for entry in entries:
+        if _is_unavailable(entry) or _is_live(entry):
+            skipped += 1
+        elif len(videos) < max_videos:
+            videos.append(_entry(entry))
+    return PlaylistListing(
+        id="" if is_channel else str(info.get("id") or ""),
+        title=info.get("title") or "",
+        total=int(info.get("playlist_count") or len(entries)),
+        skipped=skipped,
+        is_channel=is_channel,
+        tab=tab,
+        videos=videos,
+    )
+
+
+def _short(error: Exception) -> str:
+    return re.sub(r"^ERROR:\s*", "", str(error)).split("\n")[0][:300]

@@ -1,0 +1,142 @@
+"""The only place that writes jobs, batches and translations.
+
+State and progress change only through job_advance / job_progress / job_fail / job_finish,
+which lock the row, enforce the transitions of `states`, and never let progress go down.
+"""
+from __future__ import annotations
+
+import logging
+
+from django.db import transaction
+from django.utils import timezone
+
+from billing.services import job_refund, translation_refund
+
+from . import states
+from .languages import normalize_language
+from .models import Batch, Job, Translation
+
+logger = logging.getLogger(__name__)
+
+
+def _queue_job(job_id) -> None:
+    from .tasks import start_job
+
+    transaction.on_commit(lambda: start_job.delay(str(job_id)))
+
+
+def _add_translations(job: Job, languages: list[str]) -> None:
+    for position, language in enumerate(languages):
+        Translation.objects.create(
+            job=job, position=position, language=language, language_code=normalize_language(language)
+        )
+
+
+@transaction.atomic
+def job_create(account, *, url: str, type: str, target_languages: list[str] | None = None, **options) -> Job:
+    """Store a job and queue it once the row is committed."""
+    job = Job.objects.create(
+        account=account, url=url, type=type, target_languages=target_languages or [],
+        timeline=[[states.WAITING, timezone.now().isoformat()]], **options,
+    )
+    _add_translations(job, target_languages or [])
+    _queue_job(job.id)
+    return job
+
+
+@transaction.atomic
+def batch_create(account, *, url: str, title: str, total: int, skipped: int, video_urls: list[str],
+                 type: str, target_languages: list[str] | None = None, **options) -> Batch:
+    batch = Batch.objects.create(
+        account=account, url=url, title=title, total=total, skipped=skipped, type=type,
+        target_languages=target_languages or [], **options,
+    )
+    now = timezone.now().isoformat()
+    for position, video_url in enumerate(video_urls):
+        job = Job.objects.create(
+            account=account, batch=batch, position=position, url=video_url, type=type,
+            target_languages=target_languages or [], timeline=[[states.WAITING, now]], **options,
+        )
+        _add_translations(job, target_languages or [])
+        _queue_job(job.id)
+    return batch
+
+
+def _locked(job_id) -> Job:
+    return Job.objects.select_for_update().get(pk=job_id)
+
+
+@transaction.atomic
+def job_advance(job_id, state: str, fraction: float = 0.0, **fields) -> Job:
+    """Move a job into `state` (or further through it), setting any result `fields` on the way."""
+    job = _locked(job_id)
+    states.check_job_transition(job.state, state)
+    if job.state != state:
+        job.timeline = [*job.timeline, [state, timezone.now().isoformat()]]
+    job.state = state
+    job.progress = max(job.progress, states.progress_in(state, fraction))
+    for name, value in fields.items():
+        setattr(job, name, value)
+    job.save()
+    return job
+
+
+def job_progress(job_id, fraction: float) -> None:
+    """Move the progress bar within the job's current state; never backwards, never across states."""
+    job = Job.objects.only("state", "progress").get(pk=job_id)
+    if job.state in states.FINAL_STATES:
+        return
+    value = states.progress_in(job.state, fraction)
+    Job.objects.filter(pk=job_id, state=job.state, progress__lt=value).update(progress=value, updated_at=timezone.now())
+
+
+@transaction.atomic
+def job_finish(job_id, **results) -> Job:
+    job = job_advance(job_id, states.DONE, 1.0, **results)
+    return job
+
+
+def job_fail(job_id, error: str) -> Job | None:
+    """Fail a job that is not final yet, with a reason a person can read, and refund its charge.
+
+    Returns None when the job had already ended (a late failure of a retried task).
+    """
+    with transaction.atomic():
+        job = _locked(job_id)
+        if job.state in states.FINAL_STATES:
+            return None
+        job.timeline = [*job.timeline, [states.FAILED, timezone.now().isoformat()]]
+        job.state = states.FAILED
+        job.error = error
+        job.save()
+        for translation in job.translations.exclude(state__in=[states.TRANSLATION_DONE, states.TRANSLATION_FAILED]):
+            translation.state = states.TRANSLATION_FAILED
+            translation.error = "The job failed before this translation was made."
+            translation.save()
+        job_refund(job, reason=f"Job failed: {error}")
+    logger.info("job %s failed: %s", job_id, error)
+    return job
+
+
+@transaction.atomic
+def translation_advance(translation_id, state: str, **fields) -> Translation:
+    translation = Translation.objects.select_for_update().get(pk=translation_id)
+    states.check_translation_transition(translation.state, state)
+    translation.state = state
+    for name, value in fields.items():
+        setattr(translation, name, value)
+    translation.save()
+    return translation
+
+
+def translation_fail(translation_id, error: str) -> Translation | None:
+    """Fail one translation (the job goes on) and refund its share of the charge."""
+    with transaction.atomic():
+        translation = Translation.objects.select_for_update().select_related("job").get(pk=translation_id)
+        if translation.state in (states.TRANSLATION_DONE, states.TRANSLATION_FAILED):
+            return None
+        translation.state = states.TRANSLATION_FAILED
+        translation.error = error
+        translation.save()
+        translation_refund(translation, reason=f"Translation to {translation.language} failed: {error}")
+    return translation
