@@ -17,13 +17,13 @@ def normalize_language(text: str) -> str:
     cleaned = text.strip()
     if not cleaned:
         raise UnknownLanguage("Language must not be empty.")
-    if cleaned.isalpha() and len(cleaned) in (2, 3):
+    if cleaned.isascii() and cleaned.isalpha() and len(cleaned) in (2, 3):
         tag = langcodes.Language.get(cleaned.lower())
         if tag.is_valid() and tag.language and tag.has_name_data():
             return tag.language
     try:
         return langcodes.find(cleaned).language
-    except LookupError:
+    except (LookupError, ValueError):
         raise UnknownLanguage(f"Unknown language: {text!r}. Use a language name or an ISO 639-1/639-3 code.") from None
 
 

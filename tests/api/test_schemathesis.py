@@ -15,6 +15,21 @@ from config.wsgi import application
 
 schema = schemathesis.openapi.from_wsgi("/v1/api/openapi.json", application)
 
+
+
+@pytest.fixture(autouse=True)
+def _keep_the_test_connection():
+    """Like Django's test Client: a request must not close the test's database connection."""
+    from django.core.signals import request_finished, request_started
+    from django.db import close_old_connections
+
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
 
 

@@ -34,7 +34,7 @@ class StrictChoiceField(serializers.ChoiceField):
         return data
 
 
-@extend_schema_field({"type": ["string", "null"], "description": "ISO 639-1 or ISO 639-3 code of the spoken language; null detects it."})
+@extend_schema_field({"type": "string", "description": "ISO 639-1 or ISO 639-3 code of the spoken language; null detects it."})
 class LanguageCodeField(StrictCharField):
     default_error_messages = {"unknown_language": "{message}"}
 
