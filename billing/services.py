@@ -140,3 +140,35 @@ def translation_refund(translation, reason: str = "Translation failed") -> Ledge
                 )
         except IntegrityError:
             return None
+
+
+def next_period(day: date) -> date:
+    """The same day next month, clamped to the month's end (Jan 31 -> Feb 28)."""
+    import calendar
+
+    year, month = (day.year + 1, 1) if day.month == 12 else (day.year, day.month + 1)
+    return day.replace(year=year, month=month, day=min(day.day, calendar.monthrange(year, month)[1]))
+
+
+def renew_due_plans(today: date | None = None) -> int:
+    """Grant every account its plan's monthly minutes for each period that has begun.
+
+    Safe to run any number of times, concurrently or after missed days: each (account, period)
+    is granted once (account row lock + a unique constraint on the period). Returns grants made.
+    """
+    from django.utils import timezone
+
+    from accounts.models import Account
+
+    today = today or timezone.localdate()
+    granted = 0
+    due = Account.objects.filter(plan__active=True, renews_on__lte=today).values_list("pk", flat=True)
+    for account_id in due:
+        with transaction.atomic():
+            account = Account.objects.select_for_update(of=("self",)).select_related("plan").get(pk=account_id)
+            while account.plan and account.plan.active and account.renews_on and account.renews_on <= today:
+                if grant_plan_minutes(account, account.renews_on) is not None:
+                    granted += 1
+                account.renews_on = next_period(account.renews_on)
+            account.save(update_fields=["renews_on"])
+    return granted

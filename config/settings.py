@@ -181,6 +181,7 @@ STALLED_MAX_ATTEMPTS = env.int("STALLED_MAX_ATTEMPTS", default=2)
 
 CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-jobs": {"task": "transcription.tasks.sweep_stalled_jobs", "schedule": 60.0},
+    "renew-plans": {"task": "billing.tasks.renew_plans", "schedule": 3600.0},
 }
 DOWNLOAD_TIMEOUT_SECONDS = env.int("DOWNLOAD_TIMEOUT_SECONDS", default=30 * 60)
 DOWNLOAD_MAX_BYTES = env.int("DOWNLOAD_MAX_BYTES", default=8 * 1024**3)

@@ -1,0 +1,22 @@
+import pytest
+
+from transcription.languages import UnknownLanguage, normalize_language, speech_language
+
+
+@pytest.mark.parametrize("text,code", [("Spanish", "es"), ("spanish", "es"), ("es", "es"), ("SPA", "es"),
+                                        ("Catalan", "ca"), ("zho", "zh"), ("français", "fr")])
+def test_names_and_iso_codes_are_understood(text, code):
+    assert normalize_language(text) == code
+
+
+@pytest.mark.parametrize("text", ["", "xx", "qaa", "1", "Elvish-ish", "éé"])
+def test_unknown_languages_are_refused(text):
+    with pytest.raises(UnknownLanguage):
+        normalize_language(text)
+
+
+def test_speech_codes_follow_the_recogniser():
+    assert speech_language("eng") == "en"
+    assert speech_language("jav") == "jw"  # Whisper's code for Javanese
+    with pytest.raises(UnknownLanguage):
+        speech_language("tlh")  # a real language Whisper does not know

@@ -1,0 +1,72 @@
+import pytest
+
+from transcription import services, states
+from transcription.models import Job
+
+
+@pytest.fixture
+def job(account):
+    return Job.objects.create(account=account, url="https://example.com/v", type="transcript")
+
+
+def test_a_job_moves_forward_and_its_progress_never_goes_down(job):
+    services.job_advance(job.id, states.PREPARING)
+    services.job_advance(job.id, states.DOWNLOADING, 0.5)
+    high = Job.objects.get(pk=job.id).progress
+    services.job_advance(job.id, states.DOWNLOADING, 0.1)  # a retried stage re-enters its state
+    services.job_progress(job.id, 0.0)
+    assert Job.objects.get(pk=job.id).progress == high
+    services.job_advance(job.id, states.PROCESSING)
+    assert Job.objects.get(pk=job.id).progress == states.PROGRESS_RANGE[states.PROCESSING][0]
+
+
+def test_a_job_cannot_go_back(job):
+    services.job_advance(job.id, states.PROCESSING)
+    with pytest.raises(states.InvalidTransition):
+        services.job_advance(job.id, states.DOWNLOADING)
+
+
+def test_a_finished_job_never_moves_again(job):
+    services.job_advance(job.id, states.ALIGNING)
+    services.job_finish(job.id, txt="hello")
+    done = Job.objects.get(pk=job.id)
+    assert (done.state, done.progress) == ("done", 100)
+    with pytest.raises(states.InvalidTransition):
+        services.job_advance(job.id, states.PROCESSING)
+    assert services.job_fail(job.id, "late failure") is None
+    assert Job.objects.get(pk=job.id).state == "done"
+
+
+def test_any_running_state_may_fail_with_a_reason(job):
+    services.job_advance(job.id, states.CONVERTING)
+    failed = services.job_fail(job.id, "The file has no audio track.")
+    assert failed.state == "failed" and failed.error == "The file has no audio track."
+
+
+def test_progress_within_a_state_stays_inside_its_range(job):
+    services.job_advance(job.id, states.PROCESSING)
+    services.job_progress(job.id, 5.0)
+    assert Job.objects.get(pk=job.id).progress == states.PROGRESS_RANGE[states.PROCESSING][1]
+
+
+def test_the_timeline_records_each_state_once_in_order(job):
+    for state in (states.PREPARING, states.DOWNLOADING, states.DOWNLOADING, states.CONVERTING):
+        services.job_advance(job.id, state)
+    assert [entry[0] for entry in Job.objects.get(pk=job.id).timeline] == ["preparing", "downloading", "converting"]
+
+
+def test_translations_follow_their_own_machine(job):
+    translation = job.translations.create(language="Spanish", language_code="es")
+    with pytest.raises(states.InvalidTransition):
+        services.translation_advance(translation.id, states.TRANSLATION_DONE)
+    services.translation_advance(translation.id, states.TRANSLATION_TRANSLATING)
+    services.translation_advance(translation.id, states.TRANSLATION_DONE, srt="1\n")
+    with pytest.raises(states.InvalidTransition):
+        services.translation_advance(translation.id, states.TRANSLATION_BURNING)
+
+
+def test_progress_ranges_cover_0_to_100_in_order():
+    ranges = [states.PROGRESS_RANGE[s] for s in states.STATE_ORDER]
+    assert ranges[0] == (0, 0) and ranges[-1] == (100, 100)
+    for (low, high), (next_low, _) in zip(ranges, ranges[1:]):
+        assert low <= high < next_low
