@@ -103,6 +103,8 @@ REDIS_URL = env.str("REDIS_URL", default="")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = DATA_DIR / "broker"
+    for _folder in ("queue", "processed"):
+        (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
