@@ -1,0 +1,87 @@
+"""Jobs that cannot succeed end `failed` with a readable error, through the real API, a real
+Celery worker, real yt-dlp and ffmpeg against a server on 127.0.0.1, and get their minutes back."""
+import json
+
+import pytest
+
+from billing.selectors import account_balance
+from tests.worker import running_worker, wait_for_job
+from transcription.pipeline import audio, fetch
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+def submit(api, url, path="/v1/api/transcribe"):
+    response = api.post(path, data=json.dumps({"url": url}), content_type="application/json")
+    assert response.status_code == 200
+    return response.json()["id"]
+
+
+def read(api, job_id):
+    return api.get(f"/v1/api/transcription/{job_id}").json()
+
+
+class TestWithPrivateAddressesRefused:
+    @pytest.fixture(scope="class")
+    def worker(self, django_db_setup, django_db_blocker, tmp_path_factory):
+        with running_worker(tmp_path_factory.mktemp("worker") / "worker.log", ALLOW_PRIVATE_URLS="false"):
+            yield
+
+    def test_a_loopback_address_is_refused_without_a_request(self, worker, api, media_server):
+        before = media_server.count("/files/")
+        job_id = submit(api, media_server.url("/files/speech.mp4"))
+        wait_for_job(job_id, timeout=60)
+        body = read(api, job_id)
+        assert body["state"] == "failed" and body["error"] == fetch.MSG_PRIVATE
+        assert media_server.count("/files/") == before
+
+    @pytest.mark.parametrize("url", ["ftp://example.com/video.mp4", "file:///etc/passwd", "not a url at all"])
+    def test_only_http_and_https_are_accepted(self, worker, api, url):
+        job_id = submit(api, url)
+        wait_for_job(job_id, timeout=60)
+        body = read(api, job_id)
+        assert body["state"] == "failed" and body["error"] in (fetch.MSG_SCHEME, fetch.MSG_INVALID)
+
+
+class TestFromALocalServer:
+    @pytest.fixture(scope="class")
+    def worker(self, django_db_setup, django_db_blocker, tmp_path_factory):
+        with running_worker(
+            tmp_path_factory.mktemp("worker") / "worker.log",
+            ALLOW_PRIVATE_URLS="true", FETCH_TIMEOUT_SECONDS="5", DOWNLOAD_TIMEOUT_SECONDS="20",
+        ):
+            yield
+
+    @pytest.mark.parametrize(
+        "path,error",
+        [
+            ("/status/404", fetch.MSG_NOT_FOUND),
+            ("/status/403", fetch.MSG_FORBIDDEN),
+            ("/status/410", fetch.MSG_GONE),
+            ("/page/nomedia.html", fetch.MSG_NO_MEDIA),
+            ("/live/index.m3u8", fetch.MSG_LIVE),
+            ("/files/video_only.mp4", audio.MSG_NO_AUDIO),
+        ],
+    )
+    def test_it_fails_with_the_reason_and_refunds(self, worker, api, account, media_server, path, error):
+        balance = account_balance(account.pk)
+        job_id = submit(api, media_server.url(path))
+        job = wait_for_job(job_id, timeout=90)
+        body = read(api, job_id)
+        assert body["state"] == "failed", body
+        assert body["error"] == error
+        assert body["txt"] is None and body["srt"] is None
+        assert account_balance(account.pk) == balance, "a failed job costs nothing"
+        assert job.progress < 100
+
+    def test_a_video_over_twelve_hours_is_refused_before_download(self, worker, api, media_server):
+        job_id = submit(api, media_server.url("/long/index.m3u8"))
+        wait_for_job(job_id, timeout=90)
+        body = read(api, job_id)
+        assert body["state"] == "failed" and "12 hours" in body["error"]
+
+    def test_a_stalled_server_cannot_hang_the_worker(self, worker, api, media_server):
+        job_id = submit(api, media_server.url("/stall"))
+        wait_for_job(job_id, timeout=120)
+        body = read(api, job_id)
+        assert body["state"] == "failed" and body["error"]

@@ -1,0 +1,83 @@
+"""A real Celery worker in a subprocess, on the test database and the real Redis broker."""
+from __future__ import annotations
+
+import contextlib
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parent.parent
+QUEUES = "media,asr,burn"
+
+
+def _database_url() -> str:
+    db = connection.settings_dict
+    auth = db["USER"] or ""
+    if db["PASSWORD"]:
+        auth += f":{db['PASSWORD']}"
+    return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
+
+
+def purge_queues(env: dict) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "celery", "-A", "config", "purge", "-f", "-Q", QUEUES],
+        cwd=ROOT, env=env, check=True, capture_output=True, timeout=60,
+    )
+
+
+@contextlib.contextmanager
+def running_worker(log_path: Path, **extra_env: str):
+    """Start a worker on all queues; yield the process; stop it (or kill it) at the end.
+
+    The worker talks to the test database (the test must commit: django_db(transaction=True)).
+    """
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "REDIS_URL": settings.REDIS_URL,
+        "CONN_MAX_AGE": "0",
+        "PYTHONUNBUFFERED": "1",
+        **extra_env,
+    }
+    purge_queues(env)
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", QUEUES, "--concurrency", "1",
+         "--without-gossip", "--without-mingle", "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h"],
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while "ready." not in log_path.read_text():
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"The Celery worker did not start:\n{log_path.read_text()[-3000:]}")
+            time.sleep(0.2)
+        yield process
+    finally:
+        if process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        log.close()
+
+
+def wait_for_job(job_id, timeout: float = 120, states=("done", "failed")):
+    """Poll the database until the job ends; return it."""
+    from transcription.models import Job
+
+    deadline = time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(pk=job_id)
+        if job.state in states:
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} still {job.state} ({job.progress}%) after {timeout} s")
+        time.sleep(0.3)
