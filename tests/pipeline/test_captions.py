@@ -192,10 +192,10 @@ class TestCleanWords:
         assert texts(out) == ["Hello there end"]
 
     def test_multi_word_event_and_notes_around_lyrics(self):
-        segments = [seg("[man speaking foreign language] ♪Never gonna give♪ [BLANK_AUDIO]")]
+        segments = [seg("[man speaking foreign language] ♪Never gonna give♪ [BLANK_AUDIO] [Music]Bye")]
         assert texts(clean_words(segments, verbatim=True, tag_audio_events=True)) == [
-            "[man speaking foreign language] [music] Never gonna give [music]"]
-        assert texts(clean_words(segments, verbatim=True, tag_audio_events=False)) == ["Never gonna give"]
+            "[man speaking foreign language] [music] Never gonna give [music] Bye"]
+        assert texts(clean_words(segments, verbatim=True, tag_audio_events=False)) == ["Never gonna give Bye"]
 
     def test_empty_segments_dropped_and_times_follow_words(self):
         segments = [seg("[Music]", 0.0, 1), seg("Um, hello there, uh", 10.0, 2), seg("Uh.", 20.0, 1)]

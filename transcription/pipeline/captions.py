@@ -248,8 +248,12 @@ def _split_events(words: list[Word]) -> list[tuple[str, Word]]:
                 content = " ".join(w.text.strip() for w in words[index:end_index + 1])
                 content = content[1:content.rfind(closer)]
                 tag = _event_tag(content)
+                last = words[end_index]
                 if tag:
-                    items.append(("event", Word(start=word.start, end=words[end_index].end, text=f" [{tag}]")))
+                    items.append(("event", Word(start=word.start, end=last.end, text=f" [{tag}]")))
+                tail = last.text.strip()[last.text.strip().rfind(closer) + 1:]
+                if _has_word_chars(tail):  # "[Music]Hello": keep the word
+                    items.append(("word", replace(last, text=" " + tail)))
                 index = end_index + 1
                 continue
             if opener in "[(" and len(text) > 1:  # stray bracket: keep the word without it
