@@ -1,0 +1,448 @@
+"""Tests for transcription.pipeline.captions: cleaning, transcript text, cues, SRT and WebVTT.
+
+Every subtitle rule is checked on the SRT and WebVTT text after parsing it back with pysubs2, and
+ffmpeg must read both files without a word on stderr.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pysubs2
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from transcription.pipeline.captions import (
+    Cue,
+    build_cues,
+    clean_words,
+    to_srt,
+    to_webvtt,
+    transcript_text,
+)
+from transcription.pipeline.types import Segment, Word
+
+from .synth import ARTICLES_ETC, transcript
+
+NO_BREAK = ARTICLES_ETC | {"i"}
+
+
+def seg(text: str, start: float = 0.0, speaker: int | None = None, step: float = 0.3) -> Segment:
+    """A segment whose words each take ``step`` seconds."""
+    words, t = [], start
+    for part in text.split():
+        words.append(Word(round(t, 3), round(t + step * 0.85, 3), " " + part))
+        t += step
+    return Segment(start, round(t, 3), text, words, speaker)
+
+
+def texts(segments: list[Segment]) -> list[str]:
+    return [s.text for s in segments]
+
+
+# ---------------------------------------------------------------------------------------------
+# Checking subtitles as a player would see them
+# ---------------------------------------------------------------------------------------------
+
+def parse(text: str, fmt: str) -> list[pysubs2.SSAEvent]:
+    subs = pysubs2.SSAFile.from_string(text, format_=fmt)
+    return list(subs.events)
+
+
+def expected_words(segments: list[Segment]) -> list[tuple[str, int]]:
+    return [(w.text.strip(), 1 if s.speaker is None else s.speaker) for s in segments for w in s.words]
+
+
+def check_events(events: list[pysubs2.SSAEvent], words: list[tuple[str, int]]) -> None:
+    """All the rules of build_cues, on events read back from a file."""
+    position = 0
+    previous_end = None
+    for event in events:
+        lines = event.text.split(r"\N")
+        duration = event.end - event.start
+        where = f"{event.start}-{event.end} {lines!r}"
+        assert 1 <= len(lines) <= 2, where
+        assert all(0 < len(line) <= 42 for line in lines), where
+        assert 1000 <= duration <= 7000, where
+        # characters a second, counting the line break as a space (stricter than without it)
+        assert len(" ".join(lines)) * 50 <= duration, where
+        if previous_end is not None:
+            assert event.start >= previous_end, f"overlap at {where}"
+        previous_end = event.end
+
+        dashed = [line.startswith("- ") for line in lines]
+        cue_words = [[w for w in (line[2:] if dash else line).split(" ")] for line, dash in zip(lines, dashed)]
+        flat = [w for line in cue_words for w in line]
+        assert [w for w, _ in words[position:position + len(flat)]] == flat, f"words lost or moved at {where}"
+        speakers = [s for _, s in words[position:position + len(flat)]]
+        if len(set(speakers)) > 1:
+            assert dashed == [True, True], f"speaker change without dashes at {where}"
+            first = len(cue_words[0])
+            assert len(set(speakers[:first])) == 1 and len(set(speakers[first:])) == 1, where
+        else:
+            assert not any(dashed), f"dash without a speaker change at {where}"
+        for line in cue_words:
+            assert line[-1].lower() not in NO_BREAK, f"line ends with {line[-1]!r} at {where}"
+        if len(lines) == 2 and not any(dashed):
+            for line in cue_words:
+                assert len(line) > 1 or len(line[0]) >= 10, f"orphan at {where}"
+        position += len(flat)
+    assert position == len(words), "words missing at the end"
+
+
+def check_both(cues: list[Cue], words: list[tuple[str, int]]) -> tuple[str, str]:
+    srt, vtt = to_srt(cues), to_webvtt(cues)
+    assert vtt.startswith("WEBVTT")
+    check_events(parse(srt, "srt"), words)
+    check_events(parse(vtt, "vtt"), words)
+    return srt, vtt
+
+
+def check_cues(cues: list[Cue]) -> None:
+    """Cue objects themselves: sorted, non-overlapping, whole milliseconds."""
+    for cue in cues:
+        assert round(cue.start * 1000) == pytest.approx(cue.start * 1000, abs=1e-6)
+        assert round(cue.end * 1000) == pytest.approx(cue.end * 1000, abs=1e-6)
+    for a, b in zip(cues, cues[1:]):
+        assert a.end <= b.start
+
+
+FFMPEG = shutil.which("ffmpeg")
+
+
+def ffmpeg_reads(path, count: int) -> None:
+    """ffmpeg decodes the file (converting it to ASS) silently and finds every cue, timed alike."""
+    out = path.with_suffix(path.suffix + ".ass")
+    result = subprocess.run(
+        [FFMPEG, "-nostdin", "-hide_banner", "-v", "error", "-i", str(path), "-map", "0:s", "-c:s", "ass",
+         "-f", "ass", "-y", str(out)],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 0 and result.stdout == "" and result.stderr == "", result.stderr
+    events = pysubs2.load(str(out)).events
+    assert len(events) == count
+
+
+# ---------------------------------------------------------------------------------------------
+# clean_words
+# ---------------------------------------------------------------------------------------------
+
+class TestCleanWords:
+    def test_fillers_removed_without_debris(self):
+        out = clean_words([seg("Um, so, uh, the plan is, uh, fine, um. Hmm? Erm, er, ah mm OK.")],
+                          verbatim=False, tag_audio_events=False)
+        assert texts(out) == ["So, the plan is fine. OK."]
+        assert ", ," not in out[0].text and ",," not in out[0].text
+
+    def test_fillers_case_insensitive_and_elongated(self):
+        out = clean_words([seg("UM I UHH think Ummm HMMM that works")], verbatim=False, tag_audio_events=False)
+        assert texts(out) == ["I think that works"]
+
+    def test_filler_sentence_end_moves_to_previous_word(self):
+        out = clean_words([seg("I went there, um. Then home.")], verbatim=False, tag_audio_events=False)
+        assert texts(out) == ["I went there. Then home."]
+
+    def test_filler_only_words_are_not_touched_inside_words(self):
+        out = clean_words([seg("Umbrella hummus summer ahead errand")], verbatim=False, tag_audio_events=False)
+        assert texts(out) == ["Umbrella hummus summer ahead errand"]
+
+    def test_stutters_removed(self):
+        out = clean_words([seg("I I I think th- the the plan is in the in the box. I-I w-we Th-the end.")],
+                          verbatim=False, tag_audio_events=False)
+        assert texts(out) == ["I think the plan is in the box. I we The end."]
+
+    def test_sentence_start_recapitalised(self):
+        out = clean_words([seg("Um, we we went. The the dog. Uh so.")], verbatim=False, tag_audio_events=False)
+        assert texts(out) == ["We went. The dog. So."]
+
+    def test_legitimate_doubles_kept(self):
+        text = "He had had enough. It is very very good. Bye bye. So-so and bye-bye. No. No. 5 5"
+        out = clean_words([seg(text)], verbatim=False, tag_audio_events=False)
+        assert texts(out) == [text]
+
+    def test_german_um_and_er_are_words(self):
+        text = "Er kommt um fünf, äh, nach Hause."
+        assert texts(clean_words([seg(text)], verbatim=False, tag_audio_events=False, language="de")) == [
+            "Er kommt um fünf nach Hause."]
+
+    def test_language_guessed_when_not_given(self):
+        german = "Er kommt um fünf Uhr nach Hause, äh, und die Kinder sind um sieben da."
+        assert texts(clean_words([seg(german)], verbatim=False, tag_audio_events=False)) == [
+            "Er kommt um fünf Uhr nach Hause und die Kinder sind um sieben da."]
+        english = "Er, I think the um plan is in the box."
+        assert texts(clean_words([seg(english)], verbatim=False, tag_audio_events=False)) == [
+            "I think the plan is in the box."]
+
+    def test_verbatim_keeps_everything(self):
+        text = "Um, I I think th- the plan, uh, works."
+        assert texts(clean_words([seg(text)], verbatim=True, tag_audio_events=False)) == [text]
+
+    @pytest.mark.parametrize("verbatim", [True, False])
+    def test_event_tags_kept_normalised(self, verbatim):
+        out = clean_words([seg("[Music] Hello (applause) there [LAUGHTER] ♪ ♪ *laughs* [Upbeat music] end")],
+                          verbatim=verbatim, tag_audio_events=True)
+        assert texts(out) == ["[music] Hello [applause] there [laughter] [music] [laughter] [music] end"]
+
+    @pytest.mark.parametrize("verbatim", [True, False])
+    def test_event_tags_removed(self, verbatim):
+        out = clean_words([seg("[Music] Hello (applause) there [LAUGHTER] ♪ *laughs* end")],
+                          verbatim=verbatim, tag_audio_events=False)
+        assert texts(out) == ["Hello there end"]
+
+    def test_multi_word_event_and_notes_around_lyrics(self):
+        segments = [seg("[man speaking foreign language] ♪Never gonna give♪ [BLANK_AUDIO] [Music]Bye")]
+        assert texts(clean_words(segments, verbatim=True, tag_audio_events=True)) == [
+            "[man speaking foreign language] [music] Never gonna give [music] Bye"]
+        assert texts(clean_words(segments, verbatim=True, tag_audio_events=False)) == ["Never gonna give Bye"]
+
+    def test_empty_segments_dropped_and_times_follow_words(self):
+        segments = [seg("[Music]", 0.0, 1), seg("Um, hello there, uh", 10.0, 2), seg("Uh.", 20.0, 1)]
+        out = clean_words(segments, verbatim=False, tag_audio_events=False)
+        assert texts(out) == ["Hello there"]
+        assert out[0].start == pytest.approx(10.3) and out[0].end == pytest.approx(10.6 + 0.255)
+        assert out[0].speaker == 2
+        assert [w.text for w in out[0].words] == [" Hello", " there"]
+
+    def test_punctuation_only_words_attach(self):
+        words = [Word(0, 0.2, " Hello"), Word(0.2, 0.3, " ,"), Word(0.3, 0.4, " ,"), Word(0.4, 0.6, " world"),
+                 Word(0.6, 0.7, "."), Word(0.7, 0.8, " -"), Word(0.8, 1.0, " ok")]
+        out = clean_words([Segment(0, 1, "", words)], verbatim=True, tag_audio_events=True)
+        assert out[0].text == "Hello, world. - ok"
+
+    def test_inputs_not_mutated(self):
+        segment = seg("Um, I I think [Music]")
+        before = repr(segment)
+        clean_words([segment], verbatim=False, tag_audio_events=True)
+        assert repr(segment) == before
+
+    def test_segment_without_words_uses_its_text(self):
+        out = clean_words([Segment(5.0, 7.0, " Um, hello world.", [], 1)], verbatim=False, tag_audio_events=False)
+        assert texts(out) == ["Hello world."]
+        assert out[0].words and 5.0 <= out[0].words[0].start < out[0].words[-1].end <= 7.0 + 1e-9
+
+    @settings(max_examples=60, deadline=None)
+    @given(st.lists(st.sampled_from(["um,", "Uh", "I", "I", "the", "th-", "think,", "[Music]", "(laughs)", "♪",
+                                     "plan.", "So", "er.", ",", "works", "hmm?", "we", "we"]), max_size=30),
+           st.booleans(), st.booleans())
+    def test_property_clean(self, parts, verbatim, tags):
+        out = clean_words([seg(" ".join(parts))] if parts else [], verbatim=verbatim, tag_audio_events=tags)
+        for segment in out:
+            text = segment.text
+            assert text and text == text.strip() and "  " not in text
+            assert not re.search(r"[,.?!]\s*,", text) and not text.startswith(",")
+            assert text == re.sub(r"\s+", " ", "".join(w.text for w in segment.words)).strip()
+            tokens = text.split()
+            if not tags:
+                assert not re.search(r"[\[\]()♪*]", text)
+            else:
+                assert all(re.fullmatch(r"\[[a-z' -]+\][.,?!]?", t) for t in tokens if t.startswith("["))
+            if not verbatim:
+                cores = [re.sub(r"\W", "", t).lower() for t in tokens]
+                assert not {"um", "uh", "er", "hmm"} & set(cores)
+                assert all(a != b or not a or re.search(r"[.?!]$", t)  # "Yes. Yes." is no stutter
+                           for a, b, t in zip(cores, cores[1:], tokens))
+        if verbatim and tags:
+            words = [p for p in parts if re.search(r"\w", p) and p[0] not in "[("]
+            kept = [t for s in out for t in s.text.split() if not t.startswith("[")]
+            assert [re.sub(r"\W", "", w) for w in kept] == [re.sub(r"\W", "", w) for w in words]
+
+
+# ---------------------------------------------------------------------------------------------
+# transcript_text
+# ---------------------------------------------------------------------------------------------
+
+class TestTranscriptText:
+    def test_layout(self):
+        segments = [
+            Segment(0.4, 2.0, " Hello there.", [], 2),
+            Segment(2.5, 4.0, "How are you?", [], 2),
+            Segment(65.99, 70.0, " Fine, thanks.", [], None),
+            Segment(3725.7, 3730.0, "Good.", [], 3),
+            Segment(3731.0, 3732.0, "Bye.", [], 2),
+        ]
+        assert transcript_text(segments) == (
+            "[00:00:00] Speaker 1: Hello there. How are you?\n"
+            "\n"
+            "[00:01:05] Speaker 2: Fine, thanks.\n"
+            "\n"
+            "[01:02:05] Speaker 3: Good.\n"
+            "\n"
+            "[01:02:11] Speaker 1: Bye.\n"
+        )
+
+    def test_single_speaker_still_labelled(self):
+        assert transcript_text([Segment(0, 1, "One.", [], None), Segment(1, 2, "Two.", [], None)]) == \
+            "[00:00:00] Speaker 1: One. Two.\n"
+
+    def test_empty(self):
+        assert transcript_text([]) == ""
+
+
+# ---------------------------------------------------------------------------------------------
+# build_cues, to_srt, to_webvtt
+# ---------------------------------------------------------------------------------------------
+
+class TestCues:
+    @pytest.mark.parametrize("seed,cps", [(1, 15.0), (2, 12.0), (3, 19.0), (4, 28.0)])
+    def test_five_minutes_all_rules_and_ffmpeg(self, tmp_path, seed, cps):
+        segments = transcript(seed, seconds=300, cps=cps)
+        cues = build_cues(segments)
+        check_cues(cues)
+        srt, vtt = check_both(cues, expected_words(segments))
+        if FFMPEG:
+            (tmp_path / "a.srt").write_text(srt, encoding="utf-8")
+            (tmp_path / "a.vtt").write_text(vtt, encoding="utf-8")
+            ffmpeg_reads(tmp_path / "a.srt", len(cues))
+            ffmpeg_reads(tmp_path / "a.vtt", len(cues))
+
+    def test_speaker_changes_start_new_cues_and_speech_stays_in_sync(self):
+        segments = transcript(7, seconds=300, cps=14.0, turn_p=0.6)
+        cues = build_cues(segments)
+        words = expected_words(segments)
+        starts, position = set(), 0
+        for cue in cues:
+            starts.add(position)
+            position += sum(len((line[2:] if line.startswith("- ") else line).split()) for line in cue.lines)
+        changes = [k for k in range(1, len(words)) if words[k][1] != words[k - 1][1]]
+        assert changes and sum(k in starts for k in changes) / len(changes) >= 0.9
+        # at a normal pace the subtitles never lag the speech by more than half a second
+        flat = [w for s in segments for w in s.words]
+        for cue, first in zip(cues, sorted(starts)):
+            assert cue.start <= flat[first].start + 0.5
+
+    def test_breaks_at_sentences_rather_than_inside(self):
+        text = ("This is the first sentence of the talk. And here comes a second one that is long. "
+                "Short. Then the third sentence, which has a comma, ends here.")
+        cues = build_cues([seg(text, step=0.25)])
+        lines = [line for cue in cues for line in cue.lines]
+        assert all(line[-1] in ".,?!" for line in lines[:-1]), lines
+        check_both(cues, expected_words([seg(text, step=0.25)]))
+
+    def test_lines_balanced_and_bottom_heavy(self):
+        text = "we were talking about the way that subtitles should be broken into lines"
+        cues = build_cues([seg(text, step=0.3)])
+        assert len(cues) == 1 and len(cues[0].lines) == 2
+        top, bottom = map(len, cues[0].lines)
+        assert top <= bottom + 8 and bottom - top <= 16
+
+    def test_dash_style_at_intra_cue_speaker_change(self):
+        segments = [seg("Are you ready?", 0.0, 1, step=0.25), seg("Yes.", 0.8, 2, step=0.25),
+                    seg("Let us go then.", 1.1, 1, step=0.25)]
+        cues = build_cues(segments)
+        assert any(line.startswith("- ") for cue in cues for line in cue.lines)
+        check_both(cues, expected_words(segments))
+
+    def test_no_labels_for_one_speaker(self):
+        cues = build_cues([seg("Hello there. " * 20, speaker=None)])
+        assert not any(line.startswith("-") for cue in cues for line in cue.lines)
+
+    def test_article_before_long_pause_still_not_at_cue_end(self):
+        words = [Word(0.0, 0.3, " I"), Word(0.3, 0.6, " saw"), Word(0.6, 0.8, " the"),
+                 Word(4.0, 4.5, " elephant."), Word(4.6, 5.0, " Really.")]
+        cues = build_cues([Segment(0, 5, "", words, 1)])
+        check_both(cues, expected_words([Segment(0, 5, "", words, 1)]))
+
+    def test_empty_input(self, tmp_path):
+        cues = build_cues([])
+        assert cues == []
+        assert to_srt(cues) == ""
+        vtt = to_webvtt(cues)
+        assert vtt.startswith("WEBVTT") and vtt.strip() == "WEBVTT"
+        assert parse(vtt, "vtt") == [] and pysubs2.SSAFile.from_string(vtt).events == []
+        if FFMPEG:  # an empty SRT is no file ffmpeg can probe; an empty WebVTT is
+            (tmp_path / "e.vtt").write_text(vtt)
+            ffmpeg_reads(tmp_path / "e.vtt", 0)
+        assert build_cues([Segment(0, 1, "  ", [], 1)]) == []
+
+    def test_one_word(self, tmp_path):
+        segments = [Segment(2.0, 2.2, " Hi.", [Word(2.0, 2.2, " Hi.")], None)]
+        cues = build_cues(segments)
+        assert cues == [Cue(start=2.0, end=3.0, lines=["Hi."])]
+        srt, vtt = check_both(cues, expected_words(segments))
+        if FFMPEG:
+            (tmp_path / "a.srt").write_text(srt)
+            (tmp_path / "a.vtt").write_text(vtt)
+            ffmpeg_reads(tmp_path / "a.srt", 1)
+            ffmpeg_reads(tmp_path / "a.vtt", 1)
+
+    def test_very_fast_speech(self):
+        # 300 words of 8-12 characters, 0.2 s each, no pauses: 50 characters a second
+        words, t = [], 10.0
+        for k in range(300):
+            text = ("communicate", "extraordinary.", "subtitles,", "speakers")[k % 4]
+            words.append(Word(round(t, 3), round(t + 0.2, 3), " " + text))
+            t += 0.2
+        segments = [Segment(words[i].start, words[i + 49].end, "", words[i:i + 50], 1 + (i // 50) % 2)
+                    for i in range(0, 300, 50)]
+        cues = build_cues(segments)
+        check_cues(cues)
+        check_both(cues, expected_words(segments))
+        assert cues[-1].end > t  # the reading time has to come from somewhere: the cues lag
+
+    def test_very_fast_short_burst_uses_following_silence(self):
+        words = [Word(1.0 + 0.1 * k, 1.1 + 0.1 * k, " " + w) for k, w in enumerate(
+            "this sentence is spoken much too fast to read".split())]
+        segments = [Segment(1.0, 2.0, "", words, 1), seg("Then a pause.", 8.0, 1)]
+        cues = build_cues(segments)
+        assert cues[0].start == 1.0 and cues[0].end >= 1.0 + len(" ".join(cues[0].lines)) / 20
+        check_both(cues, expected_words(segments))
+
+    def test_sixty_character_word(self, tmp_path):
+        long = "Pneumonoultramicroscopicsilicovolcanoconiosis-supercalifragil"  # 61 characters
+        huge = "x" * 130
+        segments = [Segment(0, 3, "", [Word(0, 0.5, " A"), Word(0.5, 2.5, " " + long), Word(2.5, 3, " end.")], 1),
+                    Segment(4, 6, "", [Word(4, 6, " " + huge)], 1)]
+        cues = build_cues(segments)
+        check_cues(cues)
+        lines = [line for cue in cues for line in cue.lines]
+        assert all(len(line) <= 42 for line in lines) and all(len(cue.lines) <= 2 for cue in cues)
+        joined = "".join(lines).replace(" ", "")
+        assert joined == ("A" + long + "end." + huge)
+        srt, vtt = to_srt(cues), to_webvtt(cues)
+        for fmt, text in (("srt", srt), ("vtt", vtt)):
+            for event in parse(text, fmt):
+                assert all(len(line) <= 42 for line in event.text.split(r"\N"))
+                assert 1000 <= event.end - event.start <= 7000
+        if FFMPEG:
+            (tmp_path / "a.srt").write_text(srt)
+            (tmp_path / "a.vtt").write_text(vtt)
+            ffmpeg_reads(tmp_path / "a.srt", len(cues))
+            ffmpeg_reads(tmp_path / "a.vtt", len(cues))
+
+    def test_special_characters_survive(self, tmp_path):
+        text = "Use {braces} & <angle> brackets --> here. Back\\slash, 42"
+        segments = [seg(text)]
+        cues = build_cues(segments)
+        srt, vtt = to_srt(cues), to_webvtt(cues)
+        assert "{braces}" in srt and "<angle>" in srt
+        assert "&amp;" in vtt and "&lt;angle&gt;" in vtt and "--&gt;" in vtt
+        assert [len(parse(srt, "srt")), len(parse(vtt, "vtt"))] == [len(cues)] * 2
+        if FFMPEG:
+            (tmp_path / "a.srt").write_text(srt)
+            (tmp_path / "a.vtt").write_text(vtt)
+            ffmpeg_reads(tmp_path / "a.srt", len(cues))
+            ffmpeg_reads(tmp_path / "a.vtt", len(cues))
+
+    def test_no_space_scripts_are_not_spaced(self):
+        words = [Word(0.0, 0.4, "你好"), Word(0.4, 0.8, "世界"), Word(0.8, 1.0, "。")]
+        cues = build_cues([Segment(0, 1, "你好世界。", words, 1), Segment(1.2, 1.6, "再见", [Word(1.2, 1.6, "再见")])])
+        assert "".join(line for cue in cues for line in cue.lines) == "你好世界。再见"
+
+    def test_segments_without_words(self):
+        segments = [Segment(0.0, 4.0, " Hello world, this has no word timestamps at all.", [], None)]
+        cues = build_cues(segments)
+        assert " ".join(" ".join(c.lines) for c in cues) == segments[0].text.strip()
+        assert cues[0].start == 0.0 and cues[-1].end <= 4.5
+
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(seed=st.integers(0, 2 ** 32 - 1), seconds=st.integers(1, 120), cps=st.floats(6.0, 45.0),
+           pause_p=st.floats(0.0, 0.4), turn_p=st.floats(0.0, 0.9), speakers=st.integers(1, 4),
+           none_speaker=st.booleans())
+    def test_property_rules_hold(self, seed, seconds, cps, pause_p, turn_p, speakers, none_speaker):
+        segments = transcript(seed, seconds=seconds, cps=cps, pause_p=pause_p, turn_p=turn_p,
+                              speakers=speakers, none_speaker=none_speaker)
+        cues = build_cues(segments)
+        check_cues(cues)
+        check_both(cues, expected_words(segments))
