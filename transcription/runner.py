@@ -168,8 +168,10 @@ def _speech_stages(job: Job, directory: Path) -> bool:
 
     services.job_advance(job.id, states.ALIGNING, detected_language=transcript.language)
     segments = speakers.assign_speakers(transcript.segments, speakers.diarize(wav))
-    segments = captions.clean_words(segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events)
-    cues = captions.build_cues(segments)
+    segments = captions.clean_words(
+        segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language
+    )
+    cues = captions.build_cues(segments, language=transcript.language)
     results = {
         "txt": captions.transcript_text(segments),
         "srt": captions.to_srt(cues),
