@@ -67,3 +67,14 @@ def other_account(db):
     from accounts.services import account_create
 
     return account_create("bob@example.com")
+
+
+@pytest.fixture(scope="session")
+def media_server(tmp_path_factory):
+    """A MediaServer on 127.0.0.1 serving test media made once per session (see tests/media_server.py)."""
+    from tests.media_server import MediaServer, build_media
+
+    folder = tmp_path_factory.mktemp("media")
+    build_media(folder)
+    with MediaServer(folder) as server:
+        yield server

@@ -1,0 +1,358 @@
+"""fetch.py against real yt-dlp, real ffprobe and the local media server (no mocks)."""
+from __future__ import annotations
+
+import socket
+import time
+import urllib.parse
+import uuid
+
+import pytest
+
+from tests.media_server import media_duration
+from transcription.pipeline import audio, fetch
+from transcription.pipeline.fetch import FetchError
+
+LOOPBACK = ["127.0.0.1/32"]  # "trust the test server" for the redirect tests
+
+
+def tag() -> str:
+    """A unique query string, so a test can count its own requests."""
+    return f"t={uuid.uuid4().hex[:12]}"
+
+
+# --------------------------------------------------------------------------- check_url
+
+
+@pytest.mark.parametrize("url", [
+    "ftp://example.com/video.mp4",
+    "file:///etc/passwd",
+    "javascript:alert(1)",
+    "data:text/plain,hello",
+    "//example.com/video.mp4",
+    "example.com/video.mp4",
+])
+def test_check_url_accepts_only_http_and_https(url):
+    with pytest.raises(FetchError, match="^Only http and https addresses are accepted.$"):
+        fetch.check_url(url, allow_private=False)
+    with pytest.raises(FetchError, match="^Only http and https addresses are accepted.$"):
+        fetch.check_url(url, allow_private=True)
+
+
+@pytest.mark.parametrize("host", [
+    "127.0.0.1", "127.8.9.10", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
+    "0.0.0.0", "224.0.0.1", "240.0.0.1", "100.64.0.1", "255.255.255.255",
+    "[::1]", "[::]", "[fe80::1]", "[fc00::1]", "[ff02::1]", "[::ffff:127.0.0.1]", "[::ffff:10.0.0.1]",
+])
+def test_check_url_refuses_private_addresses(host):
+    url = f"http://{host}:8080/video.mp4"
+    with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
+        fetch.check_url(url, allow_private=False)
+    fetch.check_url(url, allow_private=True)  # allowed when asked for
+
+
+@pytest.mark.parametrize("url", ["http://93.184.215.14/v.mp4", "https://[2606:4700::6810:84e5]/v", "HTTP://8.8.8.8:8080/x"])
+def test_check_url_accepts_public_addresses(url):
+    fetch.check_url(url, allow_private=False)
+
+
+def test_check_url_refuses_a_name_that_resolves_to_loopback():
+    with pytest.raises(FetchError, match="private network address"):
+        fetch.check_url("http://localhost/video.mp4", allow_private=False)
+    with pytest.raises(FetchError, match="private network address"):
+        fetch.check_url("http://localhost/video.mp4", allow_private=False, allowed_networks=["127.0.0.2/32"])
+    # every address localhost resolves to (127.0.0.1, maybe ::1) must be covered
+    fetch.check_url("http://localhost/video.mp4", allow_private=False, allowed_networks=["127.0.0.0/8", "::1/128"])
+    fetch.check_url("http://127.0.0.1/video.mp4", allow_private=False, allowed_networks=LOOPBACK)
+
+
+def test_check_url_rejects_garbage():
+    with pytest.raises(FetchError, match="^The address is not valid.$"):
+        fetch.check_url("http://127.0.0.1:99999999/x", allow_private=True)
+    with pytest.raises(FetchError, match="^The address is not valid.$"):
+        fetch.check_url("http:///nohost", allow_private=True)
+
+
+def test_check_url_unknown_host():
+    with pytest.raises(FetchError, match="^The address could not be reached: the host name .* could not be resolved.$"):
+        fetch.check_url("http://no-such-host.invalid/v.mp4", allow_private=False)
+
+
+# --------------------------------------------------------------------------- private addresses, end to end
+
+
+def test_private_address_refused_before_any_request(media_server, tmp_path):
+    t = tag()
+    for url in (media_server.url(f"/files/speech.mp4?{t}"),
+                f"http://localhost:{media_server.port}/files/speech.mp4?{t}"):
+        with pytest.raises(FetchError, match="private network address"):
+            fetch.probe(url, allow_private=False)
+        with pytest.raises(FetchError, match="private network address"):
+            fetch.download(url, tmp_path, allow_private=False)
+    assert media_server.count(f"/files/speech.mp4?{t}") == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("target_host", ["127.0.0.2", "[::1]", "10.0.0.1", "169.254.169.254"])
+def test_redirect_to_private_address_refused(media_server, tmp_path, target_host):
+    """The first hop is allowed (127.0.0.1 stands for a public host here); the
+    redirect target is not, and is never contacted."""
+    t = tag()
+    target = f"http://{target_host}:{media_server.port}/files/speech.mp4?{t}"
+    url = media_server.url("/redirect?" + urllib.parse.urlencode({"to": target, "t": t}))
+    start = time.monotonic()
+    with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
+        fetch.probe(url, allow_private=False, allowed_networks=LOOPBACK, timeout=5)
+    with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
+        fetch.download(url, tmp_path, allow_private=False, allowed_networks=LOOPBACK, timeout=20)
+    assert time.monotonic() - start < 15
+    assert media_server.count("/redirect?") >= 2
+    assert media_server.count(f"/files/speech.mp4?{t}") == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_redirect_to_other_schemes_refused(media_server):
+    for target in ("ftp://127.0.0.1/x.mp4", "file:///etc/passwd"):
+        url = media_server.url("/redirect?" + urllib.parse.urlencode({"to": target}))
+        with pytest.raises(FetchError, match="^Only http and https addresses are accepted.$"):
+            fetch.probe(url, allow_private=False, allowed_networks=LOOPBACK, timeout=5)
+
+
+def test_redirect_to_allowed_address_is_followed(media_server):
+    t = tag()
+    target = media_server.url(f"/files/speech.mp4?{t}")
+    url = media_server.url("/redirect?" + urllib.parse.urlencode({"to": target}))
+    info = fetch.probe(url, allow_private=False, allowed_networks=LOOPBACK)
+    assert info.duration == pytest.approx(media_duration(media_server.folder / "speech.mp4"), abs=0.1)
+    assert media_server.count(f"/files/speech.mp4?{t}") >= 1
+
+
+def test_connection_level_check(media_server):
+    """The socket factory checks the addresses it actually connects to (so a DNS
+    answer that changes between the URL check and the connection is caught)."""
+    session = fetch._Session(fetch._AddressPolicy(False, LOOPBACK))
+    sock = session.connect(("127.0.0.1", media_server.port), timeout=5)
+    sock.close()
+    with pytest.raises(fetch._Blocked):
+        session.connect(("127.0.0.2", media_server.port), timeout=5)
+    assert "private network address" in str(session.failure)
+    narrow = fetch._Session(fetch._AddressPolicy(False, ["127.0.0.2/32"]))
+    with pytest.raises(fetch._Blocked):
+        narrow.connect(("localhost", media_server.port), timeout=5)  # checked after resolution
+    open_session = fetch._Session(fetch._AddressPolicy(True))
+    open_session.connect(("localhost", media_server.port), timeout=5).close()
+
+
+# --------------------------------------------------------------------------- probe
+
+
+def test_probe_direct_mp4(media_server):
+    info = fetch.probe(media_server.url("/files/speech.mp4"), allow_private=True)
+    assert info.id == "speech"
+    assert info.title == "speech"
+    assert info.extractor == "Generic"
+    assert info.is_live is False
+    # yt-dlp's generic extractor does not know the length; ffprobe reads it from the server.
+    assert info.duration == pytest.approx(media_duration(media_server.folder / "speech.mp4"), abs=0.1)
+    assert info.webpage_url == media_server.url("/files/speech.mp4")
+
+
+def test_probe_page_with_video_tag(media_server):
+    info = fetch.probe(media_server.url("/page/video.html"), allow_private=False, allowed_networks=LOOPBACK)
+    assert info.title.startswith("A test video")
+    assert info.duration == pytest.approx(media_duration(media_server.folder / "speech.mp4"), abs=0.1)
+
+
+@pytest.mark.parametrize("status, message", [
+    (404, "The page was not found (HTTP 404)."),
+    (410, "The page has been removed (HTTP 410)."),
+    (403, "Access to the page was refused (HTTP 403)."),
+    (500, "The site answered with an error (HTTP 500)."),
+])
+def test_probe_http_errors(media_server, status, message):
+    with pytest.raises(FetchError) as e:
+        fetch.probe(media_server.url(f"/status/{status}"), allow_private=True)
+    assert str(e.value) == message
+
+
+def test_probe_page_without_media(media_server):
+    with pytest.raises(FetchError) as e:
+        fetch.probe(media_server.url("/page/nomedia.html"), allow_private=True)
+    assert str(e.value) == "No video or audio was found at this address."
+
+
+def test_probe_refuses_live_hls_quickly(media_server, tmp_path):
+    start = time.monotonic()
+    with pytest.raises(FetchError) as e:
+        fetch.probe(media_server.url("/live/index.m3u8"), allow_private=True)
+    assert str(e.value) == "Live broadcasts cannot be transcribed; try again when the broadcast has ended."
+    with pytest.raises(FetchError, match="^Live broadcasts cannot be transcribed"):
+        fetch.download(media_server.url("/live/index.m3u8"), tmp_path, allow_private=True)
+    assert time.monotonic() - start < 30
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_probe_refuses_over_12_hours(media_server, tmp_path):
+    url = media_server.url("/long/index.m3u8")  # 4800 x 10 s, with #EXT-X-ENDLIST
+    with pytest.raises(FetchError) as e:
+        fetch.probe(url, allow_private=True)
+    assert str(e.value) == "The video is 13 h 20 min long; the limit is 12 hours."
+    assert fetch.probe(url, allow_private=True, max_duration=None).duration == 48000
+    with pytest.raises(FetchError, match="limit is 12 hours"):
+        fetch.download(url, tmp_path, allow_private=True)
+    with pytest.raises(FetchError) as e:
+        fetch.probe(url, allow_private=True, max_duration=5400)
+    assert str(e.value) == "The video is 13 h 20 min long; the limit is 90 minutes."
+
+
+def test_probe_stalled_server_does_not_hang(media_server):
+    start = time.monotonic()
+    info = fetch.probe(media_server.url("/stall"), allow_private=True, timeout=3)
+    assert time.monotonic() - start < 12
+    assert info.duration is None  # nothing could be read; the caller checks after download
+
+
+# --------------------------------------------------------------------------- download
+
+
+def test_download_mp4(media_server, tmp_path):
+    path = fetch.download(media_server.url("/files/speech.mp4"), tmp_path / "job", allow_private=True)
+    assert path.parent == tmp_path / "job"
+    assert path.read_bytes() == (media_server.folder / "speech.mp4").read_bytes()
+    assert audio.probe_audio(path) == pytest.approx(media_duration(media_server.folder / "speech.wav"), abs=0.05)
+
+
+def test_download_from_page_through_guard(media_server, tmp_path):
+    path = fetch.download(media_server.url("/page/video.html"), tmp_path, allow_private=False,
+                          allowed_networks=LOOPBACK)
+    assert path.stat().st_size == (media_server.folder / "speech.mp4").stat().st_size
+
+
+def test_download_hls_vod(media_server, tmp_path):
+    t = tag()
+    before = media_server.count("/hls/")
+    path = fetch.download(media_server.url(f"/long/index.m3u8?segments=3&{t}"), tmp_path,
+                          allow_private=False, allowed_networks=LOOPBACK)
+    assert media_server.count("/hls/") - before == 3
+    # the three segments are the same file, so their timestamps repeat: compare bytes
+    assert path.stat().st_size == 3 * (media_server.folder / "segment.ts").stat().st_size
+    assert audio.probe_audio(path) > 0
+
+
+def test_download_hls_with_private_segments_refused(media_server, tmp_path):
+    """Fragment requests go through the same guard: a playlist on an allowed host
+    whose segments live on a forbidden one downloads nothing."""
+    t = tag()
+
+    def playlist(req):
+        lines = ["#EXTM3U", "#EXT-X-TARGETDURATION:2", "#EXT-X-MEDIA-SEQUENCE:0"]
+        for n in range(2):
+            lines += ["#EXTINF:2.0,", f"http://127.0.0.2:{media_server.port}/hls/seg{n}.ts?{t}"]
+        lines.append("#EXT-X-ENDLIST")
+        req.send_bytes("\n".join(lines).encode(), "application/vnd.apple.mpegurl")
+
+    media_server.routes["/test/private-segments.m3u8"] = playlist
+    with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
+        fetch.download(media_server.url("/test/private-segments.m3u8"), tmp_path,
+                       allow_private=False, allowed_networks=LOOPBACK, timeout=30)
+    assert media_server.count("/test/private-segments.m3u8") >= 1
+    assert media_server.count(f"/hls/seg0.ts?{t}") == 0
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_stalled_server(media_server, tmp_path):
+    start = time.monotonic()
+    with pytest.raises(FetchError) as e:
+        fetch.download(media_server.url("/stall"), tmp_path, allow_private=True, stall_timeout=3, timeout=60)
+    elapsed = time.monotonic() - start
+    assert str(e.value) == "The download stalled: no data arrived for 3 seconds."
+    assert elapsed < 12
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_endless_stream_size_bound(media_server, tmp_path):
+    start = time.monotonic()
+    with pytest.raises(FetchError) as e:
+        fetch.download(media_server.url("/endless"), tmp_path, allow_private=True, max_bytes=5 * 1024**2)
+    assert str(e.value) == "The file is larger than the limit of 5 MB."
+    assert time.monotonic() - start < 20
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_endless_stream_wall_clock(media_server, tmp_path):
+    start = time.monotonic()
+    with pytest.raises(FetchError) as e:
+        # slow enough never to reach the size bound, fast enough never to stall
+        fetch.download(media_server.url("/endless?delay=0.3"), tmp_path, allow_private=True,
+                       timeout=4, stall_timeout=3)
+    assert str(e.value) == "The download took longer than 4 seconds and was stopped."
+    assert time.monotonic() - start < 4 + 6
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_size_bound_from_content_length(media_server, tmp_path):
+    size = (media_server.folder / "speech.mp4").stat().st_size
+    with pytest.raises(FetchError) as e:
+        fetch.download(media_server.url("/files/speech.mp4"), tmp_path, allow_private=True, max_bytes=size // 2)
+    assert str(e.value).startswith("The file is larger than the limit of ")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_download_http_error(media_server, tmp_path):
+    with pytest.raises(FetchError) as e:
+        fetch.download(media_server.url("/status/404"), tmp_path, allow_private=True)
+    assert str(e.value) == "The page was not found (HTTP 404)."
+
+
+def test_download_refused_connection(tmp_path):
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()  # nothing listens there now
+    with pytest.raises(FetchError) as e:
+        fetch.probe(f"http://127.0.0.1:{port}/v.mp4", allow_private=True, timeout=5)
+    assert str(e.value) == "The address could not be reached: the connection was refused."
+
+
+# --------------------------------------------------------------------------- messages
+
+
+@pytest.mark.parametrize("duration, limit, message", [
+    (48000, 43200, "The video is 13 h 20 min long; the limit is 12 hours."),
+    (3600 * 13, 43200, "The video is 13 h long; the limit is 12 hours."),
+    (2700, 1800, "The video is 45 min long; the limit is 30 minutes."),
+    (7200, 3600, "The video is 2 h long; the limit is 1 hour."),
+])
+def test_too_long_message(duration, limit, message):
+    assert fetch.too_long_message(duration, limit) == message
+
+
+@pytest.mark.parametrize("ytdlp_message, message", [
+    ("ERROR: [youtube] abc: Private video. Sign in if you've been granted access to this video",
+     "This video is private."),
+    ("ERROR: [youtube] abc: Video unavailable. This video has been removed by the uploader",
+     "This video has been removed."),
+    ("ERROR: [youtube] abc: Video unavailable. This video is no longer available because the YouTube "
+     "account associated with this video has been terminated.", "This video has been removed."),
+    ("ERROR: [youtube] abc: Video unavailable", "This video is unavailable."),
+    ("ERROR: [youtube] abc: This live event will begin in 3 hours.",
+     "This broadcast has not started yet; try again when it has ended."),
+    ("ERROR: [youtube] abc: Sign in to confirm your age. This video may be inappropriate for some users.",
+     "This video is age-restricted and cannot be downloaded without signing in."),
+    ("ERROR: [youtube] abc: Join this channel to get access to members-only content like this video",
+     "This video is available to members only."),
+    ("ERROR: [youtube] abc: Sign in to confirm you're not a bot. Use --cookies-from-browser",
+     "The site refused to serve this server (it asks to prove it is not a bot); try again later."),
+    ("ERROR: [KnownDRM] netflix: The requested site is known to use DRM protection. It will NOT be supported.",
+     "This video is protected by DRM and cannot be downloaded."),
+    ("ERROR: [vimeo] 123: Unable to download JSON metadata: HTTP Error 404: Not Found",
+     "The page was not found (HTTP 404)."),
+    ("ERROR: [generic] x: Requested format is not available. Use --list-formats for a list of available formats",
+     "No video or audio was found at this address."),
+    ("ERROR: [xyz] 1: Something odd happened (caused by <Boom>); please report this issue on GitHub",
+     "The video could not be fetched: Something odd happened."),
+])
+def test_ytdlp_error_messages_are_translated(ytdlp_message, message):
+    import yt_dlp
+
+    session = fetch._Session(fetch._AddressPolicy(True))
+    assert str(fetch._map_error(yt_dlp.utils.DownloadError(ytdlp_message), session)) == message

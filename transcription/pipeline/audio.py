@@ -1,0 +1,198 @@
+"""Local audio work with ffmpeg/ffprobe: duration, conversion to 16 kHz mono WAV,
+and splitting long recordings at quiet points.  Nothing here knows about Django.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import subprocess
+import wave
+from pathlib import Path
+
+import numpy as np
+
+__all__ = ["AudioError", "probe_audio", "to_wav", "plan_chunks", "wav_duration", "SAMPLE_RATE"]
+
+SAMPLE_RATE = 16000
+
+MSG_NO_AUDIO = "The file has no audio track."
+MSG_UNREADABLE = "The file could not be read as audio or video."
+MSG_NO_DURATION = "The length of the audio could not be determined."
+
+
+class AudioError(Exception):
+    """Audio processing failed; ``str(error)`` is a sentence for the user."""
+
+
+def _last_line(stderr: bytes | str | None) -> str:
+    if not stderr:
+        return ""
+    if isinstance(stderr, bytes):
+        stderr = stderr.decode("utf-8", "replace")
+    lines = [ln.strip() for ln in stderr.strip().splitlines() if ln.strip()]
+    return lines[-1] if lines else ""
+
+
+def probe_audio(path: str | os.PathLike, timeout: float = 60) -> float:
+    """Duration in seconds of the (first) audio track of ``path``, via ffprobe.
+
+    Raises ``AudioError("The file has no audio track.")`` when it has no audio
+    stream, ``AudioError("The file could not be read as audio or video.")`` when
+    ffprobe cannot read it (or takes longer than ``timeout``).
+    """
+    cmd = [
+        "ffprobe", "-v", "error",
+        "-show_entries", "format=duration:stream=codec_type,duration",
+        "-of", "json", os.fspath(path),
+    ]
+    try:
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise AudioError(MSG_UNREADABLE) from None
+    except OSError as e:  # ffprobe missing
+        raise AudioError(MSG_UNREADABLE) from e
+    if res.returncode != 0:
+        raise AudioError(MSG_UNREADABLE)
+    try:
+        data = json.loads(res.stdout or b"{}")
+    except ValueError:
+        raise AudioError(MSG_UNREADABLE) from None
+    streams = data.get("streams") or []
+    audio = [s for s in streams if s.get("codec_type") == "audio"]
+    if not audio:
+        if not streams:
+            raise AudioError(MSG_UNREADABLE)
+        raise AudioError(MSG_NO_AUDIO)
+    # The audio track's own length first (a video track may run longer), else the container's.
+    for value in [*(s.get("duration") for s in audio), (data.get("format") or {}).get("duration")]:
+        try:
+            seconds = float(value)
+        except (TypeError, ValueError):
+            continue
+        if math.isfinite(seconds) and seconds >= 0:
+            return seconds
+    raise AudioError(MSG_NO_DURATION)
+
+
+def to_wav(
+    src: str | os.PathLike,
+    dst: str | os.PathLike,
+    *,
+    timeout: float,
+    max_seconds: float | None = None,
+) -> Path:
+    """Convert the first audio track of ``src`` to 16 kHz mono 16-bit PCM WAV at ``dst``.
+
+    ``max_seconds`` keeps only the beginning (for previews).  ffmpeg is killed
+    after ``timeout`` seconds.  Raises ``AudioError`` (with ffmpeg's last line of
+    stderr when it fails); a partial ``dst`` is removed.
+    """
+    dst = Path(dst)
+    cmd = [
+        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
+        "-i", os.fspath(src),
+        "-map", "0:a:0", "-vn", "-sn", "-dn",
+        "-ac", "1", "-ar", str(SAMPLE_RATE), "-c:a", "pcm_s16le",
+    ]
+    if max_seconds is not None:
+        cmd += ["-t", f"{float(max_seconds):.3f}"]
+    cmd += ["-f", "wav", os.fspath(dst)]
+    try:
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE, timeout=timeout)
+    except subprocess.TimeoutExpired:  # subprocess.run kills ffmpeg before raising
+        dst.unlink(missing_ok=True)
+        raise AudioError(f"Converting the audio took longer than {timeout:g} seconds.") from None
+    except OSError as e:
+        raise AudioError(f"The audio could not be converted: {e}.") from e
+    if res.returncode != 0:
+        dst.unlink(missing_ok=True)
+        last = _last_line(res.stderr)
+        if b"matches no streams" in (res.stderr or b""):
+            raise AudioError(MSG_NO_AUDIO)
+        raise AudioError(f"The audio could not be converted: {last or f'ffmpeg exited with code {res.returncode}'}")
+    if not dst.is_file():
+        raise AudioError("The audio could not be converted: ffmpeg wrote no file.")
+    return dst
+
+
+def wav_duration(path: str | os.PathLike) -> float:
+    """Length of a PCM WAV file in seconds (from its header)."""
+    try:
+        with wave.open(os.fspath(path), "rb") as w:
+            return w.getnframes() / float(w.getframerate())
+    except (wave.Error, EOFError) as e:
+        raise AudioError(MSG_UNREADABLE) from e
+
+
+def _rms_frames(w: wave.Wave_read, start: int, stop: int, frame: int) -> np.ndarray:
+    """RMS of consecutive ``frame``-sample frames from sample ``start`` to ``stop``
+    (the last partial frame dropped), reading one frame at a time."""
+    width = w.getsampwidth()
+    channels = w.getnchannels()
+    dtype = {1: np.uint8, 2: "<i2", 4: "<i4"}.get(width)
+    if dtype is None:
+        raise AudioError(f"Unsupported WAV sample width: {width * 8} bits.")
+    w.setpos(start)
+    out = []
+    pos = start
+    while pos + frame <= stop:
+        raw = w.readframes(frame)
+        if len(raw) < frame * width * channels:
+            break
+        x = np.frombuffer(raw, dtype=dtype).astype(np.float64)
+        if width == 1:
+            x -= 128.0
+        if channels > 1:
+            x = x.reshape(-1, channels).mean(axis=1)
+        out.append(math.sqrt(float(np.mean(x * x))))
+        pos += frame
+    return np.asarray(out)
+
+
+def plan_chunks(
+    wav_path: str | os.PathLike,
+    *,
+    max_chunk: float = 1800.0,
+    search_window: float = 60.0,
+    frame_seconds: float = 0.5,
+) -> list[tuple[float, float]]:
+    """Split ``wav_path`` into contiguous (start, end) chunks of at most ``max_chunk``
+    seconds that cover the whole file.
+
+    Each cut is placed in the middle of the quietest ``frame_seconds`` frame (lowest
+    RMS) within the last ``search_window`` seconds before the chunk's limit (the
+    window never reaches into the first half of the chunk).  Only the windows are
+    read, frame by frame, so memory does not grow with the file's length.  A file
+    no longer than ``max_chunk`` gives ``[(0.0, duration)]``.
+    """
+    if max_chunk <= 0:
+        raise ValueError("max_chunk must be positive")
+    try:
+        w = wave.open(os.fspath(wav_path), "rb")
+    except (wave.Error, EOFError) as e:
+        raise AudioError(MSG_UNREADABLE) from e
+    with w:
+        rate = w.getframerate()
+        total = w.getnframes()
+        limit = int(max_chunk * rate)
+        frame = max(1, int(frame_seconds * rate))
+        window = min(int(search_window * rate), limit // 2)
+        cuts = [0]
+        start = 0
+        while total - start > limit:
+            end_max = start + limit
+            win_start = max(start + limit - window, start + 1)
+            rms = _rms_frames(w, win_start, end_max, frame)
+            if len(rms):
+                # Quietest frame; among equals, the latest (fewer, longer chunks).
+                i = len(rms) - 1 - int(np.argmin(rms[::-1]))
+                cut = win_start + i * frame + frame // 2
+            else:
+                cut = end_max
+            cut = min(max(cut, start + 1), end_max)
+            cuts.append(cut)
+            start = cut
+        cuts.append(total)
+    return [(cuts[k] / rate, cuts[k + 1] / rate) for k in range(len(cuts) - 1)]
