@@ -187,5 +187,6 @@ CELERY_BEAT_SCHEDULE = {
 }
 DOWNLOAD_TIMEOUT_SECONDS = env.int("DOWNLOAD_TIMEOUT_SECONDS", default=30 * 60)
 DOWNLOAD_MAX_BYTES = env.int("DOWNLOAD_MAX_BYTES", default=8 * 1024**3)
+DOWNLOAD_STALL_SECONDS = env.int("DOWNLOAD_STALL_SECONDS", default=60)
 FFMPEG_TIMEOUT_SECONDS = env.int("FFMPEG_TIMEOUT_SECONDS", default=60 * 60)
 PLAYLIST_MAX_VIDEOS = 25  # the contract's cap on videos per batch and per preview

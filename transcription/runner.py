@@ -108,8 +108,8 @@ def _media_stages(job: Job, directory: Path) -> bool:
     services.job_advance(job.id, states.DOWNLOADING)
     source = fetch.download(
         job.url, directory, allow_private=allow_private, timeout=settings.DOWNLOAD_TIMEOUT_SECONDS,
-        max_bytes=settings.DOWNLOAD_MAX_BYTES,
-        on_progress=_Throttled(lambda f: services.job_progress(job.id, f)),
+        max_bytes=settings.DOWNLOAD_MAX_BYTES, stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
+        max_duration=settings.MAX_VIDEO_SECONDS,
     )
 
     services.job_advance(job.id, states.CONVERTING)

@@ -49,6 +49,7 @@ class TestFromALocalServer:
         with running_worker(
             tmp_path_factory.mktemp("worker") / "worker.log",
             ALLOW_PRIVATE_URLS="true", FETCH_TIMEOUT_SECONDS="5", DOWNLOAD_TIMEOUT_SECONDS="20",
+            DOWNLOAD_STALL_SECONDS="5",
         ):
             yield
 

@@ -911,3 +911,21 @@ def download(
             except OSError:
                 pass
         raise
+
+
+def extract_listing(url: str, *, allow_private: bool, timeout: float = 30, allowed_networks: Sequence[str] = ()) -> dict:
+    """yt-dlp's flat extraction of a playlist or channel page: the entries as the page lists
+    them, none of them resolved or downloaded. Goes through the same address guard as probe()."""
+    policy = _AddressPolicy(allow_private, allowed_networks)
+    policy.check_url(url)
+    session = _Session(policy)
+
+    def work() -> dict:
+        params = {**_params(session, socket_timeout=timeout, no_ffmpeg_dir=None), "noplaylist": False, "playlistend": 1000}
+        with _YoutubeDL(params, session) as ydl:
+            info = ydl.extract_info(url, download=False)
+            if not info:
+                raise FetchError(MSG_NO_MEDIA)
+            return info
+
+    return _run(session, work, deadline=3 * timeout, on_deadline=FetchError(MSG_TIMEOUT_PROBE))

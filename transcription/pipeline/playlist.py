@@ -6,9 +6,7 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
-import yt_dlp
-
-from .fetch import FetchError, check_url, guarded_ydl_params
+from .fetch import FetchError, extract_listing
 
 MAX_VIDEOS = 25
 CHANNEL_TABS = ("videos", "streams", "shorts")
@@ -92,25 +90,11 @@ def _entry(entry: dict) -> PlaylistEntry:
 
 
 def list_playlist(url: str, *, allow_private: bool, timeout: int = 30, max_videos: int = MAX_VIDEOS) -> PlaylistListing:
-    try:
-        check_url(url, allow_private=allow_private)
-    except FetchError as error:
-        raise PlaylistError(str(error)) from None
     is_channel, tab = channel_tab(url)
-    params = {
-        **guarded_ydl_params(allow_private=allow_private, timeout=timeout),
-        "extract_flat": "in_playlist",
-        "playlistend": 1000,
-    }
     try:
-        with yt_dlp.YoutubeDL(params) as ydl:
-            info = ydl.extract_info(channel_tab_url(url), download=False)
+        info = extract_listing(channel_tab_url(url), allow_private=allow_private, timeout=timeout)
     except FetchError as error:
         raise PlaylistError(str(error)) from None
-    except yt_dlp.utils.UnsupportedError:
-        raise PlaylistError("This site is not supported.") from None
-    except yt_dlp.utils.DownloadError as error:
-        raise PlaylistError(f"The playlist could not be listed: {_short(error)}") from None
     if not info or info.get("_type") not in ("playlist", "multi_video"):
         raise PlaylistError(
             "This address is a single video, not a playlist or channel; queue it with /v1/api/transcribe, "
@@ -132,7 +116,3 @@ def list_playlist(url: str, *, allow_private: bool, timeout: int = 30, max_video
         tab=tab,
         videos=videos,
     )
-
-
-def _short(error: Exception) -> str:
-    return re.sub(r"^ERROR:\s*", "", str(error)).split("\n")[0][:300]
