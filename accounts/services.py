@@ -5,7 +5,8 @@ from django.db import transaction
 
 from billing.services import grant_signup_minutes
 
-from .models import Account, ApiToken
+from .audit import audit_record
+from .models import Account, ApiToken, AuditEvent
 from .tokens import PREFIX_LENGTH, new_token, token_digest
 
 
@@ -26,18 +27,35 @@ def account_create(email: str, *, password: str | None = None, minutes: int | No
 
 
 @transaction.atomic
-def token_issue(account: Account) -> str:
+def token_issue(account: Account, *, by=None) -> str:
     """Create the account's token, or replace the existing one (which stops working at once).
 
-    Returns the token itself: the only time it is ever seen.
+    Returns the token itself: the only time it is ever seen. Audited as token_issued or
+    token_replaced, with `by` (the user who asked: staff in the admin, the holder on the API page).
     """
     token = new_token()
-    ApiToken.objects.filter(account=account).delete()
-    ApiToken.objects.create(account=account, prefix=token[:PREFIX_LENGTH], digest=token_digest(token))
+    Account.objects.select_for_update().filter(pk=account.pk).first()  # one token change at a time
+    previous = ApiToken.objects.filter(account=account).first()
+    if previous is not None:
+        previous.delete()
+    created = ApiToken.objects.create(account=account, prefix=token[:PREFIX_LENGTH], digest=token_digest(token))
+    if previous is None:
+        audit_record(account, AuditEvent.Action.TOKEN_ISSUED, by=by, detail=f"New token {created.prefix}…")
+    else:
+        audit_record(
+            account, AuditEvent.Action.TOKEN_REPLACED, by=by,
+            detail=f"Token {previous.prefix}… replaced by {created.prefix}…",
+        )
     return token
 
 
-def token_revoke(account: Account) -> bool:
-    """Delete the account's token; returns whether there was one."""
-    deleted, _ = ApiToken.objects.filter(account=account).delete()
-    return deleted > 0
+@transaction.atomic
+def token_revoke(account: Account, *, by=None) -> bool:
+    """Delete the account's token; returns whether there was one (only then is it audited)."""
+    Account.objects.select_for_update().filter(pk=account.pk).first()
+    previous = ApiToken.objects.filter(account=account).first()
+    if previous is None:
+        return False
+    previous.delete()
+    audit_record(account, AuditEvent.Action.TOKEN_REVOKED, by=by, detail=f"Token {previous.prefix}… revoked")
+    return True

@@ -56,3 +56,9 @@ def format_minutes(seconds: int) -> str:
     minutes = round(seconds / 60, 1)
     text = f"{minutes:g}"
     return f"{text} minute" if text == "1" else f"{text} minutes"
+
+
+def format_signed_minutes(seconds: int) -> str:
+    """'+10 minutes', '-2.5 minutes': a ledger movement for people."""
+    text = format_minutes(abs(seconds))
+    return f"+{text}" if seconds > 0 else (f"-{text}" if seconds < 0 else text)

@@ -24,14 +24,26 @@ def grant_signup_minutes(account, minutes: int) -> LedgerEntry:
 
 
 def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> LedgerEntry:
+    """Staff's grant of `minutes`, with a reason; recorded as created by `by` and audited."""
+    from accounts.audit import audit_record
+    from accounts.models import AuditEvent
+
     if minutes <= 0:
         raise ValueError("A grant must be a positive number of minutes.")
     if not reason.strip():
         raise ValueError("A staff grant needs a reason.")
-    return LedgerEntry.objects.create(
-        account=account, kind=LedgerEntry.Kind.GRANT, source=LedgerEntry.Source.STAFF,
-        seconds=minutes * 60, reason=reason.strip(), created_by=by,
-    )
+    if len(reason.strip()) > 300:
+        raise ValueError("A reason is at most 300 characters.")
+    with transaction.atomic():
+        entry = LedgerEntry.objects.create(
+            account=account, kind=LedgerEntry.Kind.GRANT, source=LedgerEntry.Source.STAFF,
+            seconds=minutes * 60, reason=reason.strip(), created_by=by,
+        )
+        audit_record(
+            account, AuditEvent.Action.MINUTES_GRANTED, by=by,
+            detail=f"{minutes} minute{'s' if minutes != 1 else ''}: {reason.strip()}",
+        )
+    return entry
 
 
 def grant_plan_minutes(account, period: date) -> LedgerEntry | None:

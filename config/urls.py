@@ -3,9 +3,14 @@ from django.urls import include, path
 
 from transcription.views import artifact
 
+admin.site.site_header = "Video transcription — support"
+admin.site.site_title = "Video transcription support"
+admin.site.index_title = "Accounts, minutes and jobs"
+
 urlpatterns = [
     path("v1/api/", include("transcription.api.urls")),
     path("v1/files/<str:token>", artifact, name="artifact"),
+    path("account/", include("accounts.urls")),
     path("admin/", admin.site.urls),
 ]
 

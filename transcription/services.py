@@ -140,3 +140,58 @@ def translation_fail(translation_id, error: str) -> Translation | None:
         translation.save()
         translation_refund(translation, reason=f"Translation to {translation.language} failed: {error}")
     return translation
+
+
+CANCELLED_ERROR = "Cancelled by support."
+# The options a retry copies from the failed job (everything the client chose, nothing it got).
+RETRY_OPTIONS = (
+    "language_code", "verbatim", "tag_audio_events", "quality", "font_size", "background", "subtitle_format",
+)
+
+
+def job_cancel(job_id, by=None) -> Job | None:
+    """Stop a waiting or running job for support: it fails with CANCELLED_ERROR and is refunded.
+
+    The refund is job_fail's: billing.services.job_refund returns everything the job was charged
+    and not refunded yet. A job cancelled before it is done has delivered nothing, so that is
+    exactly what it had not used (a translation that already failed was refunded on its own and
+    is not returned twice). A worker busy with the job's current stage finishes that stage, then
+    finds the job final and stops (runner._run ignores the InvalidTransition).
+
+    Returns None, and changes nothing, when the job had already ended. Audited as job_cancelled.
+    """
+    from accounts.audit import audit_record
+    from accounts.models import AuditEvent
+
+    with transaction.atomic():
+        job = job_fail(job_id, CANCELLED_ERROR)
+        if job is None:
+            return None
+        audit_record(
+            job.account, AuditEvent.Action.JOB_CANCELLED, by=by,
+            detail=f"Job {job.id} cancelled in state {job.timeline[-2][0] if len(job.timeline) > 1 else 'unknown'}",
+        )
+    return job
+
+
+def job_retry(job_id, by=None) -> Job:
+    """Queue a fresh job with the failed job's URL and options (via job_create); the failed job stays failed.
+
+    The new job is charged again when its duration is known (the failed one was refunded). It is
+    not added to the failed job's batch: a batch lists the jobs its client queued. Audited as
+    job_retried. Raises ValueError for a job that has not failed.
+    """
+    from accounts.audit import audit_record
+    from accounts.models import AuditEvent
+
+    with transaction.atomic():
+        failed = Job.objects.select_related("account").get(pk=job_id)
+        if failed.state != states.FAILED:
+            raise ValueError(f"Only a failed job can be retried; this one is {failed.state}.")
+        options = {name: getattr(failed, name) for name in RETRY_OPTIONS}
+        job = job_create(
+            failed.account, url=failed.url, type=failed.type, target_languages=list(failed.target_languages or []),
+            **options,
+        )
+        audit_record(failed.account, AuditEvent.Action.JOB_RETRIED, by=by, detail=f"Job {failed.id} retried as {job.id}")
+    return job

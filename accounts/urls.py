@@ -1,0 +1,21 @@
+from django.contrib.auth import views as auth_views
+from django.urls import path
+
+from . import views
+from .forms import EmailAuthenticationForm
+
+app_name = "accounts"
+
+urlpatterns = [
+    path("signup/", views.signup, name="signup"),
+    path(
+        "login/",
+        auth_views.LoginView.as_view(authentication_form=EmailAuthenticationForm, redirect_authenticated_user=True),
+        name="login",
+    ),
+    path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/", views.api_page, name="api"),
+    path("api/token/", views.token_create, name="token-create"),
+    path("api/token/replace/", views.token_replace, name="token-replace"),
+    path("api/token/revoke/", views.token_revoke_view, name="token-revoke"),
+]

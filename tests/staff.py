@@ -1,0 +1,40 @@
+"""Support staff for the admin tests: the `support` group of the data migration, and its users."""
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+SUPPORT_MIGRATION = "accounts.migrations.0004_support_group"
+
+
+def support_group():
+    """The migration's group. A transactional test elsewhere may have flushed it: then the
+    migration's own function builds it again, so the tests check what the migration makes."""
+    from django.apps import apps
+    from django.contrib.auth.models import Group
+
+    group = Group.objects.filter(name="support").first()
+    if group is None:
+        importlib.import_module(SUPPORT_MIGRATION).create_support_group(apps, None)
+        group = Group.objects.get(name="support")
+    return group
+
+
+def make_support_user(username="sam@support.example", password="staff-pass-4821"):
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user(username, email=username, password=password, is_staff=True)
+    user.groups.add(support_group())
+    return user
+
+
+@pytest.fixture
+def support_user(db):
+    return make_support_user()
+
+
+@pytest.fixture
+def support_client(client, support_user):
+    client.force_login(support_user)
+    return client
