@@ -223,3 +223,10 @@ def test_split_sentences_keeps_abbreviations():
     parts = _split_sentences(Segment(0, 7, "".join(texts).strip(), words))
     assert [p.text for p in parts] == ["Mr. J. Smith left.", "Then what?", "Nothing"]
     assert [(p.start, p.end) for p in parts] == [(0, 3.5), (4, 5.5), (6, 6.5)]
+
+
+def test_translate_task_runs(model):
+    wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0930.wav"
+    t = transcribe(model, wav, task="translate")
+    assert t.language == "en"  # the source language, as detected
+    assert wer(REFS[wav.stem], text_of(t)) <= 0.3
