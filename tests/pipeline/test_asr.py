@@ -1,0 +1,232 @@
+"""Speech recognition with the real `base` model on LibriVox clips (no mocks)."""
+from __future__ import annotations
+
+import re
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transcription.pipeline.asr import (
+    DEFAULT_BATCHED,
+    SUPPORTED_LANGUAGES,
+    read_wav_slice,
+    transcribe,
+    whisper_language,
+)
+from transcription.pipeline.types import Transcript
+from transcription.pipeline.whisper_model import load_model
+
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+
+
+def _references() -> dict[str, str]:
+    refs = {}
+    for line in (LIBRIVOX / "transcription").read_text().splitlines():
+        m = re.match(r"\s*<s>(.*)</s>\s*\((.+)\)\s*$", line)
+        if m:
+            refs[m.group(2).strip()] = m.group(1).strip()
+    return refs
+
+
+REFS = _references()
+
+
+def normalize(text: str) -> list[str]:
+    text = text.lower().replace("-", " ")
+    text = re.sub(r"[^\w\s']", " ", text)
+    return text.replace("'", "").split()
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    ref, hyp = normalize(reference), normalize(hypothesis)
+    d = list(range(len(hyp) + 1))  # Levenshtein distance over words, one row at a time
+    for i, r in enumerate(ref, 1):
+        prev, d[0] = d[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
+    return d[len(hyp)] / max(1, len(ref))
+
+
+def text_of(t: Transcript) -> str:
+    return " ".join(s.text for s in t.segments)
+
+
+def wav_duration(path: Path) -> float:
+    with wave.open(str(path)) as w:
+        return w.getnframes() / w.getframerate()
+
+
+@pytest.fixture(scope="session")
+def model(tmp_path_factory):
+    return load_model("base", tmp_path_factory.mktemp("models"), device="cpu")
+
+
+@pytest.fixture(scope="session")
+def two_clips(tmp_path_factory) -> tuple[Path, float, str]:
+    """Clip 0880 followed by clip 0930 in one WAV; returns (path, start of 2nd clip, its id)."""
+    a = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"
+    b = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0930.wav"
+    out = tmp_path_factory.mktemp("wav") / "two.wav"
+    with wave.open(str(out), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        for clip in (a, b):
+            with wave.open(str(clip)) as r:
+                w.writeframes(r.readframes(r.getnframes()))
+    return out, wav_duration(a), b.stem
+
+
+def test_wer_helper():
+    assert wer("He was not", "he, WAS not!") == 0.0
+    assert wer("a b c d", "a x c") == 0.5
+    assert wer("ill disposed", "ill-disposed") == 0.0
+
+
+def test_librivox_wer(model):
+    errors = words = 0
+    for fileid, ref in sorted(REFS.items()):
+        t = transcribe(model, LIBRIVOX / f"{fileid}.wav")
+        n = len(normalize(ref))
+        errors += wer(ref, text_of(t)) * n
+        words += n
+        assert t.language == "en"
+        assert t.duration == pytest.approx(wav_duration(LIBRIVOX / f"{fileid}.wav"), abs=0.01)
+    total = errors / words
+    print(f"\nWER over {len(REFS)} LibriVox clips ({words} words): {total:.3f}")
+    assert total <= 0.15
+
+
+@pytest.mark.parametrize("batched", [True, False])
+def test_word_timestamps_inside_segments_and_increasing(model, batched):
+    wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0870.wav"
+    t = transcribe(model, wav, batched=batched)
+    assert wer(REFS[wav.stem], text_of(t)) <= 0.15
+    last = 0.0
+    assert t.segments
+    for seg in t.segments:
+        assert seg.words
+        assert 0.0 <= seg.start <= seg.end <= t.duration + 0.05
+        for w in seg.words:
+            assert seg.start <= w.start <= w.end <= seg.end
+            assert w.start >= last
+            assert 0.0 <= w.probability <= 1.0
+            assert isinstance(w.start, float) and isinstance(w.end, float)
+            last = w.end
+
+
+def test_slice_offsets_timestamps(model, two_clips):
+    path, second_start, second_id = two_clips
+    progress: list[float] = []
+    t = transcribe(model, path, start=second_start, language="en", on_progress=progress.append)
+    assert wer(REFS[second_id], text_of(t)) <= 0.15
+    assert "disposed" not in text_of(t).lower()  # first clip not read
+    assert t.duration == pytest.approx(wav_duration(path) - second_start, abs=0.01)
+    words = [w for s in t.segments for w in s.words]
+    assert words[0].start >= second_start - 0.01
+    assert words[-1].end <= wav_duration(path) + 0.05
+
+    alone = transcribe(model, LIBRIVOX / f"{second_id}.wav", language="en")
+    assert words[0].start == pytest.approx(alone.segments[0].words[0].start + second_start, abs=0.3)
+
+    assert progress and progress[-1] == 1.0
+    assert progress == sorted(progress)
+    assert all(0.0 <= p <= 1.0 for p in progress)
+
+
+def test_slice_with_end(model, two_clips):
+    path, second_start, _ = two_clips
+    t = transcribe(model, path, start=0.0, end=second_start)
+    assert t.duration == pytest.approx(second_start, abs=0.01)
+    text = text_of(t).lower()
+    assert "young man" in text and "amiable" not in text
+    assert all(s.end <= second_start + 0.05 for s in t.segments)
+
+
+def test_iso639_3_language(model):
+    wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0890.wav"
+    t = transcribe(model, wav, language="eng", verbatim=True)
+    assert t.language == "en"
+    assert wer(REFS[wav.stem], text_of(t)) <= 0.25
+
+
+def test_unsupported_language_raises(model):
+    wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"
+    with pytest.raises(ValueError):
+        transcribe(model, wav, language="tlh")  # Klingon
+    with pytest.raises(ValueError):
+        transcribe(model, wav, task="summarize")
+
+
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("en", "en"), ("eng", "en"), ("spa", "es"), ("ES", "es"), ("en-US", "en"),
+        ("pt_BR", "pt"), ("deu", "de"), ("ger", "de"), ("cmn", "zh"), ("zho", "zh"),
+        ("yue", "yue"), ("haw", "haw"), ("jav", "jw"), ("jv", "jw"), ("nob", "no"),
+        ("tgl", "tl"), ("heb", "he"), ("iw", "he"), ("fas", "fa"), ("arb", "ar"),
+    ],
+)
+def test_whisper_language_mapping(code, expected):
+    assert whisper_language(code) == expected
+    assert expected in SUPPORTED_LANGUAGES
+
+
+@pytest.mark.parametrize("code", ["tlh", "xx", "zzz", "", "und", "qaa", "en-", None])
+def test_whisper_language_rejects(code):
+    with pytest.raises(ValueError):
+        whisper_language(code)
+
+
+def test_read_wav_slice(two_clips, tmp_path):
+    path, second_start, _ = two_clips
+    full = read_wav_slice(path)
+    assert full.dtype == np.float32 and len(full) == round(wav_duration(path) * 16000)
+    assert np.abs(full).max() <= 1.0
+    part = read_wav_slice(path, 1.0, 2.5)
+    assert len(part) == 24000
+    np.testing.assert_array_equal(part, full[16000:40000])
+    assert len(read_wav_slice(path, second_start, 10_000)) == len(full) - round(second_start * 16000)
+    assert len(read_wav_slice(path, 10_000)) == 0
+
+    stereo = tmp_path / "stereo.wav"
+    with wave.open(str(stereo), "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(44100)
+        w.writeframes(b"\0" * 4000)
+    with pytest.raises(ValueError, match="16 kHz mono"):
+        read_wav_slice(stereo)
+
+
+def test_default_batched_is_bool():
+    assert isinstance(DEFAULT_BATCHED, bool)
+
+
+def test_batched_segments_are_sentences(model, two_clips):
+    path, second_start, _ = two_clips
+    t = transcribe(model, path, batched=True)
+    assert [s.text.split()[0] for s in t.segments] == ["He", "He"]
+    assert t.segments[1].start >= second_start - 0.3
+    for s in t.segments:
+        assert s.text == "".join(w.text for w in s.words).strip()
+
+
+def test_split_sentences_keeps_abbreviations():
+    from transcription.pipeline.asr import _split_sentences
+    from transcription.pipeline.types import Segment, Word
+
+    texts = [" Mr.", " J.", " Smith", " left.", " Then", " what?", " Nothing"]
+    words = [Word(i, i + 0.5, t) for i, t in enumerate(texts)]
+    parts = _split_sentences(Segment(0, 7, "".join(texts).strip(), words))
+    assert [p.text for p in parts] == ["Mr. J. Smith left.", "Then what?", "Nothing"]
+    assert [(p.start, p.end) for p in parts] == [(0, 3.5), (4, 5.5), (6, 6.5)]
+
+
+def test_translate_task_runs(model):
+    wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0930.wav"
+    t = transcribe(model, wav, task="translate")
+    assert t.language == "en"  # the source language, as detected
+    assert wer(REFS[wav.stem], text_of(t)) <= 0.3

@@ -1,0 +1,224 @@
+"""Speech recognition with faster-whisper: a slice of a 16 kHz mono WAV -> Transcript.
+
+Nothing here knows about Django. Get the model from
+``transcription.pipeline.whisper_model.load_model``.
+"""
+from __future__ import annotations
+
+import os
+import wave
+from typing import TYPE_CHECKING, Callable
+
+import langcodes
+import numpy as np
+from faster_whisper.tokenizer import _LANGUAGE_CODES
+
+from .types import Segment, Transcript, Word
+
+if TYPE_CHECKING:  # pragma: no cover
+    from faster_whisper import WhisperModel
+
+__all__ = [
+    "DEFAULT_BATCHED",
+    "SAMPLE_RATE",
+    "SUPPORTED_LANGUAGES",
+    "VERBATIM_PROMPT",
+    "read_wav_slice",
+    "transcribe",
+    "whisper_language",
+]
+
+SAMPLE_RATE = 16_000
+
+# Chosen by bench/asr/rtf.py (base, int8, 2-core CPU): see bench/asr/README.md.
+DEFAULT_BATCHED = True
+DEFAULT_BATCH_SIZE = 8
+
+# The language codes Whisper knows (mostly ISO 639-1; "haw" and "yue" are 639-3,
+# and Whisper writes Javanese as "jw").
+SUPPORTED_LANGUAGES: frozenset[str] = frozenset(_LANGUAGE_CODES)
+
+# Prompt that makes Whisper keep fillers and disfluencies instead of cleaning them up.
+VERBATIM_PROMPT = "Umm, let me think like, hmm... Okay, here's what I'm, like, thinking."
+
+# Standard codes whose Whisper spelling differs.
+_ALIASES = {
+    "jv": "jw",  # Javanese
+    "nb": "no",  # Norwegian Bokmål -> Whisper's "Norwegian"
+    "fil": "tl",  # Filipino (langcodes turns "tl"/"tgl" into "fil")
+}
+
+ProgressCallback = Callable[[float], None]
+
+
+def whisper_language(code: str) -> str:
+    """Map an ISO 639-1 / 639-3 (or BCP 47) language code to Whisper's code.
+
+    ``"spa" -> "es"``, ``"eng" -> "en"``, ``"en-US" -> "en"``, ``"cmn" -> "zh"``.
+    Raises ``ValueError`` for codes Whisper does not support.
+    """
+    if not isinstance(code, str) or not code.strip():
+        raise ValueError(f"Empty or invalid language code: {code!r}")
+    raw = code.strip().replace("_", "-")
+    if raw.lower() in SUPPORTED_LANGUAGES:
+        return raw.lower()
+    for macro in (False, True):
+        try:
+            lang = langcodes.Language.get(langcodes.standardize_tag(raw, macro=macro)).language
+        except (ValueError, langcodes.tag_parser.LanguageTagError):
+            break
+        if lang:
+            lang = _ALIASES.get(lang, lang)
+            if lang in SUPPORTED_LANGUAGES:
+                return lang
+    raise ValueError(f"Language code {code!r} is not supported by Whisper.")
+
+
+def read_wav_slice(wav_path: str | os.PathLike, start: float = 0.0, end: float | None = None) -> np.ndarray:
+    """Read samples ``[start, end)`` (seconds) of a 16 kHz mono s16le WAV as float32 in [-1, 1].
+
+    Only the slice is read, in blocks, so memory use depends on the slice length,
+    not the file length. ``end`` past the end of the file (or None) means "to the end".
+    """
+    with wave.open(os.fspath(wav_path), "rb") as w:
+        if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != SAMPLE_RATE:
+            raise ValueError(
+                f"{wav_path}: expected 16 kHz mono 16-bit PCM WAV, got "
+                f"{w.getframerate()} Hz, {w.getnchannels()} channel(s), "
+                f"{8 * w.getsampwidth()}-bit"
+            )
+        total = w.getnframes()
+        first = min(max(0, int(round(start * SAMPLE_RATE))), total)
+        last = total if end is None else min(max(first, int(round(end * SAMPLE_RATE))), total)
+        out = np.empty(last - first, dtype=np.float32)
+        w.setpos(first)
+        pos, block = 0, SAMPLE_RATE * 60
+        while pos < len(out):
+            data = w.readframes(min(block, len(out) - pos))
+            if not data:
+                break
+            chunk = np.frombuffer(data, dtype="<i2")
+            out[pos : pos + len(chunk)] = chunk
+            pos += len(chunk)
+    out = out[:pos]
+    out *= 1.0 / 32768.0
+    return out
+
+
+def _convert(seg, offset: float) -> Segment:
+    words = []
+    last = None
+    for w in seg.words or []:
+        ws = round(float(w.start) + offset, 3)
+        we = round(float(w.end) + offset, 3)
+        if last is not None and ws < last:  # keep words monotonic
+            ws = last
+        we = max(we, ws)
+        words.append(Word(start=ws, end=we, text=w.word, probability=round(float(w.probability), 4)))
+        last = we
+    s = round(float(seg.start) + offset, 3)
+    e = round(float(seg.end) + offset, 3)
+    if words:  # make the segment cover its words
+        s = min(s, words[0].start)
+        e = max(e, words[-1].end)
+    return Segment(start=s, end=e, text=seg.text.strip(), words=words)
+
+
+_SENTENCE_END = (".", "?", "!", "。", "？", "！", "…")
+_ABBREVIATIONS = frozenset(
+    "mr. mrs. ms. dr. prof. st. jr. sr. vs. etc. e.g. i.e. approx. dept. sra. sig. hr. fr.".split()
+)
+
+
+def _ends_sentence(word: str) -> bool:
+    w = word.strip()
+    if not w.endswith(_SENTENCE_END) or w.lower() in _ABBREVIATIONS:
+        return False
+    return not (len(w) == 2 and w[0].isalpha() and w[1] == ".")  # an initial: "J."
+
+
+def _split_sentences(seg: Segment) -> list[Segment]:
+    """Split a long segment after words that end a sentence (using word timestamps)."""
+    pieces: list[list[Word]] = [[]]
+    for i, w in enumerate(seg.words):
+        pieces[-1].append(w)
+        if _ends_sentence(w.text) and i < len(seg.words) - 1:
+            pieces.append([])
+    if len(pieces) < 2:
+        return [seg]
+    return [
+        Segment(start=ws[0].start, end=ws[-1].end, text="".join(w.text for w in ws).strip(), words=ws)
+        for ws in pieces
+    ]
+
+
+def transcribe(
+    model: "WhisperModel",
+    wav_path: str | os.PathLike,
+    *,
+    start: float = 0.0,
+    end: float | None = None,
+    language: str | None = None,
+    verbatim: bool = False,
+    task: str = "transcribe",
+    batched: bool = DEFAULT_BATCHED,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    beam_size: int = 5,
+    on_progress: ProgressCallback | None = None,
+) -> Transcript:
+    """Transcribe (or, with ``task="translate"``, translate to English) part of a WAV.
+
+    ``wav_path`` must be 16 kHz mono s16le. Only ``[start, end)`` seconds are read;
+    timestamps in the result are absolute (relative to the start of the file).
+    ``language`` is None (detect), or an ISO 639-1/639-3 code (see
+    ``whisper_language``). ``verbatim`` asks Whisper to keep fillers ("um", "uh").
+    ``on_progress(fraction)`` is called as segments arrive with the fraction of the
+    slice covered so far, and with 1.0 at the end.
+
+    ``Transcript.language`` is the language used (detected or given, Whisper code);
+    ``Transcript.duration`` is the length of the slice actually read, in seconds.
+    """
+    if task not in ("transcribe", "translate"):
+        raise ValueError(f"task must be 'transcribe' or 'translate', not {task!r}")
+    lang = whisper_language(language) if language else None
+
+    audio = read_wav_slice(wav_path, start, end)
+    offset = round(max(0.0, start) * SAMPLE_RATE) / SAMPLE_RATE  # as read_wav_slice
+    duration = len(audio) / SAMPLE_RATE
+    if len(audio) == 0:
+        if on_progress:
+            on_progress(1.0)
+        return Transcript(language=lang or "", duration=0.0, segments=[])
+
+    options = dict(
+        language=lang,
+        task=task,
+        beam_size=beam_size,
+        word_timestamps=True,
+        vad_filter=True,
+        initial_prompt=VERBATIM_PROMPT if verbatim else None,
+    )
+    if batched:
+        from faster_whisper import BatchedInferencePipeline
+
+        # Batched mode yields one segment per VAD chunk (up to 30 s); we split those
+        # at sentence ends below. Do NOT pass without_timestamps=False here: with
+        # faster-whisper 1.2.1 it silently drops the last sentence of every chunk.
+        segments_iter, info = BatchedInferencePipeline(model).transcribe(
+            audio, batch_size=batch_size, **options
+        )
+    else:
+        segments_iter, info = model.transcribe(audio, **options)
+
+    segments: list[Segment] = []
+    done = 0.0
+    for seg in segments_iter:
+        converted = _convert(seg, offset)
+        segments.extend(_split_sentences(converted) if batched else [converted])
+        if on_progress:
+            done = max(done, min(1.0, float(seg.end) / duration))
+            on_progress(done)
+    if on_progress:
+        on_progress(1.0)
+
+    return Transcript(language=info.language or lang or "", duration=round(duration, 3), segments=segments)
