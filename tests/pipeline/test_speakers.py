@@ -1,0 +1,405 @@
+"""Speaker diarization: the torch-free encoder, clustering, and real two-voice recordings."""
+from __future__ import annotations
+
+import io
+import pickle
+import shutil
+import sys
+import types
+import wave
+import zipfile
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from transcription.pipeline import speakers as sp
+from transcription.pipeline.types import Segment, SpeakerTurn, Word
+
+from . import speaker_audio as sa
+
+needs_fillets = pytest.mark.skipif(
+    not (sa.have_ffmpeg() and sa.clips("nl", "m") and sa.clips("nl", "v")),
+    reason="needs ffmpeg and Debian's fillets-ng-data-nl (real voice recordings)",
+)
+needs_fillets_cs = pytest.mark.skipif(
+    not (sa.have_ffmpeg() and sa.clips("cs", "m") and sa.clips("nl", "m")),
+    reason="needs ffmpeg, fillets-ng-data-nl and fillets-ng-data-cs",
+)
+needs_espeak = pytest.mark.skipif(
+    not (sa.have_ffmpeg() and shutil.which("espeak-ng")), reason="needs ffmpeg and espeak-ng"
+)
+
+
+@pytest.fixture(scope="session")
+def encoder() -> sp.VoiceEncoder:
+    return sp.VoiceEncoder()
+
+
+@pytest.fixture(scope="session")
+def audio_cache(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("speaker-audio")
+
+
+NL = {"m": lambda: sa.clips("nl", "m"), "v": lambda: sa.clips("nl", "v")}
+
+
+# --------------------------------------------------------------------------
+# weights without torch
+# --------------------------------------------------------------------------
+
+
+def test_weights_come_from_the_resemblyzer_package_without_importing_it():
+    path = sp.find_encoder_weights()
+    assert path.name == "pretrained.pt" and path.is_file()
+    assert "resemblyzer" not in sys.modules and "torch" not in sys.modules
+
+
+def test_weights_path_can_be_set_by_environment(monkeypatch, tmp_path):
+    monkeypatch.setenv(sp.WEIGHTS_ENV, str(tmp_path / "missing.pt"))
+    with pytest.raises(FileNotFoundError):
+        sp.find_encoder_weights()
+
+
+def test_legacy_checkpoint_loads_into_numpy():
+    state = sp.load_torch_state_dict(sp.find_encoder_weights())
+    model = state["model_state"]
+    assert model["lstm.weight_ih_l0"].shape == (1024, 40)
+    assert model["lstm.weight_hh_l2"].shape == (1024, 256)
+    assert model["linear.weight"].shape == (256, 256)
+    for v in model.values():
+        assert v.dtype == np.float32 and np.isfinite(v).all()
+    # tensors that share one storage at different offsets are told apart
+    assert not np.array_equal(model["lstm.bias_ih_l0"], model["lstm.bias_hh_l0"])
+
+
+def _fake_torch(monkeypatch):
+    """Just enough of a `torch` module for pickle to write torch-style references."""
+    torch = types.ModuleType("torch")
+    utils = types.ModuleType("torch._utils")
+
+    class FloatStorage:
+        pass
+
+    FloatStorage.__module__ = "torch"
+    FloatStorage.__qualname__ = "FloatStorage"
+
+    def _rebuild_tensor_v2(*args):
+        raise AssertionError("never called when writing")
+
+    _rebuild_tensor_v2.__module__ = "torch._utils"
+    _rebuild_tensor_v2.__qualname__ = "_rebuild_tensor_v2"
+    torch.FloatStorage = FloatStorage
+    utils._rebuild_tensor_v2 = _rebuild_tensor_v2
+    torch._utils = utils
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setitem(sys.modules, "torch._utils", utils)
+    return FloatStorage, _rebuild_tensor_v2
+
+
+def test_zip_checkpoint_loads_into_numpy(monkeypatch, tmp_path):
+    FloatStorage, rebuild = _fake_torch(monkeypatch)
+    data = np.arange(12, dtype="<f4")
+
+    class Storage:
+        pass
+
+    storage = Storage()
+
+    class T:
+        def __init__(self, offset, shape, stride):
+            self.args = (storage, offset, shape, stride, False, OrderedDict())
+
+        def __reduce__(self):
+            return (rebuild, self.args)
+
+    class P(pickle.Pickler):
+        def persistent_id(self, obj):
+            if obj is storage:
+                return ("storage", FloatStorage, "0", "cpu", 12)
+            return None
+
+    buf = io.BytesIO()
+    P(buf, protocol=2).dump({"a": T(0, (3, 2), (2, 1)), "b": T(6, (2, 3), (1, 2))})
+    path = tmp_path / "ckpt.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("ckpt/data.pkl", buf.getvalue())
+        zf.writestr("ckpt/data/0", data.tobytes())
+    monkeypatch.delitem(sys.modules, "torch")
+    monkeypatch.delitem(sys.modules, "torch._utils")
+    state = sp.load_torch_state_dict(path)
+    np.testing.assert_array_equal(state["a"], data[:6].reshape(3, 2))
+    np.testing.assert_array_equal(state["b"], data[6:].reshape(3, 2).T)  # strided view
+
+
+def test_loader_refuses_arbitrary_classes(tmp_path):
+    path = tmp_path / "evil.pt"
+    with zipfile.ZipFile(path, "w") as zf:
+        zf.writestr("x/data.pkl", pickle.dumps({"a": shutil.rmtree}, protocol=2))
+    with pytest.raises(pickle.UnpicklingError):
+        sp.load_torch_state_dict(path)
+
+
+# --------------------------------------------------------------------------
+# features and the encoder
+# --------------------------------------------------------------------------
+
+
+def test_mel_filterbank_is_slaney_normalised():
+    fb = sp.mel_filterbank()
+    assert fb.shape == (40, 201)
+    assert (fb >= 0).all()
+    # slaney: each triangle has area 1 on the Hz axis (2 / bandwidth height)
+    hz = np.fft.rfftfreq(400, 1 / 16000)
+    areas = np.trapezoid(fb, hz, axis=1) if hasattr(np, "trapezoid") else np.trapz(fb, hz, axis=1)
+    np.testing.assert_allclose(areas[5:], 1.0, rtol=0.15)
+
+
+def test_mel_matches_librosa_when_available():
+    librosa = pytest.importorskip("librosa")
+    y = np.random.default_rng(0).standard_normal(16037).astype(np.float32) * 0.1
+    ref = librosa.feature.melspectrogram(y=y, sr=16000, n_fft=400, hop_length=160, n_mels=40).T
+    np.testing.assert_allclose(sp.mel_spectrogram(y), ref, rtol=1e-4, atol=1e-6 * ref.max())
+
+
+def test_mel_frames_are_centred():
+    y = np.zeros(16000, dtype=np.float32)
+    y[8000] = 1.0  # an impulse at 0.5 s
+    mel = sp.mel_spectrogram(y)
+    assert mel.shape == (101, 40)
+    assert mel.sum(1).argmax() == 50
+
+
+def _reference_lstm(state, mel):
+    """Straight from torch's LSTM equations, one window at a time, gate order i f g o."""
+
+    def sig(x):
+        return 1 / (1 + np.exp(-x))
+
+    x = mel.astype(np.float64)
+    for layer in range(3):
+        w_ih = state[f"lstm.weight_ih_l{layer}"].astype(np.float64)
+        w_hh = state[f"lstm.weight_hh_l{layer}"].astype(np.float64)
+        b = state[f"lstm.bias_ih_l{layer}"] + state[f"lstm.bias_hh_l{layer}"]
+        h = np.zeros(256)
+        c = np.zeros(256)
+        outs = []
+        for xt in x:
+            g = w_ih @ xt + w_hh @ h + b
+            i, f, gg, o = np.split(g, 4)
+            c = sig(f) * c + sig(i) * np.tanh(gg)
+            h = sig(o) * np.tanh(c)
+            outs.append(h)
+        x = np.array(outs)
+    e = np.maximum(state["linear.weight"] @ h + state["linear.bias"], 0)
+    return e / np.linalg.norm(e)
+
+
+def test_encoder_matches_reference_lstm_including_short_windows(encoder):
+    state = sp.load_torch_state_dict(sp.find_encoder_weights())["model_state"]
+    rng = np.random.default_rng(1)
+    mels = (rng.random((3, 30, 40)) ** 4 * 5).astype(np.float32)
+    lengths = [30, 17, 5]
+    got = encoder.embed_mels(mels, lengths)
+    for i, n in enumerate(lengths):
+        np.testing.assert_allclose(got[i], _reference_lstm(state, mels[i, :n]), atol=2e-5)
+    assert got.shape == (3, 256)
+    np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-5)
+
+
+@needs_fillets
+def test_embeddings_tell_the_two_actors_apart(encoder, audio_cache):
+    emb = {
+        who: np.stack([encoder.embed_utterance(sa.decode(p, audio_cache / "clips")) for p in NL[who]()[:12:2]])
+        for who in "mv"
+    }
+    same = np.mean([(emb[w] @ emb[w].T)[np.triu_indices(6, 1)].mean() for w in "mv"])
+    other = (emb["m"] @ emb["v"].T).mean()
+    assert same - other > 0.1
+
+
+# --------------------------------------------------------------------------
+# pieces: VAD regions, clustering, smoothing
+# --------------------------------------------------------------------------
+
+
+def test_regions_from_probabilities_hysteresis_and_merging():
+    step = 512 / 16000
+    probs = np.zeros(200, dtype=np.float32)
+    probs[10:40] = 0.9
+    probs[40:42] = 0.4  # above neg_threshold: still speech
+    probs[42:60] = 0.9
+    probs[63:90] = 0.9  # 3-frame (96 ms) gap: merged
+    probs[120:125] = 0.9  # 160 ms: too short, dropped
+    probs[150:180] = 0.9
+    regions = sp._regions_from_probs(
+        probs, duration=200 * step, threshold=0.5, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.0
+    )
+    assert [(round(s / step), round(e / step)) for s, e in regions] == [(10, 90), (150, 180)]
+
+
+def test_long_regions_are_read_in_pieces():
+    pieces = sp._split_regions([(0.0, 95.0), (100.0, 101.0)])
+    assert all(p.end - p.start <= sp.MAX_REGION_S + 1e-9 for p in pieces)
+    assert [p.after_pause for p in pieces] == [True, False, False, False, True]
+    assert pieces[-1].start == 100.0
+
+
+def test_wav_is_read_in_blocks(tmp_path):
+    path = tmp_path / "a.wav"
+    sa.write_wav(path, np.zeros(16000 * 3, dtype=np.float32))
+    blocks = list(sp._read_blocks(path, 16000))
+    assert [len(b) for b in blocks] == [16000, 16000, 16000]
+
+
+def _blobs(rng, sizes, dim=256, spread=0.35):
+    centres = rng.random((len(sizes), dim)) ** 3
+    xs, ys = [], []
+    for k, n in enumerate(sizes):
+        x = centres[k] + spread * rng.random((n, dim)) ** 3
+        xs.append(x)
+        ys += [k] * n
+    x = np.concatenate(xs)
+    return x / np.linalg.norm(x, axis=1, keepdims=True), np.array(ys)
+
+
+@pytest.mark.parametrize("sizes", [[60, 40], [50, 30, 20], [25, 25, 25, 25]])
+def test_clustering_finds_the_number_of_groups(sizes):
+    x, y = _blobs(np.random.default_rng(len(sizes)), sizes)
+    labels = sp.cluster_embeddings(x)
+    assert labels.max() + 1 == len(sizes)
+    # perfect up to renaming
+    assert len({(a, b) for a, b in zip(labels, y)}) == len(sizes)
+
+
+def test_clustering_one_group_is_one_speaker():
+    x, _ = _blobs(np.random.default_rng(7), [120])
+    assert set(sp.cluster_embeddings(x)) == {0}
+
+
+def test_clustering_respects_max_speakers_and_scales():
+    x, y = _blobs(np.random.default_rng(3), [1800, 1200])  # beyond MAX_CLUSTER_WINDOWS
+    labels = sp.cluster_embeddings(x)
+    assert labels.max() == 1 and (labels == labels[0]).sum() in (1800, 1200)
+    assert set(sp.cluster_embeddings(x, max_speakers=1)) == {0}
+
+
+def test_viterbi_keeps_changes_at_pauses_and_drops_blips_inside_speech():
+    scores = np.array([[1, 0], [1, 0], [0.4, 0.6], [1, 0], [0, 1], [0, 1]], dtype=float)
+    cost = np.array([0, 0.3, 0.3, 0.3, 0.02, 0.3])
+    assert list(sp._viterbi(scores, cost)) == [0, 0, 0, 0, 1, 1]
+
+
+# --------------------------------------------------------------------------
+# diarize on real recordings
+# --------------------------------------------------------------------------
+
+
+def _check_turns(turns):
+    assert turns == sorted(turns, key=lambda t: t.start)
+    seen = []
+    for t in turns:
+        assert t.end > t.start
+        if t.speaker not in seen:
+            seen.append(t.speaker)
+    assert seen == list(range(1, len(seen) + 1))  # numbered in order of first appearance
+    for a, b in zip(turns, turns[1:]):
+        assert a.end <= b.start + 1e-6
+
+
+@needs_fillets
+@pytest.mark.parametrize("seed,order", [(0, "alternate"), (1, "random")])
+def test_two_actors_taking_turns(encoder, audio_cache, seed, order):
+    fx = sa.conversation(
+        audio_cache / f"two-{seed}.wav",
+        {"m": NL["m"](), "v": NL["v"]()},
+        n_clips=24,
+        seed=seed,
+        order=order,
+        cache=audio_cache / "clips",
+    )
+    turns = sp.diarize(fx.path, encoder=encoder)
+    _check_turns(turns)
+    score = sa.score(fx.turns, turns)
+    assert score["n_speakers"] == 2
+    assert score["confusion"] <= 0.05, score
+    assert score["missed"] < 0.3 and score["false_alarm"] < 0.1, score
+
+
+@needs_fillets
+@pytest.mark.parametrize("who", ["m", "v"])
+def test_one_voice_is_one_speaker(encoder, audio_cache, who):
+    fx = sa.conversation(
+        audio_cache / f"one-{who}.wav", {who: NL[who]()}, n_clips=20, seed=5, cache=audio_cache / "clips"
+    )
+    turns = sp.diarize(fx.path, encoder=encoder)
+    assert {t.speaker for t in turns} == {1}
+    assert sa.score(fx.turns, turns)["missed"] < 0.3
+
+
+@needs_fillets_cs
+def test_four_voices(encoder, audio_cache):
+    voices = {f"{lang}-{who}": sa.clips(lang, who) for lang in ("nl", "cs") for who in "mv"}
+    fx = sa.conversation(
+        audio_cache / "four.wav", voices, n_clips=32, seed=7, order="random", cache=audio_cache / "clips"
+    )
+    turns = sp.diarize(fx.path, encoder=encoder)
+    score = sa.score(fx.turns, turns)
+    assert score["n_speakers"] == 4 and score["confusion"] <= 0.05, score
+    assert {t.speaker for t in sp.diarize(fx.path, encoder=encoder, max_speakers=2)} <= {1, 2}
+
+
+@needs_espeak
+def test_two_synthetic_voices(encoder, audio_cache):
+    fx = sa.espeak_conversation(audio_cache / "espeak.wav", cache=audio_cache / "espeak")
+    turns = sp.diarize(fx.path, encoder=encoder)
+    score = sa.score(fx.turns, turns)
+    assert score["n_speakers"] == 2 and score["confusion"] <= 0.05, score
+
+
+def test_silence_has_no_turns(encoder, tmp_path):
+    path = tmp_path / "silence.wav"
+    sa.write_wav(path, np.random.default_rng(0).normal(0, 1e-4, 16000 * 5).astype(np.float32))
+    assert sp.diarize(path, encoder=encoder) == []
+
+
+def test_rejects_other_formats(tmp_path):
+    path = tmp_path / "stereo.wav"
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(2)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        w.writeframes(b"\0" * 6400)
+    with pytest.raises(ValueError, match="mono"):
+        sp.diarize(path)
+
+
+# --------------------------------------------------------------------------
+# assign_speakers
+# --------------------------------------------------------------------------
+
+
+def _seg(s, e, text="x"):
+    return Segment(start=s, end=e, text=text, words=[Word(s, e, text)])
+
+
+def test_assign_by_largest_overlap_and_renumber():
+    turns = [SpeakerTurn(0, 4, 2), SpeakerTurn(4, 10, 1), SpeakerTurn(10, 12, 2)]
+    segs = [_seg(0.5, 3), _seg(3, 8), _seg(9, 12), _seg(11, 12)]
+    out = sp.assign_speakers(segs, turns)
+    # raw speakers 2, 1, 2 (9-12: 1 s of 1, 2 s of 2), 2 -> renumbered 1, 2, 1, 1
+    assert [s.speaker for s in out] == [1, 2, 1, 1]
+    assert [s.text for s in out] == ["x"] * 4 and out[0].words == segs[0].words
+    assert all(s.speaker is None for s in segs)  # inputs untouched
+
+
+def test_assign_nearest_turn_when_none_overlaps():
+    turns = [SpeakerTurn(0, 2, 1), SpeakerTurn(5, 6, 2)]
+    out = sp.assign_speakers([_seg(2.5, 3.0), _seg(4.2, 4.8), _seg(7, 8)], turns)
+    assert [s.speaker for s in out] == [1, 2, 2]
+
+
+def test_assign_without_turns():
+    assert [s.speaker for s in sp.assign_speakers([_seg(0, 1)], [])] == [None]
+    assert sp.assign_speakers([], [SpeakerTurn(0, 1, 1)]) == []
