@@ -31,21 +31,15 @@ def language_name(code: str) -> str:
     return langcodes.Language.get(code).display_name()
 
 
-# The recogniser's own codes differ from ISO in a few places.
-_SPEECH_ALIASES = {"jv": "jw", "nb": "no"}
-
-
-def speech_languages() -> frozenset[str]:
-    """Codes the speech model (Whisper) recognises."""
-    from faster_whisper.tokenizer import _LANGUAGE_CODES
-
-    return frozenset(_LANGUAGE_CODES)
-
 
 def speech_language(code: str) -> str:
-    """Map an ISO 639-1/639-3 code to the speech model's code, or raise UnknownLanguage."""
-    normalized = normalize_language(code)
-    normalized = _SPEECH_ALIASES.get(normalized, normalized)
-    if normalized not in speech_languages():
-        raise UnknownLanguage(f"The speech model does not recognise the language {code!r}.")
-    return normalized
+    """The speech model's code for an ISO 639-1/639-3 code, or raise UnknownLanguage.
+
+    The mapping itself lives with the recogniser (pipeline.asr.whisper_language).
+    """
+    from .pipeline.asr import whisper_language
+
+    try:
+        return whisper_language(code)
+    except ValueError as error:
+        raise UnknownLanguage(str(error)) from None

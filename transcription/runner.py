@@ -153,12 +153,11 @@ def _speech_stages(job: Job, directory: Path) -> bool:
     model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR)
     chunks = audio.plan_chunks(wav)
     total = sum(end - start for start, end in chunks) or 1.0
-    language = asr.whisper_language(job.language_code) if job.language_code else None
     parts: list[Transcript] = []
     done = 0.0
     for start, end in chunks:
         progress = _Throttled(lambda f, start=start, end=end: services.job_progress(job.id, (done + f * (end - start)) / total))
-        parts.append(asr.transcribe(model, wav, start=start, end=end, language=language, verbatim=job.verbatim,
+        parts.append(asr.transcribe(model, wav, start=start, end=end, language=job.language_code, verbatim=job.verbatim,
                                     on_progress=progress))
         done += end - start
 

@@ -23,6 +23,7 @@ __all__ = [
     "SAMPLE_RATE",
     "SUPPORTED_LANGUAGES",
     "VERBATIM_PROMPT",
+    "merge",
     "read_wav_slice",
     "transcribe",
     "whisper_language",
@@ -222,3 +223,20 @@ def transcribe(
         on_progress(1.0)
 
     return Transcript(language=info.language or lang or "", duration=round(duration, 3), segments=segments)
+
+
+def merge(parts: list[Transcript]) -> Transcript:
+    """Join the transcripts of consecutive chunks of one file (timestamps are already absolute).
+
+    The language is the one detected for most of the audio.
+    """
+    if not parts:
+        return Transcript(language="", duration=0.0, segments=[])
+    by_language: dict[str, float] = {}
+    for part in parts:
+        by_language[part.language] = by_language.get(part.language, 0.0) + part.duration
+    return Transcript(
+        language=max(by_language, key=by_language.get),
+        duration=round(sum(part.duration for part in parts), 3),
+        segments=[segment for part in parts for segment in part.segments],
+    )
