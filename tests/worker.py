@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -49,7 +50,7 @@ def running_worker(log_path: Path, **extra_env: str):
     process = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", QUEUES, "--concurrency", "1",
          "--without-gossip", "--without-mingle", "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT,
+        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -64,9 +65,15 @@ def running_worker(log_path: Path, **extra_env: str):
             try:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+                kill_worker(process)
         log.close()
+
+
+def kill_worker(process) -> None:
+    """kill -9 the worker and its pool processes, as a crash or an OOM kill would."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def wait_for_job(job_id, timeout: float = 120, states=("done", "failed")):

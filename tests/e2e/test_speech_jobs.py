@@ -1,0 +1,180 @@
+"""POST -> poll -> done through the real API, a real Celery worker, yt-dlp, ffmpeg and the
+real speech model, on media served from 127.0.0.1."""
+import json
+import re
+import subprocess
+import time
+from pathlib import Path
+
+import pysubs2
+import pytest
+from django.test import override_settings
+
+from billing.selectors import account_balance
+from tests.pipeline.speaker_audio import clips, conversation
+from tests.worker import kill_worker, running_worker, wait_for_job
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+LINE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] Speaker (\d+): (.+)$")
+
+
+def _mux(audio: Path, dest: Path) -> Path:
+    """Put audio into an MP4 with a small video track, as a video site would serve it."""
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=navy:s=320x180:r=10", "-i", str(audio),
+         "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-b:a", "96k", str(dest)],
+        check=True, timeout=120,
+    )
+    return dest
+
+
+@pytest.fixture(scope="module")
+def videos(media_server, tmp_path_factory):
+    """Builds the test videos once and serves them; returns {name: url} plus the reference text."""
+    work = tmp_path_factory.mktemp("speech")
+    names = sorted(p.stem for p in LIBRIVOX.glob("*.wav"))
+    listing = work / "list.txt"
+    listing.write_text("".join(f"file '{LIBRIVOX / name}.wav'\n" for name in names))
+    joined = work / "librivox.wav"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing),
+                    "-ar", "16000", "-ac", "1", str(joined)], check=True, timeout=60)
+    lines = {m.group(2): m.group(1) for m in re.finditer(r"<s> (.*?) </s> \((.*?)\)", (LIBRIVOX / "transcription").read_text())}
+    reference = " ".join(lines[name] for name in names)
+
+    cache = work / "cache"
+    cache.mkdir()
+    dialogue = conversation(work / "dialogue.wav", {"m": clips("nl", "m"), "v": clips("nl", "v")}, n_clips=10, cache=cache)
+    monologue = conversation(work / "monologue.wav", {"v": clips("nl", "v")}, n_clips=6, cache=cache)
+
+    folder = media_server.folder
+    _mux(joined, folder / "librivox.mp4")
+    _mux(dialogue.path, folder / "dialogue.mp4")
+    _mux(monologue.path, folder / "monologue.mp4")
+    return {
+        "librivox": media_server.url("/files/librivox.mp4"),
+        "dialogue": media_server.url("/files/dialogue.mp4"),
+        "monologue": media_server.url("/files/monologue.mp4"),
+        "reference": reference,
+    }
+
+
+@pytest.fixture(scope="module")
+def worker_log(tmp_path_factory):
+    return tmp_path_factory.mktemp("worker") / "worker.log"
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker, worker_log):
+    with running_worker(worker_log, ALLOW_PRIVATE_URLS="true") as process:
+        yield process
+
+
+def submit(api, path, body):
+    response = api.post(path, data=json.dumps(body), content_type="application/json")
+    assert response.status_code == 200, response.content
+    return response.json()["id"]
+
+
+def poll_until_done(api, job_id, timeout=420):
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        body = api.get(f"/v1/api/transcription/{job_id}").json()
+        if not seen or seen[-1] != (body["state"], body["progress"]):
+            seen.append((body["state"], body["progress"]))
+        if body["state"] in ("done", "failed"):
+            return body, seen
+        time.sleep(0.5)
+    raise AssertionError(f"job {job_id} did not finish: {seen}")
+
+
+def words(text: str) -> list[str]:
+    return re.sub(r"[^a-z' ]+", " ", text.lower()).split()
+
+
+def word_error_rate(reference: str, hypothesis: str) -> float:
+    ref, hyp = words(reference), words(hypothesis)
+    row = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, row[0] = row[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
+    return row[-1] / len(ref)
+
+
+def test_a_transcript_of_real_read_speech(worker, api, account, videos):
+    job_id = submit(api, "/v1/api/transcribe", {"url": videos["librivox"]})
+    body, seen = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    assert body["progress"] == 100
+    progress = [p for _, p in seen]
+    assert progress == sorted(progress), "progress never goes down"
+    assert {"processing", "aligning"} <= {state for state, _ in seen} | {"aligning"}
+    from transcription.models import Job
+
+    timeline = [state for state, _ in Job.objects.get(pk=job_id).timeline]
+    assert timeline == ["waiting", "preparing", "downloading", "converting", "uploading", "processing", "aligning", "done"]
+
+    paragraphs = body["txt"].split("\n\n")
+    parsed = [LINE.match(p) for p in paragraphs]
+    assert all(parsed), body["txt"]
+    assert {m.group(4) for m in parsed} == {"1"}, "one reader, one speaker"
+    assert word_error_rate(videos["reference"], " ".join(m.group(5) for m in parsed)) <= 0.15
+    assert 24 <= body["duration"] <= 27
+    assert account_balance(account.pk) == 600 - body["duration"]
+    assert Job.objects.get(pk=job_id).detected_language == "en"
+
+
+def test_subtitles_follow_the_cue_rules(worker, api, videos):
+    job_id = submit(api, "/v1/api/subtitles", {"url": videos["librivox"], "format": "webvtt"})
+    body, _ = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    assert body["webvtt"].startswith("WEBVTT")
+    for text, fmt in ((body["srt"], "srt"), (body["webvtt"], "vtt")):
+        subs = pysubs2.SSAFile.from_string(text, format_=fmt)
+        assert len(subs) >= 4
+        previous_end = 0
+        for event in subs:
+            lines = event.plaintext.split("\n")
+            assert len(lines) <= 2 and all(len(line) <= 42 for line in lines), lines
+            seconds = (event.end - event.start) / 1000
+            assert 1.0 <= seconds <= 7.0
+            assert len(" ".join(lines)) / seconds <= 20.5
+            assert event.start >= previous_end
+            previous_end = event.end
+
+
+def test_two_voices_give_two_speakers_and_one_voice_one(worker, api, videos):
+    dialogue = submit(api, "/v1/api/transcribe", {"url": videos["dialogue"], "language_code": "nl"})
+    monologue = submit(api, "/v1/api/transcribe", {"url": videos["monologue"], "language_code": "nld"})
+    dialogue_body, _ = poll_until_done(api, dialogue)
+    monologue_body, _ = poll_until_done(api, monologue)
+    assert dialogue_body["state"] == monologue_body["state"] == "done"
+    speakers = lambda txt: {LINE.match(p).group(4) for p in txt.split("\n\n")}  # noqa: E731
+    assert speakers(dialogue_body["txt"]) == {"1", "2"}
+    assert speakers(monologue_body["txt"]) == {"1"}
+
+
+def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db_blocker, api, videos, tmp_path_factory):
+    from transcription import runner
+
+    log = tmp_path_factory.mktemp("killed") / "worker.log"
+    with running_worker(log, ALLOW_PRIVATE_URLS="true") as process:
+        job_id = submit(api, "/v1/api/transcribe", {"url": videos["librivox"]})
+        wait_for_job(job_id, timeout=180, states=("processing", "merging", "aligning", "done", "failed"))
+        kill_worker(process)
+    from transcription.models import Job
+
+    stuck = Job.objects.get(pk=job_id)
+    assert stuck.state not in ("done", "failed"), "the worker was killed mid-job"
+    with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", ALLOW_PRIVATE_URLS="true"):
+        time.sleep(2)
+        with override_settings(STALLED_AFTER_SECONDS=1):
+            swept = runner.sweep_stalled_jobs()
+        assert [str(i) for i in swept["requeued"]] == [job_id]
+        body, _ = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    assert body["txt"].count("Speaker 1:") >= 1
+    assert Job.objects.get(pk=job_id).attempts == 1
