@@ -178,3 +178,55 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
     assert body["state"] == "done", body["error"]
     assert body["txt"].count("Speaker 1:") >= 1
     assert Job.objects.get(pk=job_id).attempts == 1
+
+
+def test_a_playlist_batch_ends_each_job_as_its_source_deserves(worker, api, media_server):
+    from tests.pipeline.test_playlist import feed
+
+    items = [
+        ("Speech", media_server.url("/files/speech.mp4"), 9),
+        ("Gone", media_server.url("/status/404"), 60),
+        ("Live", media_server.url("/live/index.m3u8"), None),
+    ]
+    media_server.routes["/feeds/mixed.xml"] = lambda req: req.send_bytes(feed(items, "Mixed"), "application/rss+xml")
+    with override_settings(ALLOW_PRIVATE_URLS=True):
+        response = api.post("/v1/api/transcribe-playlist", content_type="application/json",
+                            data=json.dumps({"url": media_server.url("/feeds/mixed.xml")}))
+    assert response.status_code == 200, response.content
+    ids = response.json()["ids"]
+    for job_id in ids:
+        wait_for_job(job_id, timeout=300)
+    items = api.get(f"/v1/api/batch/{response.json()['batch_id']}").json()["items"]
+    assert [item["state"] for item in items] == ["done", "failed", "failed"]
+    assert items[0]["txt"] is None, "batch items leave the text out"
+    assert "Speaker 1:" in api.get(f"/v1/api/transcription/{ids[0]}").json()["txt"]
+    assert "404" in items[1]["error"] and "Live" in items[2]["error"]
+
+
+def test_an_account_short_of_minutes_gets_a_preview_of_what_it_can_pay(worker, api, account, videos, media_server):
+    from billing.models import LedgerEntry
+
+    source = media_server.folder / "librivox.mp4"
+    looped = media_server.folder / "librivox-75s.mp4"
+    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-stream_loop", "3", "-i", str(source), "-t", "75",
+                    "-c", "copy", str(looped)], check=True, timeout=60)
+    spent = account_balance(account.pk) - 90  # leave 1.5 minutes: one whole minute of preview
+    LedgerEntry.objects.create(account=account, kind="charge", source="job", seconds=-spent, reason="test setup")
+    job_id = submit(api, "/v1/api/transcribe", {"url": media_server.url("/files/librivox-75s.mp4")})
+    body, _ = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    assert body["is_preview"] is True and body["preview_minutes"] == 1
+    assert 74 <= body["duration"] <= 76
+    last = LINE.match(body["txt"].split("\n\n")[-1])
+    assert int(last.group(3)) + 60 * int(last.group(2)) < 60, "only the first minute is transcribed"
+    assert account_balance(account.pk) == 30
+
+
+def test_an_empty_balance_fails_the_job_with_the_figures(worker, api, account, videos):
+    from billing.models import LedgerEntry
+
+    LedgerEntry.objects.create(account=account, kind="charge", source="job", seconds=-600, reason="test setup")
+    job_id = submit(api, "/v1/api/transcribe", {"url": videos["librivox"]})
+    body, _ = poll_until_done(api, job_id)
+    assert body["state"] == "failed"
+    assert "Not enough minutes" in body["error"] and "0 minutes left" in body["error"]

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
+from yt_dlp.utils import unsmuggle_url
+
 from .fetch import FetchError, extract_listing
 
 MAX_VIDEOS = 25
@@ -77,10 +79,12 @@ def _entry(entry: dict) -> PlaylistEntry:
     duration = entry.get("duration")
     thumbnails = entry.get("thumbnails") or []
     thumbnail = entry.get("thumbnail") or (thumbnails[-1].get("url") if thumbnails else "") or ""
+    # Feed entries carry their guid smuggled into the URL; take it out so the URL is clean.
+    url, smuggled = unsmuggle_url(entry.get("url") or entry.get("webpage_url") or "", {})
     return PlaylistEntry(
-        id=str(entry.get("id") or entry.get("url") or ""),
+        id=str(entry.get("id") or (smuggled or {}).get("force_videoid") or url),
         title=entry.get("title") or "",
-        url=entry.get("url") or entry.get("webpage_url") or "",
+        url=url,
         duration=int(-(-float(duration) // 1)) if duration else None,
         thumbnail=thumbnail,
         is_age_restricted=(entry.get("age_limit") or 0) >= 18,
