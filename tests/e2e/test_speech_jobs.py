@@ -45,8 +45,8 @@ def videos(media_server, tmp_path_factory):
 
     cache = work / "cache"
     cache.mkdir()
-    dialogue = conversation(work / "dialogue.wav", {"m": clips("nl", "m"), "v": clips("nl", "v")}, n_clips=10, cache=cache)
-    monologue = conversation(work / "monologue.wav", {"v": clips("nl", "v")}, n_clips=6, cache=cache)
+    dialogue = conversation(work / "dialogue.wav", {"m": clips("nl", "m"), "v": clips("nl", "v")}, n_clips=16, cache=cache)
+    monologue = conversation(work / "monologue.wav", {"v": clips("nl", "v")}, n_clips=12, cache=cache)
 
     folder = media_server.folder
     _mux(joined, folder / "librivox.mp4")
