@@ -76,6 +76,8 @@ def _run(job_id, stage) -> bool:
         services.job_fail(job_id, INTERNAL_ERROR)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
+        if Job.objects.filter(pk=job_id, state__in=states.FINAL_STATES).exists():
+            default_storage.delete(_audio_name(job_id))  # the shared copy is only needed while it runs
     return False
 
 
@@ -136,12 +138,7 @@ def _media_stages(job: Job, directory: Path) -> bool:
 
 def run_speech_stages(job_id) -> bool:
     """processing -> merging -> aligning -> done (translating and burning come later)."""
-    try:
-        return _run(job_id, _speech_stages)
-    finally:
-        job = Job.objects.filter(pk=job_id).only("state").first()
-        if job is None or job.state in states.FINAL_STATES:
-            default_storage.delete(_audio_name(job_id))
+    return _run(job_id, _speech_stages)
 
 
 def _speech_stages(job: Job, directory: Path) -> bool:
