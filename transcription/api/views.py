@@ -4,6 +4,7 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
+from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, viewsets
 from rest_framework.response import Response
@@ -11,7 +12,7 @@ from rest_framework.response import Response
 from billing import pricing
 from billing.selectors import account_balance
 from transcription import services
-from transcription.models import Batch, Job, JobType
+from transcription.models import Batch, Job, JobType, Translation
 
 from . import serializers as s
 from .errors import RequestValidationError, validation_errors
@@ -68,6 +69,13 @@ class ContractViewSet(viewsets.ViewSet):
         return response
 
 
+def _translations():
+    """A job's translations in order. Translation's default ordering is ("job", "position"), and
+    "job" expands to Job's own ordering (-created_at): the prefetch would join transcription_job
+    and sort on it for nothing, since the prefetched rows are grouped per job anyway."""
+    return Prefetch("translations", queryset=Translation.objects.order_by("position"))
+
+
 def _not_found(what: str):
     return exceptions.NotFound(f"No {what} with that id on this account.")
 
@@ -95,7 +103,7 @@ class JobViewSet(ContractViewSet):
     @extend_schema(operation_id="get_transcription", responses={200: s.TranscriptionApiResponseSerializer})
     def retrieve(self, request, id: str):
         job_id = parse_path_id(id)
-        job = Job.objects.filter(pk=job_id, account=request.user).prefetch_related("translations").first()
+        job = Job.objects.filter(pk=job_id, account=request.user).prefetch_related(_translations()).first()
         if job is None:
             raise _not_found("job")
         return Response(job_payload(job, request))
@@ -121,7 +129,7 @@ class BatchViewSet(ContractViewSet):
         batch = Batch.objects.filter(pk=batch_id, account=request.user).first()
         if batch is None:
             raise _not_found("batch")
-        jobs = batch.jobs.order_by("position").prefetch_related("translations").defer("txt", "srt", "webvtt")
+        jobs = batch.jobs.order_by("position").prefetch_related(_translations()).defer("txt", "srt", "webvtt")
         return Response(
             {"batch_id": str(batch.id), "title": batch.title, "items": [job_payload(j, request, with_text=False) for j in jobs]}
         )

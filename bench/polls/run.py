@@ -1,0 +1,471 @@
+#!/usr/bin/env python
+"""Polling benchmark: GET /v1/api/transcription/{id} against a bare Django view, same server, same run.
+
+    python bench/polls/run.py                 # from the repository root (or `make bench-polls`)
+    python bench/polls/run.py --duration 5    # quicker, noisier
+    python bench/polls/run.py --profile 2000  # no server: cProfile over 2000 in-process polls
+
+See bench/polls/README.md for what is measured and why. Writes bench/polls/results.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+
+DEFAULT_DATABASE_URL = "postgres://root@127.0.0.1:5432/bench_polls"
+DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
+RESULTS = HERE / "results.json"
+GOAL = 0.5  # poll rps / bare rps
+
+BENCH_EMAIL = "bench-polls@example.com"
+# The rate-limit counters are keyed by account id in a Redis that the test suite may share; a bench
+# account with a small id would push a test account with the same id (in the test database) over
+# its limit. The bench database hands out account ids from here on instead.
+ACCOUNT_ID_FLOOR = 1_000_000_000
+POLL_LIMIT = 1_000_000_000  # RATE_LIMIT_POLLS_PER_MINUTE for the server: no 429 during the run
+
+os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
+os.environ.setdefault("REDIS_URL", DEFAULT_REDIS_URL)
+os.environ["RATE_LIMIT_POLLS_PER_MINUTE"] = str(POLL_LIMIT)
+os.environ["DJANGO_SETTINGS_MODULE"] = "bench.polls.settings"
+os.environ["DEBUG"] = "false"  # DEBUG keeps every SQL query in memory: never benchmark with it
+os.environ["ALLOWED_HOSTS"] = "127.0.0.1,localhost,testserver"
+
+
+def log(message: str) -> None:
+    print(f"[bench-polls] {message}", flush=True)
+
+
+# --- Database and fixture ----------------------------------------------------------------------
+
+def ensure_database() -> None:
+    """Create the benchmark's database if it is missing (connecting to the server's `postgres` db)."""
+    import environ
+    import psycopg
+    from psycopg import sql
+
+    config = environ.Env.db_url_config(os.environ["DATABASE_URL"])
+    if "postgresql" not in config["ENGINE"]:
+        sys.exit(f"bench/polls needs PostgreSQL; DATABASE_URL is {config['ENGINE']}")
+    params = {
+        "host": config.get("HOST") or None, "port": config.get("PORT") or None,
+        "user": config.get("USER") or None, "password": config.get("PASSWORD") or None,
+    }
+    with psycopg.connect(dbname="postgres", autocommit=True, connect_timeout=5, **params) as connection:
+        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone()
+        if not exists:
+            log(f"creating database {config['NAME']}")
+            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
+
+
+def srt_time(seconds: float) -> str:
+    ms = int(round(seconds * 1000))
+    return f"{ms // 3_600_000:02}:{ms // 60_000 % 60:02}:{ms // 1000 % 60:02},{ms % 1000:03}"
+
+
+def subtitles(sentences: list[str]) -> tuple[str, str, str]:
+    """(txt, srt, webvtt) of one four-second cue per sentence."""
+    srt, vtt = [], ["WEBVTT", ""]
+    for i, sentence in enumerate(sentences):
+        start, end = srt_time(i * 4), srt_time(i * 4 + 3.8)
+        srt += [str(i + 1), f"{start} --> {end}", sentence, ""]
+        vtt += [f"{start.replace(',', '.')} --> {end.replace(',', '.')}", sentence, ""]
+    return " ".join(sentences), "\n".join(srt), "\n".join(vtt)
+
+
+def sentences(language: str, count: int) -> list[str]:
+    words = {
+        "en": "today we look at how the pipeline turns a video into text and why each stage matters",
+        "es": "hoy vemos cómo la canalización convierte un vídeo en texto y por qué importa cada etapa",
+        "fr": "aujourd'hui nous voyons comment la chaîne transforme une vidéo en texte et pourquoi",
+    }[language].split()
+    return [" ".join(words[(i + k) % len(words)] for k in range(10)).capitalize() + "." for i in range(count)]
+
+
+def create_fixture(job_state: str = "done") -> dict:
+    """The account, its token and a 5-minute subtitles job with two translations (Spanish, French).
+
+    "done": finished, with its text and both translations' subtitles (75 cues each): the largest
+    answer a poll of a normal job gets (about 47 kB). "processing": still transcribing, no text yet:
+    what most polls of a job see while waiting.
+    """
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    call_command("migrate", interactive=False, verbosity=0)
+    from accounts.models import Account
+    from accounts.services import account_create, token_issue
+    from transcription.models import Job, JobState, JobType, Translation, TranslationState
+
+    user = get_user_model().objects.filter(username=BENCH_EMAIL).first()
+    if user is not None:
+        account = Account.objects.get(user=user)
+    else:
+        if "bench" in connection.settings_dict["NAME"]:  # the dedicated database only: never renumber a real one
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT setval(pg_get_serial_sequence('accounts_account', 'id'), "
+                    "GREATEST(%s, (SELECT COALESCE(MAX(id), 0) FROM accounts_account)))",
+                    [ACCOUNT_ID_FLOOR],
+                )
+        account = account_create(BENCH_EMAIL)
+    token = token_issue(account)
+
+    Job.objects.filter(account=account).delete()  # the previous run's job (translations cascade)
+    done = job_state == "done"
+    cues = 75  # 300 s of video, one cue every 4 s
+    txt, srt, webvtt = subtitles(sentences("en", cues)) if done else (None, None, None)
+    states = ["waiting", "preparing", "downloading", "converting", "processing", "aligning", "translating", "done"]
+    states = states if done else states[:5]
+    started = datetime.now(timezone.utc) - timedelta(minutes=3)
+    timeline = [[state, (started + timedelta(seconds=20 * i)).isoformat()] for i, state in enumerate(states)]
+    job = Job.objects.create(
+        account=account, url="https://example.com/videos/lecture-05.mp4", type=JobType.SUBTITLES,
+        target_languages=["Spanish", "French"], state=JobState.DONE if done else JobState.PROCESSING,
+        progress=100 if done else 55, timeline=timeline, title="Lecture 5", duration=300,
+        detected_language="en", txt=txt, srt=srt, webvtt=webvtt,
+    )
+    for position, (language, code) in enumerate([("Spanish", "es"), ("French", "fr")]):
+        _, srt, webvtt = subtitles(sentences(code, cues)) if done else (None, None, None)
+        Translation.objects.create(
+            job=job, position=position, language=language, language_code=code,
+            state=TranslationState.DONE if done else TranslationState.PENDING, srt=srt, webvtt=webvtt,
+        )
+    connection.close()
+    return {"account_id": account.pk, "token": token, "job_id": str(job.id)}
+
+
+# --- Server ------------------------------------------------------------------------------------
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def start_gunicorn(port: int, args, logdir: Path) -> subprocess.Popen:
+    command = [
+        sys.executable, "-m", "gunicorn", "config.wsgi",
+        "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers), "--worker-class", args.worker_class,
+        # bin/run logs every request (to stdout); a file here costs the same and keeps the output clean.
+        "--access-logfile", str(logdir / "access.log"), "--error-logfile", str(logdir / "error.log"),
+    ]
+    if args.worker_class == "gthread":
+        command += ["--threads", str(args.threads_per_worker)]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    log("starting " + " ".join(command[1:]))
+    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def stop_gunicorn(process: subprocess.Popen) -> None:
+    if process.poll() is not None:
+        return
+    process.send_signal(signal.SIGTERM)  # the master stops its workers
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)  # its own session: only the master and its workers
+        process.wait(timeout=5)
+
+
+def get(url: str, token: str | None = None, timeout: float = 5.0):
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        return response.status, dict(response.headers), response.read()
+
+
+def wait_ready(process: subprocess.Popen, url: str, logdir: Path, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            errors = (logdir / "error.log").read_text(errors="replace")[-3000:] if (logdir / "error.log").exists() else ""
+            raise RuntimeError(f"gunicorn exited with {process.returncode}:\n{errors}")
+        try:
+            if get(url, timeout=2)[0] == 200:
+                return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"gunicorn did not answer {url} within {timeout:.0f} s")
+
+
+# --- wrk ---------------------------------------------------------------------------------------
+
+_UNITS = {"us": 0.001, "ms": 1.0, "s": 1000.0, "m": 60_000.0}
+
+
+def _ms(value: str) -> float:
+    match = re.fullmatch(r"([\d.]+)(us|ms|s|m)", value)
+    if not match:
+        raise ValueError(f"unexpected wrk latency {value!r}")
+    return float(match[1]) * _UNITS[match[2]]
+
+
+def parse_wrk(output: str) -> dict:
+    def find(pattern):
+        match = re.search(pattern, output, re.MULTILINE)
+        if not match:
+            raise ValueError(f"wrk output has no {pattern!r}:\n{output}")
+        return match
+
+    requests = find(r"^\s*(\d+) requests in ([\d.]+\w+)")
+    socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", output)
+    return {
+        "rps": float(find(r"^Requests/sec:\s+([\d.]+)")[1]),
+        "p50_ms": round(_ms(find(r"^\s+50%\s+(\S+)")[1]), 3),
+        "p75_ms": round(_ms(find(r"^\s+75%\s+(\S+)")[1]), 3),
+        "p90_ms": round(_ms(find(r"^\s+90%\s+(\S+)")[1]), 3),
+        "p99_ms": round(_ms(find(r"^\s+99%\s+(\S+)")[1]), 3),
+        "requests": int(requests[1]),
+        "duration": requests[2],
+        "non_2xx": int(non_2xx[1]) if non_2xx else 0,
+        "socket_errors": dict(zip(["connect", "read", "write", "timeout"], map(int, socket_errors.groups())))
+        if socket_errors else {"connect": 0, "read": 0, "write": 0, "timeout": 0},
+    }
+
+
+def wrk(url: str, seconds: int, args, token: str | None) -> dict:
+    command = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{seconds}s", "--latency", "--timeout", "10s"]
+    if token:
+        command += ["-H", f"Authorization: Bearer {token}"]
+    command.append(url)
+    result = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60)
+    if result.returncode != 0:
+        raise RuntimeError(f"wrk failed ({result.returncode}): {result.stderr or result.stdout}")
+    return parse_wrk(result.stdout)
+
+
+# --- Environment -------------------------------------------------------------------------------
+
+def _run(command: list[str]) -> str:
+    try:
+        result = subprocess.run(command, capture_output=True, text=True, timeout=10, cwd=ROOT)
+        return (result.stdout or result.stderr).strip()
+    except OSError:
+        return ""
+
+
+def environment() -> dict:
+    from importlib.metadata import version
+
+    cpu_model = ""
+    try:
+        cpu_model = next(
+            (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+             if line.startswith("model name")), "")
+    except OSError:
+        pass
+    info = {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model,
+        "packages": {name: version(name) for name in
+                     ["Django", "djangorestframework", "gunicorn", "psycopg", "redis"]},
+        "wrk": _run(["wrk", "-v"]).splitlines()[0] if _run(["wrk", "-v"]) else "",
+        "git_commit": _run(["git", "rev-parse", "--short", "HEAD"]),
+        "git_dirty": bool(_run(["git", "status", "--porcelain", "--untracked-files=no"])),
+    }
+    try:
+        import django
+        from django.db import connection
+
+        django.setup()
+        with connection.cursor() as cursor:
+            cursor.execute("SHOW server_version")
+            info["postgresql"] = cursor.fetchone()[0]
+        connection.close()
+        import redis
+
+        info["redis"] = redis.Redis.from_url(os.environ["REDIS_URL"]).info("server")["redis_version"]
+    except Exception as error:  # environment info is best effort
+        info["server_versions_error"] = repr(error)
+    return info
+
+
+def clear_rate_limit_keys(account_id: int) -> None:
+    import redis
+
+    client = redis.Redis.from_url(os.environ["REDIS_URL"])
+    keys = list(client.scan_iter(f"ratelimit:*:{account_id}:*"))
+    if keys:
+        client.delete(*keys)
+
+
+# --- Profile mode ------------------------------------------------------------------------------
+
+def profile(fixture: dict, count: int) -> None:
+    """cProfile over `count` polls through Django's test client (same settings, no HTTP server)."""
+    import cProfile
+    import pstats
+
+    from django.db import connection, reset_queries
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {fixture['token']}")
+    url = f"/v1/api/transcription/{fixture['job_id']}"
+    for _ in range(50):
+        assert client.get(url).status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        client.get(url)
+    log(f"{len(queries)} SQL queries per poll:")
+    for query in queries.captured_queries:
+        print("   ", query["sql"][:300])
+    reset_queries()
+    profiler = cProfile.Profile()
+    started = time.perf_counter()
+    profiler.enable()
+    for _ in range(count):
+        client.get(url)
+    profiler.disable()
+    log(f"{count} polls in-process: {(time.perf_counter() - started) / count * 1000:.3f} ms each (with profiler)")
+    stats = pstats.Stats(profiler).sort_stats("cumulative")
+    stats.print_stats(45)
+    stats.sort_stats("tottime").print_stats(25)
+
+
+# --- Main --------------------------------------------------------------------------------------
+
+def summarize(runs: list[dict]) -> dict:
+    return {
+        "rps": round(statistics.median(r["rps"] for r in runs), 1),
+        "p50_ms": round(statistics.median(r["p50_ms"] for r in runs), 3),
+        "p99_ms": round(statistics.median(r["p99_ms"] for r in runs), 3),
+        "runs": runs,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=int, default=15, help="seconds per measured wrk run (15)")
+    parser.add_argument("--warmup", type=int, default=3, help="seconds of unmeasured load per target first (3)")
+    parser.add_argument("--rounds", type=int, default=2, help="measured runs per target, interleaved ABBA (2)")
+    parser.add_argument("--connections", type=int, default=16, help="wrk connections (16)")
+    parser.add_argument("--threads", type=int, default=2, help="wrk threads (2)")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2, as bin/run)")
+    parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"], help="gunicorn worker class (sync)")
+    parser.add_argument("--threads-per-worker", type=int, default=4, help="gthread only (4)")
+    parser.add_argument("--job-state", default="done", choices=["done", "processing"],
+                        help="the polled job: done (with text, ~47 kB answer) or processing (no text yet) (done)")
+    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON (bench/polls/results.json)")
+    parser.add_argument("--profile", type=int, metavar="N", help="profile N in-process polls instead of benchmarking")
+    args = parser.parse_args()
+
+    ensure_database()
+    fixture = create_fixture(args.job_state)
+    if args.profile:
+        try:
+            profile(fixture, args.profile)
+        finally:
+            clear_rate_limit_keys(fixture["account_id"])
+        return 0
+    if not _run(["which", "wrk"]):
+        sys.exit("wrk is not installed: apt-get install -y wrk")
+
+    env_info = environment()
+    env_info["loadavg_before"] = os.getloadavg()
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    targets = {
+        "poll": (f"{base}/v1/api/transcription/{fixture['job_id']}", fixture["token"]),
+        "bare": (f"{base}/bench/constant", None),
+    }
+    runs: dict[str, list[dict]] = {"poll": [], "bare": []}
+    with tempfile.TemporaryDirectory(prefix="bench-polls-") as tmp:
+        logdir = Path(tmp)
+        server = start_gunicorn(port, args, logdir)
+        try:
+            wait_ready(server, targets["bare"][0], logdir)
+            status, headers, body = get(*targets["poll"])
+            payload = json.loads(body)
+            if status != 200 or payload["id"] != fixture["job_id"] or len(payload["translations"]) != 2:
+                raise RuntimeError(f"unexpected poll answer {status}: {body[:500]!r}")
+            if headers.get("X-RateLimit-Limit") != str(POLL_LIMIT):
+                raise RuntimeError(f"the server did not take the raised poll limit: {headers}")
+            log(f"poll answers 200 with {len(body)} bytes; warming up {args.warmup} s per target")
+            for name, (url, token) in targets.items():
+                wrk(url, args.warmup, args, token)
+            order = []
+            for i in range(args.rounds):  # ABBA: poll bare bare poll ..., so drift hits both alike
+                order += ["poll", "bare"] if i % 2 == 0 else ["bare", "poll"]
+            for name in order:
+                url, token = targets[name]
+                result = wrk(url, args.duration, args, token)
+                runs[name].append(result)
+                log(f"{name}: {result['rps']:.1f} req/s, p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms"
+                    f" ({result['requests']} requests, non-2xx {result['non_2xx']}, socket errors {result['socket_errors']})")
+        finally:
+            stop_gunicorn(server)
+            clear_rate_limit_keys(fixture["account_id"])
+        env_info["loadavg_after"] = os.getloadavg()
+
+    poll, bare = summarize(runs["poll"]), summarize(runs["bare"])
+    ratio = round(poll["rps"] / bare["rps"], 3)
+    bad = [f"{name} run {i}" for name in runs for i, r in enumerate(runs[name])
+           if r["non_2xx"] or any(r["socket_errors"].values())]
+    result = {
+        "benchmark": "bench/polls",
+        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "poll": poll,
+        "bare": bare,
+        "ratio_rps": ratio,
+        "ratio_rps_per_pair": [round(p["rps"] / b["rps"], 3) for p, b in zip(runs["poll"], runs["bare"])],
+        "goal": f">= {GOAL}",
+        "meets_goal": ratio >= GOAL,
+        "valid": not bad,
+        "invalid_runs": bad,
+        "setup": {
+            "poll": "GET /v1/api/transcription/{id}, Authorization: Bearer <real token>; 5-minute subtitles "
+                    "job with 2 translations, "
+                    + ("finished: text and subtitles of 75 cues each" if args.job_state == "done"
+                       else "still processing: no text yet"),
+            "job_state": args.job_state,
+            "poll_response_bytes": len(body),
+            "bare": "GET /bench/constant: plain Django view returning constant JSON (bench/polls/urls.py)",
+            "server": f"gunicorn config.wsgi, {args.worker_class} worker class, {args.workers} workers"
+                      + (f" x {args.threads_per_worker} threads" if args.worker_class == "gthread" else "")
+                      + ", access log to a file, DJANGO_SETTINGS_MODULE=bench.polls.settings",
+            "database": re.sub(r"//[^@/]*@", "//", os.environ["DATABASE_URL"]),
+            "redis": os.environ["REDIS_URL"],
+            "rate_limit_polls_per_minute": POLL_LIMIT,
+            "load": f"wrk -t{args.threads} -c{args.connections} -d{args.duration}s --latency",
+            "warmup_s": args.warmup,
+            "rounds": args.rounds,
+            "order": order,
+            "summary": "median over rounds of each figure",
+        },
+        "environment": env_info,
+    }
+    args.output.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps({k: result[k] for k in ("ratio_rps", "goal", "meets_goal", "valid")}
+                     | {n: {k: v for k, v in result[n].items() if k != "runs"} for n in ("poll", "bare")}, indent=2))
+    log(f"wrote {args.output}")
+    return 0 if not bad else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
