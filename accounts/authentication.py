@@ -1,13 +1,19 @@
 from datetime import timedelta
 
+from django.core.cache import cache
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
-from .models import ApiToken
+from .models import Account, ApiToken
 from .tokens import looks_like_token, token_digest
 
 # Writing last_used_at on every poll would turn each read into a write; once a minute is enough.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
+TOKEN_CACHE_SECONDS = 300
+
+
+def token_cache_key(digest: str) -> str:
+    return f"token:{digest}"
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -28,17 +34,22 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         token = parts[1]
         if not looks_like_token(token):
             raise exceptions.AuthenticationFailed("Malformed API token.")
-        api_token = (
-            ApiToken.objects.select_related("account__user").filter(digest=token_digest(token)).first()
-        )
-        if api_token is None:
-            raise exceptions.AuthenticationFailed("Invalid or revoked API token.")
+        digest = token_digest(token)
+        # Polls authenticate several times a second; the token's account is cached in Redis and
+        # the cache entry is deleted whenever the token is replaced or revoked (accounts.services).
+        cached = cache.get(token_cache_key(digest))
         now = timezone.now()
-        if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
-            ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
-        account = api_token.account
+        if cached is None or now - cached[1] > LAST_USED_RESOLUTION:
+            api_token = ApiToken.objects.filter(digest=digest).only("id", "account_id", "last_used_at").first()
+            if api_token is None:
+                raise exceptions.AuthenticationFailed("Invalid or revoked API token.")
+            if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
+                ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
+            cached = (api_token.account_id, now)
+            cache.set(token_cache_key(digest), cached, timeout=TOKEN_CACHE_SECONDS)
+        account = Account(pk=cached[0])  # views only need the account's id
         account.is_authenticated = True  # what DRF's IsAuthenticated asks of request.user
-        return account, api_token
+        return account, None
 
     def authenticate_header(self, request):
         return self.keyword

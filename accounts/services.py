@@ -1,6 +1,7 @@
 """Writes for accounts and tokens."""
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.cache import cache
 from django.db import transaction
 
 from billing.services import grant_signup_minutes
@@ -8,6 +9,15 @@ from billing.services import grant_signup_minutes
 from .audit import audit_record
 from .models import Account, ApiToken, AuditEvent
 from .tokens import PREFIX_LENGTH, new_token, token_digest
+
+
+def _forget_token(digest: str) -> None:
+    """A removed token must stop working in every web process at once: drop its cached lookup now
+    and again after commit (a request racing the transaction may have cached it meanwhile)."""
+    from .authentication import token_cache_key
+
+    cache.delete(token_cache_key(digest))
+    transaction.on_commit(lambda: cache.delete(token_cache_key(digest)))
 
 
 @transaction.atomic
@@ -38,6 +48,7 @@ def token_issue(account: Account, *, by=None) -> str:
     previous = ApiToken.objects.filter(account=account).first()
     if previous is not None:
         previous.delete()
+        _forget_token(previous.digest)
     created = ApiToken.objects.create(account=account, prefix=token[:PREFIX_LENGTH], digest=token_digest(token))
     if previous is None:
         audit_record(account, AuditEvent.Action.TOKEN_ISSUED, by=by, detail=f"New token {created.prefix}…")
@@ -57,5 +68,6 @@ def token_revoke(account: Account, *, by=None) -> bool:
     if previous is None:
         return False
     previous.delete()
+    _forget_token(previous.digest)
     audit_record(account, AuditEvent.Action.TOKEN_REVOKED, by=by, detail=f"Token {previous.prefix}… revoked")
     return True

@@ -4,3 +4,8 @@ from django.apps import AppConfig
 class TranscriptionConfig(AppConfig):
     name = "transcription"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from . import poll_cache
+
+        poll_cache.connect()

@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from billing.services import job_charge
 
-from . import services, states
+from . import poll_cache, services, states
 from .models import Job
 from .pipeline import asr, audio, captions, fetch, speakers, whisper_model
 from .pipeline.types import Transcript
@@ -203,6 +203,7 @@ def sweep_stalled_jobs(now=None) -> dict:
         )
         if not claimed:
             continue
+        poll_cache.forget(job.id)
         speech_states = {states.PROCESSING, states.MERGING, states.ALIGNING}
         if job.state == states.UPLOADING and default_storage.exists(_audio_name(job.id)) or job.state in speech_states:
             transcribe_job.delay(str(job.id))

@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from billing.services import job_refund, translation_refund
 
-from . import states
+from . import poll_cache, states
 from .languages import normalize_language
 from .models import Batch, Job, Translation
 
@@ -87,7 +87,8 @@ def job_progress(job_id, fraction: float) -> None:
     if job.state in states.FINAL_STATES:
         return
     value = states.progress_in(job.state, fraction)
-    Job.objects.filter(pk=job_id, state=job.state, progress__lt=value).update(progress=value, updated_at=timezone.now())
+    if Job.objects.filter(pk=job_id, state=job.state, progress__lt=value).update(progress=value, updated_at=timezone.now()):
+        poll_cache.forget(job_id)
 
 
 @transaction.atomic

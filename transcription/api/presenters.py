@@ -4,19 +4,20 @@ from __future__ import annotations
 from transcription.artifacts import absolute_url
 
 
-def translation_payload(translation, request, *, with_text: bool = True) -> dict:
+def _translation_document(translation, *, with_text: bool) -> dict:
     return {
         "language": translation.language,
         "state": translation.state,
         "srt": translation.srt if with_text else None,
         "webvtt": translation.webvtt if with_text else None,
-        "burned_video_url": absolute_url(translation.burned_video, request),
+        "burned_video_url": translation.burned_video,
         "error": translation.error,
     }
 
 
-def job_payload(job, request, *, with_text: bool = True) -> dict:
-    """A Job (TranscriptionApiResponse). Batch items leave the text out (`with_text=False`)."""
+def job_document(job, *, with_text: bool = True) -> dict:
+    """A Job (TranscriptionApiResponse) with storage names where the links go: it does not depend
+    on the request, so the poll view can cache it. Batch items leave the text out."""
     return {
         "id": str(job.id),
         "state": job.state,
@@ -31,11 +32,26 @@ def job_payload(job, request, *, with_text: bool = True) -> dict:
         "txt": job.txt if with_text else None,
         "srt": job.srt if with_text else None,
         "webvtt": job.webvtt if with_text else None,
-        "burned_video_url": absolute_url(job.burned_video, request),
+        "burned_video_url": job.burned_video,
         "video_url": job.url,
         "duration": job.duration,
         "error": job.error,
         "is_preview": job.is_preview,
         "preview_minutes": job.preview_minutes,
-        "translations": [translation_payload(t, request, with_text=with_text) for t in job.translations.all()],
+        "translations": [_translation_document(t, with_text=with_text) for t in job.translations.all()],
     }
+
+
+def with_links(document: dict, request) -> dict:
+    """The document as served: storage names turned into signed, absolute, expiring links."""
+    return {
+        **document,
+        "burned_video_url": absolute_url(document["burned_video_url"], request),
+        "translations": [
+            {**t, "burned_video_url": absolute_url(t["burned_video_url"], request)} for t in document["translations"]
+        ],
+    }
+
+
+def job_payload(job, request, *, with_text: bool = True) -> dict:
+    return with_links(job_document(job, with_text=with_text), request)

@@ -11,12 +11,12 @@ from rest_framework.response import Response
 
 from billing import pricing
 from billing.selectors import account_balance
-from transcription import services
+from transcription import poll_cache, services
 from transcription.models import Batch, Job, JobType, Translation
 
 from . import serializers as s
 from .errors import RequestValidationError, validation_errors
-from .presenters import job_payload
+from .presenters import job_document, job_payload, with_links
 from .throttles import AccountRateThrottle, rate_limit_headers
 
 
@@ -103,10 +103,18 @@ class JobViewSet(ContractViewSet):
     @extend_schema(operation_id="get_transcription", responses={200: s.TranscriptionApiResponseSerializer})
     def retrieve(self, request, id: str):
         job_id = parse_path_id(id)
-        job = Job.objects.filter(pk=job_id, account=request.user).prefetch_related(_translations()).first()
-        if job is None:
+        # Clients poll every few seconds; the answer is cached until the job or one of its
+        # translations changes (transcription.poll_cache).
+        cached = poll_cache.get(job_id)
+        if cached is None:
+            job = Job.objects.filter(pk=job_id).prefetch_related(_translations()).first()
+            if job is None:
+                raise _not_found("job")
+            cached = poll_cache.put(job_id, job.account_id, job_document(job))
+        account_id, document = cached
+        if account_id != request.user.pk:
             raise _not_found("job")
-        return Response(job_payload(job, request))
+        return Response(with_links(document, request))
 
 
 class BatchViewSet(ContractViewSet):

@@ -1,0 +1,49 @@
+"""Polls are served from a cache; every write to a job or its translations must show at once."""
+import json
+
+from accounts.services import token_revoke
+from transcription import services, states
+from transcription.models import Job
+
+
+def queue(api):
+    response = api.post("/v1/api/subtitles", data=json.dumps({"url": "https://e.com/v", "target_languages": ["es"]}),
+                        content_type="application/json")
+    return response.json()["id"]
+
+
+def poll(api, job_id):
+    return api.get(f"/v1/api/transcription/{job_id}").json()
+
+
+def test_every_kind_of_write_shows_in_the_next_poll(api):
+    job_id = queue(api)
+    assert poll(api, job_id)["state"] == "waiting"
+    services.job_advance(job_id, states.PROCESSING)
+    assert poll(api, job_id)["state"] == "processing"
+    services.job_progress(job_id, 0.5)
+    assert poll(api, job_id)["progress"] == states.progress_in(states.PROCESSING, 0.5)
+    translation = Job.objects.get(pk=job_id).translations.get()
+    services.translation_fail(translation.id, "No translation from en to es here.")
+    assert poll(api, job_id)["translations"][0]["error"] == "No translation from en to es here."
+    services.job_advance(job_id, states.ALIGNING, srt="1\n00:00:00,000 --> 00:00:01,000\nHi\n")
+    services.job_finish(job_id)
+    body = poll(api, job_id)
+    assert body["state"] == "done" and body["srt"].startswith("1\n")
+
+
+def test_a_cached_job_is_still_a_404_for_another_account(api, client, other_account):
+    from accounts.services import token_issue
+
+    job_id = queue(api)
+    poll(api, job_id)  # now cached
+    other = token_issue(other_account)
+    response = client.get(f"/v1/api/transcription/{job_id}", HTTP_AUTHORIZATION=f"Bearer {other}")
+    assert response.status_code == 404
+
+
+def test_a_revoked_token_is_refused_even_right_after_a_cached_poll(api, account):
+    job_id = queue(api)
+    assert api.get(f"/v1/api/transcription/{job_id}").status_code == 200
+    token_revoke(account)
+    assert api.get(f"/v1/api/transcription/{job_id}").status_code == 401
