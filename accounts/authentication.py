@@ -1,6 +1,6 @@
 from datetime import timedelta
 
-from django.core.cache import cache
+from config import shared_cache as cache
 from django.utils import timezone
 from rest_framework import authentication, exceptions
 
@@ -46,7 +46,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
                 ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
             cached = (api_token.account_id, now)
-            cache.set(token_cache_key(digest), cached, timeout=TOKEN_CACHE_SECONDS)
+            cache.set(token_cache_key(digest), cached, TOKEN_CACHE_SECONDS)
         account = Account(pk=cached[0])  # views only need the account's id
         account.is_authenticated = True  # what DRF's IsAuthenticated asks of request.user
         return account, None

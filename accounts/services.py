@@ -1,7 +1,7 @@
 """Writes for accounts and tokens."""
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.cache import cache
+from config import shared_cache as cache
 from django.db import transaction
 
 from billing.services import grant_signup_minutes

@@ -100,15 +100,6 @@ PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 # --- Redis: broker and rate-limit counters -------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
 
-# Shared cache (token lookups, poll answers). Without Redis there is no cache at all: a
-# per-process cache would let a revoked token live on in the other web processes.
-CACHES = {
-    "default": (
-        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL, "KEY_PREFIX": "vts"}
-        if REDIS_URL else {"BACKEND": "django.core.cache.backends.dummy.DummyCache"}
-    )
-}
-
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = DATA_DIR / "broker"

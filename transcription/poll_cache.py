@@ -7,7 +7,7 @@ poll racing the write cannot put the old document back for longer than the trans
 """
 from __future__ import annotations
 
-from django.core.cache import cache
+from config import shared_cache as cache
 from django.db import transaction
 
 TIMEOUT_SECONDS = 600
@@ -24,7 +24,7 @@ def get(job_id):
 
 def put(job_id, account_id, document: dict):
     value = (account_id, document)
-    cache.set(_key(job_id), value, timeout=TIMEOUT_SECONDS)
+    cache.set(_key(job_id), value, TIMEOUT_SECONDS)
     return value
 
 

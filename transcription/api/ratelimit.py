@@ -33,10 +33,10 @@ def limit_for(bucket: str) -> int:
 
 
 class RedisCounter:
-    def __init__(self, url: str):
-        import redis
+    def __init__(self):
+        from config.shared_cache import client
 
-        self.client = redis.Redis.from_url(url)
+        self.client = client()
 
     def incr(self, key: str, ttl: int) -> int:
         pipe = self.client.pipeline(transaction=True)
@@ -76,7 +76,7 @@ class SqliteCounter:
 @lru_cache(maxsize=1)
 def counter():
     if settings.REDIS_URL:
-        return RedisCounter(settings.REDIS_URL)
+        return RedisCounter()
     settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
     return SqliteCounter(settings.DATA_DIR / "ratelimit.sqlite3")
 
