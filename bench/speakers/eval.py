@@ -37,10 +37,42 @@ def cases(cache: Path, seeds: int):
         yield f"nl 2 voices random order seed={seed}", 2, lambda s=seed: sa.conversation(
             out / f"nl-rnd-{s}.wav", nl, n_clips=24, seed=100 + s, cache=cache / "clips", order="random"
         )
+    for seed in range(seeds):
+        yield f"nl 2 voices short pauses 0-0.15s seed={seed}", 2, lambda s=seed: sa.conversation(
+            out / f"nl-tight-{s}.wav", nl, n_clips=24, seed=200 + s, cache=cache / "clips", order="random",
+            gap=(0.0, 0.15),
+        )
+    for seed in range(2):
+        yield f"nl 2 voices overlapping up to 0.3s seed={seed}", 2, lambda s=seed: sa.conversation(
+            out / f"nl-overlap-{s}.wav", nl, n_clips=24, seed=300 + s, cache=cache / "clips", order="random",
+            gap=(-0.3, 0.1),
+        )
+    for seed in range(2):
+        yield f"nl 2 voices unbalanced 85/15 seed={seed}", 2, lambda s=seed: sa.conversation(
+            out / f"nl-unbal-{s}.wav", nl, n_clips=40, seed=400 + s, cache=cache / "clips", order="random",
+            weights=[0.85, 0.15],
+        )
+    for who in "mv":
+        for seed in range(2):
+            yield f"nl one voice long ({who}) seed={seed}", 1, lambda w=who, s=seed: sa.conversation(
+                out / f"nl-one-long-{w}-{s}.wav", {w: nl[f"nl-{w}"]}, n_clips=80, seed=500 + s,
+                cache=cache / "clips", max_len=12.0,
+            )
     for who in "mv":
         for seed in range(2):
             yield f"nl one voice ({who}) seed={seed}", 1, lambda w=who, s=seed: sa.conversation(
                 out / f"nl-one-{w}-{s}.wav", {w: nl[f"nl-{w}"]}, n_clips=20, seed=s, cache=cache / "clips"
+            )
+    for snr in (15, 5):
+        yield f"nl 2 voices noise SNR {snr} dB", 2, lambda snr=snr: sa.with_noise(
+            sa.conversation(out / "nl-alt-0.wav", nl, n_clips=24, seed=0, cache=cache / "clips"),
+            out / f"nl-noise-{snr}.wav", snr_db=snr,
+        )
+        for who in "mv":
+            yield f"nl one voice ({who}) noise SNR {snr} dB", 1, lambda snr=snr, w=who: sa.with_noise(
+                sa.conversation(out / f"nl-one-{w}-0.wav", {w: nl[f"nl-{w}"]}, n_clips=20, seed=0,
+                                cache=cache / "clips"),
+                out / f"nl-one-{w}-noise-{snr}.wav", snr_db=snr,
             )
     if cs["cs-m"]:
         for seed in range(2):

@@ -102,9 +102,11 @@ def conversation(
     gap: tuple[float, float] = (0.3, 1.0),
     cache: Path,
     order: str = "alternate",
+    weights: list[float] | None = None,
 ) -> Fixture:
-    """Concatenate n_clips clips, cycling through the voices (or in random order),
-    with pauses drawn from `gap`. Returns the WAV and its ground-truth turns."""
+    """Concatenate n_clips clips, cycling through the voices (or in random order,
+    optionally weighted), with pauses drawn from `gap` (negative: overlapping speech).
+    Returns the WAV and its ground-truth turns."""
     rng = random.Random(seed)
     names = list(voices)
     pools = {}
@@ -112,26 +114,25 @@ def conversation(
         paths = list(paths)
         rng.shuffle(paths)
         pools[name] = paths
-    parts, turns, t = [], [], 0.0
-    lead = np.zeros(int(0.5 * SR), dtype=np.float32)
-    parts.append(lead)
-    t += len(lead) / SR
+    clips_: list[tuple[np.ndarray, str, float]] = []
     used = {name: 0 for name in names}
     for i in range(n_clips):
-        name = names[i % len(names)] if order == "alternate" else rng.choice(names)
+        name = names[i % len(names)] if order == "alternate" else rng.choices(names, weights)[0]
         while True:
             path = pools[name][used[name]]
             used[name] += 1
             x = decode(path, cache)
             if min_len <= len(x) / SR <= max_len:
                 break
-        parts.append(x)
-        turns.append((t, t + len(x) / SR, name))
-        t += len(x) / SR
-        silence = np.zeros(int(rng.uniform(*gap) * SR), dtype=np.float32)
-        parts.append(silence)
-        t += len(silence) / SR
-    audio = np.concatenate(parts)
+        clips_.append((x, name, rng.uniform(*gap)))
+    total = int(0.5 * SR) + sum(len(x) + int(g * SR) for x, _, g in clips_) + SR
+    audio = np.zeros(total, dtype=np.float32)
+    turns, pos = [], int(0.5 * SR)
+    for x, name, g in clips_:
+        audio[pos : pos + len(x)] += x
+        turns.append((pos / SR, (pos + len(x)) / SR, name))
+        pos = max(pos + len(x) + int(g * SR), pos + 1)
+    audio = audio[: max(pos, int(turns[-1][1] * SR)) + int(0.3 * SR)]
     # a little noise floor, like a real recording
     audio = audio + np.random.default_rng(seed).normal(0, 10 ** (-60 / 20), len(audio)).astype(np.float32)
     write_wav(out, audio)
@@ -219,3 +220,23 @@ def score(reference: list[tuple[float, float, str]], hypothesis, step: float = 0
         "n_speakers": len(hyp_ids),
         "speech_s": speech * step,
     }
+
+
+def with_noise(fx: Fixture, out: Path, *, snr_db: float, seed: int = 0, hum: bool = True) -> Fixture:
+    """The fixture with steady noise (pink-ish hiss, optionally 50 Hz hum) at snr_db
+    below the mean speech power."""
+    with wave.open(str(fx.path)) as w:
+        x = np.frombuffer(w.readframes(w.getnframes()), dtype="<i2").astype(np.float32) / 32768
+    speech = np.concatenate([x[int(s * SR) : int(e * SR)] for s, e, _ in fx.turns])
+    p_speech = float(np.mean(speech.astype(np.float64) ** 2))
+    rng = np.random.default_rng(seed)
+    white = rng.standard_normal(len(x))
+    pink = np.cumsum(white) * 0.02
+    pink -= np.convolve(pink, np.ones(400) / 400, mode="same")  # remove the drift
+    noise = white * 0.3 + pink
+    if hum:
+        t = np.arange(len(x)) / SR
+        noise += 0.5 * np.sin(2 * np.pi * 50 * t) + 0.25 * np.sin(2 * np.pi * 150 * t)
+    noise *= np.sqrt(p_speech / 10 ** (snr_db / 10) / np.mean(noise**2))
+    write_wav(out, (x + noise).astype(np.float32))
+    return Fixture(out, fx.turns)

@@ -309,14 +309,19 @@ def _check_turns(turns):
 
 
 @needs_fillets
-@pytest.mark.parametrize("seed,order", [(0, "alternate"), (1, "random")])
-def test_two_actors_taking_turns(encoder, audio_cache, seed, order):
+@pytest.mark.parametrize(
+    "seed,order,gap",
+    [(0, "alternate", (0.3, 1.0)), (1, "random", (0.3, 1.0)), (202, "random", (0.0, 0.15))],
+    ids=["alternating", "random-order", "short-pauses"],
+)
+def test_two_actors_taking_turns(encoder, audio_cache, seed, order, gap):
     fx = sa.conversation(
         audio_cache / f"two-{seed}.wav",
         {"m": NL["m"](), "v": NL["v"]()},
         n_clips=24,
         seed=seed,
         order=order,
+        gap=gap,
         cache=audio_cache / "clips",
     )
     turns = sp.diarize(fx.path, encoder=encoder)
@@ -403,3 +408,23 @@ def test_assign_nearest_turn_when_none_overlaps():
 def test_assign_without_turns():
     assert [s.speaker for s in sp.assign_speakers([_seg(0, 1)], [])] == [None]
     assert sp.assign_speakers([], [SpeakerTurn(0, 1, 1)]) == []
+
+
+def test_short_regions_take_the_nearest_speaker():
+    turns = [SpeakerTurn(1.0, 3.0, 1), SpeakerTurn(5.0, 7.0, 2)]
+    regions = [(0.2, 0.4), (1.0, 3.0), (3.2, 3.5), (4.6, 4.9), (5.0, 7.0), (9.0, 9.2)]
+    out = sp._fill_regions(turns, regions)
+    assert [(t.start, t.end, t.speaker) for t in out] == [
+        (0.2, 0.4, 1),
+        (1.0, 3.0, 1),
+        (3.2, 3.5, 1),
+        (4.6, 4.9, 2),
+        (5.0, 7.0, 2),
+        (9.0, 9.2, 2),
+    ]
+
+
+def test_empty_wav_has_no_turns(encoder, tmp_path):
+    path = tmp_path / "empty.wav"
+    sa.write_wav(path, np.zeros(0, dtype=np.float32))
+    assert sp.diarize(path, encoder=encoder) == []

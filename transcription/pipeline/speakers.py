@@ -491,19 +491,37 @@ def _read_span(w: wave.Wave_read, start: int, end: int) -> np.ndarray:
 
 
 VAD_WINDOW = 512  # silero: one probability per 32 ms
+VAD_CONTEXT = 64  # samples of the previous window the model sees
 
 
-def _speech_probabilities(path, block_seconds: float = 600.0) -> np.ndarray:
+def _speech_probabilities(path, block_seconds: float = 30.0) -> np.ndarray:
+    """Silero speech probability for every 512 samples (32 ms), streamed in blocks.
+
+    Same numbers as faster-whisper's ``SileroVADModel(audio)`` on the whole file: the
+    LSTM state and the 64-sample context are carried from block to block.
+    """
     from faster_whisper.vad import get_vad_model
 
     model = get_vad_model()
-    block = int(block_seconds * SAMPLE_RATE) // VAD_WINDOW * VAD_WINDOW
+    session = getattr(model, "session", None)
+    stateful = session is not None and [i.name for i in session.get_inputs()] == ["input", "h", "c"]
+    block = max(1, int(block_seconds * SAMPLE_RATE) // VAD_WINDOW) * VAD_WINDOW
+    h = np.zeros((1, 1, 128), dtype=np.float32)
+    c = np.zeros((1, 1, 128), dtype=np.float32)
+    context = np.zeros(VAD_CONTEXT, dtype=np.float32)
     probs = []
     for audio in _read_blocks(path, block):
         rem = len(audio) % VAD_WINDOW
         if rem:
             audio = np.pad(audio, (0, VAD_WINDOW - rem))
-        probs.append(np.asarray(model(audio), dtype=np.float32).reshape(-1))
+        if not stateful:  # pragma: no cover - another faster-whisper VAD interface
+            probs.append(np.asarray(model(audio), dtype=np.float32).reshape(-1))
+            continue
+        frames = audio.reshape(-1, VAD_WINDOW)
+        before = np.concatenate([context[None], frames[:-1, -VAD_CONTEXT:]])
+        context = frames[-1, -VAD_CONTEXT:].copy()
+        out, h, c = session.run(None, {"input": np.concatenate([before, frames], axis=1), "h": h, "c": c})
+        probs.append(np.asarray(out, dtype=np.float32).reshape(-1))
     return np.concatenate(probs) if probs else np.zeros(0, dtype=np.float32)
 
 
@@ -711,6 +729,9 @@ def _embed_regions(
 MAX_CLUSTER_WINDOWS = 1500  # the affinity matrix is at most this many rows
 MERGE_SIMILARITY = 0.86  # clusters whose centroids are this alike are one voice
 MIN_CLUSTER_SHARE = 0.02  # smaller clusters (share of windows) are folded into others
+MIN_WINDOWS_TO_SPLIT = 6  # less speech than this (about 5 s) is one speaker
+SMALL_N = 20  # below this many windows (about 15 s of speech): 2-means test, not spectral
+SMALL_SPLIT_SIMILARITY = (0.68, 0.72)  # centroid similarity below which a small split holds (n < 12, n >= 12)
 
 
 def _kmeans(x: np.ndarray, k: int, *, n_init: int = 10, iters: int = 100, seed: int = 0) -> np.ndarray:
@@ -820,7 +841,16 @@ def cluster_embeddings(
     if n == 0:
         return np.zeros(0, dtype=np.int64)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
-    if n < 4 or max_speakers <= 1:
+    if n < MIN_WINDOWS_TO_SPLIT or max_speakers <= 1:
+        return np.zeros(n, dtype=np.int64)
+    if n < SMALL_N:
+        # too few windows for a stable affinity graph: two speakers only when the two
+        # halves of the best 2-means split are clearly different voices
+        labels = _kmeans(emb, 2)
+        centres = _centroids(emb, labels)
+        limit = SMALL_SPLIT_SIMILARITY[0] if n < 12 else SMALL_SPLIT_SIMILARITY[1]
+        if centres[0] @ centres[1] < limit and np.bincount(labels, minlength=2).min() >= 2:
+            return _compact(labels)
         return np.zeros(n, dtype=np.int64)
     sel = np.arange(n)
     if n > MAX_CLUSTER_WINDOWS:
@@ -858,7 +888,7 @@ def cluster_embeddings(
 # Smoothing and turns
 # --------------------------------------------------------------------------
 
-SWITCH_COST_CONTINUOUS = 0.3  # in cosine-similarity units, per change inside speech
+SWITCH_COST_CONTINUOUS = 0.1  # in cosine-similarity units, per change inside speech
 SWITCH_COST_PAUSE = 0.02  # per change across a pause
 
 
@@ -943,15 +973,20 @@ def diarize(
 
 
 def _fill_regions(turns: list[SpeakerTurn], regions: Sequence[tuple[float, float]]) -> list[SpeakerTurn]:
+    """Speech regions that no turn touches (too short to embed) get the nearest turn's speaker."""
     if not turns:
         return turns
+    starts = np.array([t.start for t in turns])
+    ends = np.array([t.end for t in turns])
     covered = list(turns)
     for s, e in regions:
-        overlap = any(t.start < e and t.end > s for t in turns)
-        if not overlap:
-            mid = (s + e) / 2
-            near = min(turns, key=lambda t: _distance(t.start, t.end, mid, mid))
-            covered.append(SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=near.speaker))
+        i = int(np.searchsorted(ends, s, side="right"))  # first turn ending after s
+        if i < len(turns) and starts[i] < e:
+            continue
+        # nearest of the turns before (i - 1) and after (i)
+        cands = [j for j in (i - 1, i) if 0 <= j < len(turns)]
+        j = min(cands, key=lambda j: _distance(starts[j], ends[j], s, e))
+        covered.append(SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=turns[j].speaker))
     covered.sort(key=lambda t: t.start)
     merged: list[SpeakerTurn] = []
     for t in covered:
