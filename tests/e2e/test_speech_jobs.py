@@ -12,6 +12,7 @@ from django.test import override_settings
 
 from billing.selectors import account_balance
 from tests.pipeline.speaker_audio import clips, conversation
+from tests.pipeline.test_asr import wer
 from tests.worker import kill_worker, running_worker, wait_for_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -90,20 +91,6 @@ def poll_until_done(api, job_id, timeout=420):
     raise AssertionError(f"job {job_id} did not finish: {seen}")
 
 
-def words(text: str) -> list[str]:
-    return re.sub(r"[^a-z' ]+", " ", text.lower()).split()
-
-
-def word_error_rate(reference: str, hypothesis: str) -> float:
-    ref, hyp = words(reference), words(hypothesis)
-    row = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, row[0] = row[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, row[j] = row[j], min(row[j] + 1, row[j - 1] + 1, prev + (r != h))
-    return row[-1] / len(ref)
-
-
 def test_a_transcript_of_real_read_speech(worker, api, account, videos):
     job_id = submit(api, "/v1/api/transcribe", {"url": videos["librivox"]})
     body, seen = poll_until_done(api, job_id)
@@ -121,7 +108,7 @@ def test_a_transcript_of_real_read_speech(worker, api, account, videos):
     parsed = [LINE.match(p) for p in paragraphs]
     assert all(parsed), body["txt"]
     assert {m.group(4) for m in parsed} == {"1"}, "one reader, one speaker"
-    assert word_error_rate(videos["reference"], " ".join(m.group(5) for m in parsed)) <= 0.15
+    assert wer(videos["reference"], " ".join(m.group(5) for m in parsed)) <= 0.15
     assert 24 <= body["duration"] <= 27
     assert account_balance(account.pk) == 600 - body["duration"]
     assert Job.objects.get(pk=job_id).detected_language == "en"
