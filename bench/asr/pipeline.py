@@ -1,0 +1,229 @@
+"""End-to-end pipeline time vs bare faster-whisper on the same audio.
+
+Through the real stack: a dedicated PostgreSQL database (created and migrated here), Redis
+(a database number of its own), a real Celery worker subprocess (all queues, concurrency 1,
+ALLOW_PRIVATE_URLS=true), the MediaServer on 127.0.0.1 serving an MP4 of >= --minutes of
+LibriVox speech, and Django's test client for POST /v1/api/transcribe and the polls (every
+0.5 s). A short warm-up job runs first, so the worker's model loading is not counted.
+
+Then, in this process after the worker has stopped, the same audio (the MP4 converted by
+``audio.to_wav``, i.e. exactly the 16 kHz mono WAV the worker transcribes) goes through a
+bare ``asr.transcribe`` with the same model and defaults (batched, word timestamps, VAD);
+``speakers.diarize``, ``plan_chunks`` and the caption steps are timed too, to explain the gap.
+
+    python bench/asr/pipeline.py                 # base, >= 5 minutes
+    python bench/asr/pipeline.py --minutes 2 --model tiny.en
+
+ratio = pipeline_seconds / bare_seconds. Results go to bench/asr/results-pipeline.json.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rtf import build_audio, reference_text, wer  # noqa: E402
+
+
+def _mux(audio: Path, dest: Path) -> Path:
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=navy:s=320x180:r=10",
+         "-i", str(audio), "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-b:a", "96k",
+         str(dest)],
+        check=True, timeout=600,
+    )
+    return dest
+
+
+def _db(args, *cmd):
+    subprocess.run([*cmd, "-h", args.pg_host, "-p", str(args.pg_port), "-U", args.pg_user, args.db_name],
+                   check=True, capture_output=True)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--minutes", type=float, default=5.0)
+    ap.add_argument("--model", default="base")
+    ap.add_argument("--db-name", default="bench_asr")
+    ap.add_argument("--pg-host", default="127.0.0.1")
+    ap.add_argument("--pg-port", type=int, default=5432)
+    ap.add_argument("--pg-user", default="root")
+    ap.add_argument("--redis", default="redis://127.0.0.1:6379/9", help="a Redis database of its own")
+    ap.add_argument("--cache-dir", default=str(ROOT / "var" / "models"))
+    ap.add_argument("--out", default=str(Path(__file__).with_name("results-pipeline.json")))
+    args = ap.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
+    media = tmp / "media"
+    media.mkdir()
+    os.environ.update({
+        "DJANGO_SETTINGS_MODULE": "config.settings",
+        "DATABASE_URL": f"postgres://{args.pg_user}@{args.pg_host}:{args.pg_port}/{args.db_name}",
+        "REDIS_URL": args.redis,
+        "ALLOW_PRIVATE_URLS": "true",
+        "WHISPER_MODEL": args.model,
+        "MODEL_CACHE_DIR": args.cache_dir,
+        "DATA_DIR": str(tmp / "data"),
+        "FREE_MINUTES": "600",
+        "CONN_MAX_AGE": "0",
+        "RATE_LIMIT_POLLS_PER_MINUTE": "100000",
+        "LOG_LEVEL": "WARNING",
+    })
+    _db(args, "dropdb", "--if-exists")
+    _db(args, "createdb")
+
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+    from django.test import Client
+
+    from accounts.services import account_create, token_issue
+    from tests.media_server import MediaServer
+    from tests.worker import running_worker
+    from transcription.models import Job
+    from transcription.pipeline import asr, audio, captions, speakers, whisper_model
+
+    t0 = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    migrate_s = time.perf_counter() - t0
+
+    # Media: >= minutes of LibriVox in an MP4, plus one clip for the warm-up job.
+    speech_wav, repeats = build_audio(tmp, args.minutes)
+    _mux(speech_wav, media / "speech.mp4")
+    warm_wav = tmp / "warm.wav"
+    subprocess.run(["ffmpeg", "-v", "error", "-y", "-i", str(speech_wav), "-t", "12", str(warm_wav)], check=True)
+    _mux(warm_wav, media / "warm.mp4")
+
+    account = account_create("bench@example.com")
+    client = Client()
+    client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {token_issue(account)}"
+
+    def run_job(url: str) -> dict:
+        t_start = time.perf_counter()
+        response = client.post("/v1/api/transcribe", data=json.dumps({"url": url}), content_type="application/json")
+        assert response.status_code == 200, response.content
+        job_id = response.json()["id"]
+        polls = 0
+        while True:
+            body = client.get(f"/v1/api/transcription/{job_id}").json()
+            polls += 1
+            if body["state"] in ("done", "failed"):
+                break
+            if time.perf_counter() - t_start > 3600:
+                raise RuntimeError(f"job {job_id} still {body['state']} after an hour")
+            time.sleep(0.5)
+        seconds = time.perf_counter() - t_start
+        if body["state"] != "done":
+            raise RuntimeError(f"job failed: {body.get('error')}")
+        job = Job.objects.get(pk=job_id)
+        return {"seconds": seconds, "polls": polls, "timeline": job.timeline, "txt": body["txt"]}
+
+    log = tmp / "worker.log"
+    with MediaServer(media) as server, running_worker(log, ALLOW_PRIVATE_URLS="true") as worker:
+        warm = run_job(server.url("/files/warm.mp4"))
+        load0 = os.getloadavg()[0]
+        job = run_job(server.url("/files/speech.mp4"))
+        load1 = os.getloadavg()[0]
+        pid = worker.pid
+
+    # Stage breakdown from the job's timeline ([state, iso time] pairs).
+    times = [(state, datetime.fromisoformat(at)) for state, at in job["timeline"]]
+    stages = []
+    for (state, at), (_, nxt) in zip(times, times[1:]):
+        stages.append({"state": state, "seconds": round((nxt - at).total_seconds(), 2)})
+    timeline_total = (times[-1][1] - times[0][1]).total_seconds()
+
+    # Bare: the worker has stopped; the same WAV the worker transcribed, in this process.
+    wav = tmp / "bare.wav"
+    t0 = time.perf_counter()
+    audio.to_wav(media / "speech.mp4", wav, timeout=3600)
+    to_wav_s = time.perf_counter() - t0
+    audio_s = audio.wav_duration(wav)
+    model = whisper_model.load_model(args.model, args.cache_dir)
+    warm_16k = tmp / "warm16k.wav"
+    audio.to_wav(media / "warm.mp4", warm_16k, timeout=600)
+    asr.transcribe(model, warm_16k)  # warm-up, as the worker was warm
+    speakers.diarize(warm_16k)  # loads the speaker encoder weights once
+
+    def timed(fn):
+        t = time.perf_counter()
+        value = fn()
+        return value, time.perf_counter() - t
+
+    load_b = os.getloadavg()[0]
+    transcript, bare_s = timed(lambda: asr.transcribe(model, wav))
+    load_b1 = os.getloadavg()[0]
+    chunks, plan_s = timed(lambda: audio.plan_chunks(wav))
+    regions, vad_s = timed(lambda: speakers.detect_speech(wav))
+    turns, diarize_s = timed(lambda: speakers.diarize(wav))
+
+    def _captions():
+        segs = speakers.assign_speakers(transcript.segments, turns)
+        segs = captions.clean_words(segs, verbatim=False, tag_audio_events=False, language=transcript.language)
+        cues = captions.build_cues(segs, language=transcript.language)
+        return captions.transcript_text(segs), captions.to_srt(cues), captions.to_webvtt(cues)
+
+    _, captions_s = timed(_captions)
+
+    reference = reference_text(repeats)
+    pipeline_s = job["seconds"]
+    ratio = pipeline_s / bare_s
+    speech_stages = {s["state"]: s["seconds"] for s in stages}
+    result = {
+        "model": args.model,
+        "cpu_count": os.cpu_count(),
+        "audio_s": round(audio_s, 1),
+        "migrate_s": round(migrate_s, 1),
+        "warmup_job_s": round(warm["seconds"], 1),
+        "pipeline_s": round(pipeline_s, 1),
+        "pipeline_timeline_s": round(timeline_total, 1),
+        "pipeline_polls": job["polls"],
+        "bare_transcribe_s": round(bare_s, 1),
+        "ratio": round(ratio, 3),
+        "goal": "ratio <= 1.15",
+        "goal_met": ratio <= 1.15,
+        "stages": stages,
+        "loadavg_1m": {"pipeline_before": round(load0, 2), "pipeline_after": round(load1, 2),
+                       "bare_before": round(load_b, 2), "bare_after": round(load_b1, 2)},
+        "same_process_parts_s": {
+            "to_wav": round(to_wav_s, 1),
+            "plan_chunks": round(plan_s, 2),
+            "diarize": round(diarize_s, 1),
+            "diarize_vad_only (detect_speech)": round(vad_s, 1),
+            "assign_speakers + captions": round(captions_s, 2),
+        },
+        "explained": {
+            "bare_transcribe + diarize": round(bare_s + diarize_s, 1),
+            "ratio_if_only_transcribe_and_diarize": round((bare_s + diarize_s) / bare_s, 3),
+            "pipeline_minus_bare_s": round(pipeline_s - bare_s, 1),
+            "processing_state_s": speech_stages.get("processing"),
+            "aligning_state_s (diarize + captions + saving)": speech_stages.get("aligning"),
+            "media_states_s (preparing+downloading+converting+uploading)": round(
+                sum(speech_stages.get(s, 0) for s in ("preparing", "downloading", "converting", "uploading")), 2),
+            "waiting_s": speech_stages.get("waiting"),
+        },
+        "chunks": [[round(s, 1), round(e, 1)] for s, e in chunks],
+        "wer_pipeline": round(wer(reference, re.sub(r"\[\d+:\d+:\d+\] Speaker \d+:", " ", job["txt"])), 4),
+        "wer_bare": round(wer(reference, " ".join(s.text for s in transcript.segments)), 4),
+        "worker_pid": pid,
+    }
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
