@@ -15,6 +15,10 @@ import numpy as np
 __all__ = ["AudioError", "probe_audio", "to_wav", "plan_chunks", "wav_duration", "SAMPLE_RATE"]
 
 SAMPLE_RATE = 16000
+# Recognition runs chunk by chunk. The recogniser's memory grows with the chunk (its features for
+# the whole slice are built at once: about 12.5 MB a minute with tiny.en), so chunks of 10 minutes
+# keep a 12-hour video's peak at a 10-minute video's (bench/memory).
+ASR_CHUNK_SECONDS = 600.0
 
 MSG_NO_AUDIO = "The file has no audio track."
 MSG_UNREADABLE = "The file could not be read as audio or video."
@@ -154,7 +158,7 @@ def _rms_frames(w: wave.Wave_read, start: int, stop: int, frame: int) -> np.ndar
 def plan_chunks(
     wav_path: str | os.PathLike,
     *,
-    max_chunk: float = 1800.0,
+    max_chunk: float = ASR_CHUNK_SECONDS,
     search_window: float = 60.0,
     frame_seconds: float = 0.5,
 ) -> list[tuple[float, float]]:
