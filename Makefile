@@ -26,7 +26,8 @@ bench-polls: install
 	$(PY) bench/polls/run.py
 
 bench-asr: install
-	$(PY) bench/asr/run.py
+	$(PY) bench/asr/rtf.py
+	$(PY) bench/asr/pipeline.py
 
 bench-memory: install
 	$(PY) bench/memory/run.py
