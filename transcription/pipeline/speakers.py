@@ -736,6 +736,7 @@ def _embed_regions(
 MAX_CLUSTER_WINDOWS = 1000  # the affinity matrix is at most this many rows
 MERGE_SIMILARITY = 0.86  # clusters whose centroids are this alike are one voice
 MIN_CLUSTER_SHARE = 0.02  # smaller clusters (share of windows) are folded into others
+MIN_NEIGHBOURS = 10  # the affinity graph links each window to at least this many others
 MIN_WINDOWS_TO_SPLIT = 6  # less speech than this (about 5 s) is one speaker
 SMALL_N = 20  # below this many windows (about 15 s of speech): 2-means test, not spectral
 SMALL_SPLIT_SIMILARITY = (0.68, 0.72)  # centroid similarity below which a small split holds (n < 12, n >= 12)
@@ -773,7 +774,9 @@ def _kmeans(x: np.ndarray, k: int, *, n_init: int = 10, iters: int = 100, seed: 
 def _refined_affinity(emb: np.ndarray, p_keep: float) -> np.ndarray:
     sim = emb @ emb.T
     n = len(sim)
-    keep = max(2, int(round(p_keep * n)))
+    # at least MIN_NEIGHBOURS (a quarter of the windows for few windows): sparser graphs
+    # of short files fall apart into chance clusters of one voice
+    keep = min(n - 1, max(2, int(round(p_keep * n)), min(MIN_NEIGHBOURS, n // 4)))
     # row-wise: keep the `keep` strongest neighbours, binarise
     idx = np.argpartition(-sim, min(keep, n - 1), axis=1)[:, :keep]
     a = np.zeros_like(sim)
