@@ -18,6 +18,13 @@ Who spoke when, for a 16 kHz mono s16le WAV file of any length:
    numbered 1.. in order of first appearance.
 
 Nothing here knows about Django, and nothing is downloaded at run time.
+
+Needs: numpy; faster-whisper and onnxruntime (the VAD model); the ``resemblyzer``
+wheel installed WITHOUT its dependencies (``pip install --no-deps resemblyzer==0.1.4``)
+only for its ``pretrained.pt`` (or ``$TRANSCRIPTION_SPEAKER_WEIGHTS`` pointing at a copy);
+threadpoolctl (optional: keeps BLAS single-threaded, which is several times faster
+for these small matrices on a busy machine).  Settings: ``$TRANSCRIPTION_SPEAKER_THREADS``
+(encoder threads, default the CPU count, at most 4).
 """
 from __future__ import annotations
 
@@ -726,9 +733,10 @@ def _embed_regions(
 # Clustering
 # --------------------------------------------------------------------------
 
-MAX_CLUSTER_WINDOWS = 1500  # the affinity matrix is at most this many rows
+MAX_CLUSTER_WINDOWS = 1000  # the affinity matrix is at most this many rows
 MERGE_SIMILARITY = 0.86  # clusters whose centroids are this alike are one voice
 MIN_CLUSTER_SHARE = 0.02  # smaller clusters (share of windows) are folded into others
+MIN_NEIGHBOURS = 10  # the affinity graph links each window to at least this many others
 MIN_WINDOWS_TO_SPLIT = 6  # less speech than this (about 5 s) is one speaker
 SMALL_N = 20  # below this many windows (about 15 s of speech): 2-means test, not spectral
 SMALL_SPLIT_SIMILARITY = (0.68, 0.72)  # centroid similarity below which a small split holds (n < 12, n >= 12)
@@ -766,7 +774,9 @@ def _kmeans(x: np.ndarray, k: int, *, n_init: int = 10, iters: int = 100, seed: 
 def _refined_affinity(emb: np.ndarray, p_keep: float) -> np.ndarray:
     sim = emb @ emb.T
     n = len(sim)
-    keep = max(2, int(round(p_keep * n)))
+    # at least MIN_NEIGHBOURS (a quarter of the windows for few windows): sparser graphs
+    # of short files fall apart into chance clusters of one voice
+    keep = min(n - 1, max(2, int(round(p_keep * n)), min(MIN_NEIGHBOURS, n // 4)))
     # row-wise: keep the `keep` strongest neighbours, binarise
     idx = np.argpartition(-sim, min(keep, n - 1), axis=1)[:, :keep]
     a = np.zeros_like(sim)
@@ -776,31 +786,30 @@ def _refined_affinity(emb: np.ndarray, p_keep: float) -> np.ndarray:
     return a
 
 
-def _laplacian_eigs(a: np.ndarray, k_max: int) -> tuple[np.ndarray, np.ndarray]:
+def _laplacian(a: np.ndarray) -> np.ndarray:
     d = a.sum(1)
     dinv = 1.0 / np.sqrt(np.maximum(d, 1e-12))
-    lap = np.eye(len(a)) - dinv[:, None] * a * dinv[None, :]
-    vals, vecs = np.linalg.eigh(lap)
-    return vals[: k_max + 1], vecs[:, : k_max + 1]
+    return np.eye(len(a)) - dinv[:, None] * a * dinv[None, :]
 
 
 def _spectral(emb: np.ndarray, max_speakers: int) -> np.ndarray:
-    """Labels for emb (n, d) by spectral clustering, auto-tuned binarisation (NME-SC)."""
+    """Labels for emb (n, d) by spectral clustering of a binarised k-nearest-neighbour
+    affinity, the neighbour count auto-tuned as in NME-SC (Park et al., 2019): the
+    speaker count is the eigengap of the normalised Laplacian."""
     n = len(emb)
     k_max = max(1, min(max_speakers, n - 1))
     best = None
-    for p_keep in np.linspace(0.05, 0.3, 11) if n > 40 else [0.3, 0.5]:
-        a = _refined_affinity(emb, float(p_keep))
-        vals, vecs = _laplacian_eigs(a, k_max)
-        gaps = np.diff(vals[: k_max + 1])
+    for p_keep in np.linspace(0.05, 0.3, 11) if n > 40 else (0.3, 0.5):
+        vals = np.linalg.eigvalsh(_laplacian(_refined_affinity(emb, float(p_keep))))[: k_max + 1]
+        gaps = np.diff(vals)
         k = int(np.argmax(gaps)) + 1
-        g = gaps[k - 1]
-        ratio = p_keep / max(g, 1e-6)
+        ratio = p_keep / max(gaps[k - 1], 1e-6)
         if best is None or ratio < best[0]:
-            best = (ratio, k, vecs)
-    _, k, vecs = best
+            best = (ratio, k, float(p_keep))
+    _, k, p_keep = best
     if k <= 1:
         return np.zeros(n, dtype=np.int64)
+    _, vecs = np.linalg.eigh(_laplacian(_refined_affinity(emb, p_keep)))
     v = vecs[:, :k]
     v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
     return _kmeans(v, k)
@@ -836,7 +845,11 @@ def cluster_embeddings(
     cosine similarity >= merge_similarity are merged, and clusters holding less
     than MIN_CLUSTER_SHARE of the (weighted) embeddings are folded into the others.
     """
-    emb = np.asarray(emb, dtype=np.float64)
+    with _single_threaded_blas():
+        return _cluster(np.asarray(emb, dtype=np.float64), max_speakers, weights, merge_similarity)
+
+
+def _cluster(emb: np.ndarray, max_speakers: int, weights, merge_similarity: float) -> np.ndarray:
     n = len(emb)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -947,6 +960,11 @@ def diarize(
     if max_speakers < 1:
         raise ValueError("max_speakers must be >= 1")
     encoder = encoder or _default_encoder(os.environ.get(WEIGHTS_ENV))
+    with _single_threaded_blas():
+        return _diarize(wav_path, max_speakers, encoder, regions)
+
+
+def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions) -> list[SpeakerTurn]:
     if regions is None:
         regions = detect_speech(wav_path)
     if not regions:
