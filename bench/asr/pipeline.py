@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import os
 import re
 import subprocess
@@ -87,7 +86,6 @@ def main() -> None:
     import django
 
     django.setup()
-    from django.conf import settings
     from django.core.management import call_command
     from django.test import Client
 

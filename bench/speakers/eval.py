@@ -19,7 +19,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-import numpy as np  # noqa: E402
 
 from tests.pipeline import speaker_audio as sa  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402

@@ -1,7 +1,6 @@
 import json
 import uuid
 
-import pytest
 
 from transcription.models import Job
 

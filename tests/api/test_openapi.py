@@ -1,5 +1,4 @@
 """The OpenAPI 3.1 document, and live responses checked against it."""
-import json
 
 import pytest
 from django.test import Client

@@ -2,7 +2,6 @@
 by-id reads) on every operation with the contract's error schemas."""
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
-from drf_spectacular.utils import OpenApiResponse
 
 from . import serializers as s
 
