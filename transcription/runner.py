@@ -81,11 +81,12 @@ def _run(job_id, stage) -> bool:
     return False
 
 
-def _charge(job: Job, duration: int) -> bool:
-    job.duration = duration
+def _charge(job_id, state: str, duration: int) -> bool:
+    """Record the video's length and charge for it; fail the job when the account cannot pay."""
+    job = services.job_advance(job_id, state, duration=duration)
     result = job_charge(job)
     if not result.ok:
-        services.job_fail(job.id, result.error)
+        services.job_fail(job_id, result.error)
     return result.ok
 
 
@@ -103,8 +104,8 @@ def _media_stages(job: Job, directory: Path) -> bool:
     info = fetch.probe(job.url, allow_private=allow_private, max_duration=settings.MAX_VIDEO_SECONDS,
                        timeout=settings.FETCH_TIMEOUT_SECONDS)
     duration = math.ceil(info.duration) if info.duration else None
-    services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500], duration=duration)
-    if duration is not None and not _charge(job, duration):
+    services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500])
+    if duration is not None and not _charge(job.id, states.PREPARING, duration):
         return False
 
     services.job_advance(job.id, states.DOWNLOADING)
@@ -120,7 +121,7 @@ def _media_stages(job: Job, directory: Path) -> bool:
         duration = math.ceil(seconds)
         if duration > settings.MAX_VIDEO_SECONDS:
             raise fetch.FetchError(fetch.too_long_message(duration, settings.MAX_VIDEO_SECONDS))
-        if not _charge(job, duration):
+        if not _charge(job.id, states.CONVERTING, duration):
             return False
     job.refresh_from_db(fields=["is_preview", "preview_minutes"])
     max_seconds = job.preview_minutes * 60 if job.is_preview else None
