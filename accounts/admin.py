@@ -17,6 +17,7 @@ from django.utils.html import format_html
 from billing.admin import LedgerEntryInline
 from billing.models import LedgerEntry
 from billing.pricing import format_minutes
+from config.admin import ReadOnlyAdminMixin
 from billing.services import grant_staff_minutes
 from transcription import states
 from transcription.models import Job
@@ -34,22 +35,13 @@ def _subquery_total(queryset, expression):
     )
 
 
-class AuditEventInline(admin.TabularInline):
+class AuditEventInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = AuditEvent
     fk_name = "account"
     fields = ["created_at", "action", "actor", "detail"]
     readonly_fields = fields
     extra = 0
     verbose_name_plural = "audit log (newest first)"
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 class GrantMinutesForm(forms.Form):

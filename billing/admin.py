@@ -3,6 +3,8 @@ changes or deletes an entry here; staff add grants from the account ("Grant minu
 goes through billing.services.grant_staff_minutes."""
 from django.contrib import admin
 
+from config.admin import ReadOnlyAdminMixin
+
 from .models import LedgerEntry, Plan
 from .pricing import format_signed_minutes as signed_minutes
 
@@ -15,21 +17,8 @@ class PlanAdmin(admin.ModelAdmin):
     ordering = ["name"]
 
 
-class ReadOnlyLedgerMixin:
-    """No adds here (grants have their own form), no changes, no deletes: for anyone."""
-
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
 @admin.register(LedgerEntry)
-class LedgerEntryAdmin(ReadOnlyLedgerMixin, admin.ModelAdmin):
+class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["created_at", "account", "kind", "source", "minutes", "reason", "job", "created_by"]
     list_filter = ["kind", "source", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["account__user", "created_by", "job"]
@@ -44,7 +33,7 @@ class LedgerEntryAdmin(ReadOnlyLedgerMixin, admin.ModelAdmin):
         return signed_minutes(entry.seconds)
 
 
-class LedgerEntryInline(ReadOnlyLedgerMixin, admin.TabularInline):
+class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = LedgerEntry
     fk_name = "account"
     fields = ["created_at", "kind", "source", "minutes", "reason", "job", "created_by"]

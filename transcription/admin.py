@@ -17,6 +17,7 @@ from django.utils.html import format_html, format_html_join
 
 from billing.models import LedgerEntry
 from billing.pricing import format_minutes
+from config.admin import ReadOnlyAdminMixin
 
 from . import services, states
 from .models import Batch, Job, Translation
@@ -63,18 +64,7 @@ def format_duration(seconds: float) -> str:
     return f"{hours} h {minutes:02d} min"
 
 
-class ReadOnlyMixin:
-    def has_add_permission(self, request, obj=None):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class TranslationInline(ReadOnlyMixin, admin.TabularInline):
+class TranslationInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Translation
     fields = ["position", "language", "language_code", "state", "error", "updated_at"]
     readonly_fields = fields
@@ -206,7 +196,7 @@ class JobAdmin(admin.ModelAdmin):
             self.message_user(request, f"Cancelled job {job.id}; {refunded}.", messages.SUCCESS)
 
 
-class JobInline(ReadOnlyMixin, admin.TabularInline):
+class JobInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Job
     fk_name = "batch"
     fields = ["position", "link", "url", "state", "progress", "error"]
@@ -224,7 +214,7 @@ class JobInline(ReadOnlyMixin, admin.TabularInline):
 
 
 @admin.register(Batch)
-class BatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class BatchAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["__str__", "account", "type", "total", "skipped", "job_count", "created_at"]
     list_filter = ["type", ("account", admin.RelatedOnlyFieldListFilter), ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["account__user"]
@@ -244,7 +234,7 @@ class BatchAdmin(ReadOnlyMixin, admin.ModelAdmin):
 
 
 @admin.register(Translation)
-class TranslationAdmin(ReadOnlyMixin, admin.ModelAdmin):
+class TranslationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_display = ["job", "language", "language_code", "state", "updated_at"]
     list_filter = ["state", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["job"]
