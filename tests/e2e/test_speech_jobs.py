@@ -156,9 +156,10 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
 
     stuck = Job.objects.get(pk=job_id)
     assert stuck.state not in ("done", "failed"), "the worker was killed mid-job"
+    time.sleep(3)
+    assert Job.objects.get(pk=job_id).updated_at == stuck.updated_at, "nothing works on the job any more"
     with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", ALLOW_PRIVATE_URLS="true"):
-        time.sleep(2)
-        with override_settings(STALLED_AFTER_SECONDS=1):
+        with override_settings(STALLED_AFTER_SECONDS=2):
             swept = runner.sweep_stalled_jobs()
         assert [str(i) for i in swept["requeued"]] == [job_id]
         body, _ = poll_until_done(api, job_id)
