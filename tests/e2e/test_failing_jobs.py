@@ -23,7 +23,8 @@ def read(api, job_id):
 
 class TestWithPrivateAddressesRefused:
     @pytest.fixture(scope="class")
-    def worker(self, django_db_setup, django_db_blocker, tmp_path_factory):
+    @classmethod
+    def worker(cls, django_db_setup, django_db_blocker, tmp_path_factory):
         with running_worker(tmp_path_factory.mktemp("worker") / "worker.log", ALLOW_PRIVATE_URLS="false"):
             yield
 
@@ -45,7 +46,8 @@ class TestWithPrivateAddressesRefused:
 
 class TestFromALocalServer:
     @pytest.fixture(scope="class")
-    def worker(self, django_db_setup, django_db_blocker, tmp_path_factory):
+    @classmethod
+    def worker(cls, django_db_setup, django_db_blocker, tmp_path_factory):
         with running_worker(
             tmp_path_factory.mktemp("worker") / "worker.log",
             ALLOW_PRIVATE_URLS="true", FETCH_TIMEOUT_SECONDS="5", DOWNLOAD_TIMEOUT_SECONDS="20",
