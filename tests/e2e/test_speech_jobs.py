@@ -4,61 +4,18 @@ import json
 import re
 import subprocess
 import time
-from pathlib import Path
 
 import pysubs2
 import pytest
 from django.test import override_settings
 
 from billing.selectors import account_balance
-from tests.pipeline.speaker_audio import clips, conversation
 from tests.pipeline.test_asr import wer
-from tests.worker import kill_worker, running_worker, wait_for_job
+from tests.worker import running_worker, wait_for_job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
-LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 LINE = re.compile(r"^\[(\d\d):(\d\d):(\d\d)\] Speaker (\d+): (.+)$")
-
-
-def _mux(audio: Path, dest: Path) -> Path:
-    """Put audio into an MP4 with a small video track, as a video site would serve it."""
-    subprocess.run(
-        ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=navy:s=320x180:r=10", "-i", str(audio),
-         "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-b:a", "96k", str(dest)],
-        check=True, timeout=120,
-    )
-    return dest
-
-
-@pytest.fixture(scope="module")
-def videos(media_server, tmp_path_factory):
-    """Builds the test videos once and serves them; returns {name: url} plus the reference text."""
-    work = tmp_path_factory.mktemp("speech")
-    names = sorted(p.stem for p in LIBRIVOX.glob("*.wav"))
-    listing = work / "list.txt"
-    listing.write_text("".join(f"file '{LIBRIVOX / name}.wav'\n" for name in names))
-    joined = work / "librivox.wav"
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing),
-                    "-ar", "16000", "-ac", "1", str(joined)], check=True, timeout=60)
-    lines = {m.group(2): m.group(1) for m in re.finditer(r"<s> (.*?) </s> \((.*?)\)", (LIBRIVOX / "transcription").read_text())}
-    reference = " ".join(lines[name] for name in names)
-
-    cache = work / "cache"
-    cache.mkdir()
-    dialogue = conversation(work / "dialogue.wav", {"m": clips("nl", "m"), "v": clips("nl", "v")}, n_clips=16, cache=cache)
-    monologue = conversation(work / "monologue.wav", {"v": clips("nl", "v")}, n_clips=12, cache=cache)
-
-    folder = media_server.folder
-    _mux(joined, folder / "librivox.mp4")
-    _mux(dialogue.path, folder / "dialogue.mp4")
-    _mux(monologue.path, folder / "monologue.mp4")
-    return {
-        "librivox": media_server.url("/files/librivox.mp4"),
-        "dialogue": media_server.url("/files/dialogue.mp4"),
-        "monologue": media_server.url("/files/monologue.mp4"),
-        "reference": reference,
-    }
 
 
 @pytest.fixture(scope="module")
@@ -142,30 +99,6 @@ def test_two_voices_give_two_speakers_and_one_voice_one(worker, api, videos):
     speakers = lambda txt: {LINE.match(p).group(4) for p in txt.split("\n\n")}  # noqa: E731
     assert speakers(dialogue_body["txt"]) == {"1", "2"}
     assert speakers(monologue_body["txt"]) == {"1"}
-
-
-def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db_blocker, api, videos, tmp_path_factory):
-    from transcription import runner
-
-    log = tmp_path_factory.mktemp("killed") / "worker.log"
-    with running_worker(log, ALLOW_PRIVATE_URLS="true") as process:
-        job_id = submit(api, "/v1/api/transcribe", {"url": videos["librivox"]})
-        wait_for_job(job_id, timeout=180, states=("processing", "merging", "aligning", "done", "failed"))
-        kill_worker(process)
-    from transcription.models import Job
-
-    stuck = Job.objects.get(pk=job_id)
-    assert stuck.state not in ("done", "failed"), "the worker was killed mid-job"
-    time.sleep(3)
-    assert Job.objects.get(pk=job_id).updated_at == stuck.updated_at, "nothing works on the job any more"
-    with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", ALLOW_PRIVATE_URLS="true"):
-        with override_settings(STALLED_AFTER_SECONDS=2):
-            swept = runner.sweep_stalled_jobs()
-        assert [str(i) for i in swept["requeued"]] == [job_id]
-        body, _ = poll_until_done(api, job_id)
-    assert body["state"] == "done", body["error"]
-    assert body["txt"].count("Speaker 1:") >= 1
-    assert Job.objects.get(pk=job_id).attempts == 1
 
 
 def test_a_playlist_batch_ends_each_job_as_its_source_deserves(worker, api, media_server):
