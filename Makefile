@@ -4,7 +4,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test bench-polls bench-asr bench-memory clean
+.PHONY: install run test bench-polls bench-asr bench-memory bench-burn clean
 
 install: $(VENV)/.installed
 
@@ -31,6 +31,9 @@ bench-asr: install
 
 bench-memory: install
 	$(PY) bench/memory/run.py
+
+bench-burn: install
+	$(PY) bench/burn/run.py
 
 clean:
 	rm -rf $(VENV) var

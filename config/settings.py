@@ -96,6 +96,26 @@ STATIC_ROOT = DATA_DIR / "static"  # filled by collectstatic (bin/run); WhiteNoi
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(DATA_DIR / "media")))
 MEDIA_URL = "media/"
+# Where audio handed between workers, source videos and burned videos live: the filesystem under
+# MEDIA_ROOT by default; any S3-compatible store when S3_BUCKET is set (pip install ".[s3]").
+# Result files are always handed out through /v1/files/<signed name>, never by a public bucket URL.
+S3_BUCKET = env.str("S3_BUCKET", default="")
+if S3_BUCKET:
+    STORAGES = {
+        "default": {
+            "BACKEND": "storages.backends.s3.S3Storage",
+            "OPTIONS": {
+                "bucket_name": S3_BUCKET,
+                "endpoint_url": env.str("S3_ENDPOINT_URL", default=None),
+                "region_name": env.str("S3_REGION", default=None),
+                "access_key": env.str("S3_ACCESS_KEY_ID", default=None),
+                "secret_key": env.str("S3_SECRET_ACCESS_KEY", default=None),
+                "default_acl": "private",
+                "file_overwrite": True,
+            },
+        },
+        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    }
 
 # Public base address used to build absolute links (burned videos) outside a request.
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
@@ -187,9 +207,19 @@ STALLED_MAX_ATTEMPTS = env.int("STALLED_MAX_ATTEMPTS", default=2)
 CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-jobs": {"task": "transcription.tasks.sweep_stalled_jobs", "schedule": 60.0},
     "renew-plans": {"task": "billing.tasks.renew_plans", "schedule": 3600.0},
+    "delete-expired-artifacts": {"task": "transcription.tasks.delete_expired_artifacts", "schedule": 3600.0},
 }
 DOWNLOAD_TIMEOUT_SECONDS = env.int("DOWNLOAD_TIMEOUT_SECONDS", default=30 * 60)
 DOWNLOAD_MAX_BYTES = env.int("DOWNLOAD_MAX_BYTES", default=8 * 1024**3)
 DOWNLOAD_STALL_SECONDS = env.int("DOWNLOAD_STALL_SECONDS", default=60)
 FFMPEG_TIMEOUT_SECONDS = env.int("FFMPEG_TIMEOUT_SECONDS", default=60 * 60)
+BURN_TIMEOUT_SECONDS = env.int("BURN_TIMEOUT_SECONDS", default=6 * 60 * 60)
+
+# --- Translation ---------------------------------------------------------------------------------
+# CTranslate2 translation models (converted OPUS-MT or NLLB folders), the production path for
+# quality and coverage: "en-de=/models/opus-mt-en-de,*=/models/nllb-200-distilled-600M".
+# A pair key serves that pair; "*" is a multilingual NLLB folder serving any pair. Pairs no
+# model serves fall back to Apertium (Debian packages), then to Whisper's speech -> English.
+TRANSLATION_MODELS = env.dict("TRANSLATION_MODELS", default={})
+TRANSLATION_TIMEOUT_SECONDS = env.int("TRANSLATION_TIMEOUT_SECONDS", default=10 * 60)
 PLAYLIST_MAX_VIDEOS = 25  # the contract's cap on videos per batch and per preview

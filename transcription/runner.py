@@ -3,7 +3,14 @@ pipeline stages (plain functions that know nothing of Django).
 
 Everything a job writes to local disk lives in WORK_DIR/<job id>/ and is removed when the stage
 ends, whatever happens. The converted audio travels from the media worker to the speech worker
-through Django's storage ("uploading"), so the two may run on different machines.
+through Django's storage ("uploading"), and a burned job's source video from the media worker to
+the burn worker, so the three may run on different machines. Burned videos are stored under
+burned/<job id>/ and handed out by signed links (artifacts.py).
+
+Queues: media (preparing .. uploading) -> asr (processing .. translating) -> burn (burning).
+A stage re-delivered after a lost worker starts again from what the job already has: the speech
+stage of a job in `translating` only makes the translations still missing, the burn stage only
+the videos still missing.
 """
 from __future__ import annotations
 
@@ -16,23 +23,28 @@ from pathlib import Path
 
 from django.conf import settings
 from django.core.files import File
+from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
+from django.db.models import Q
 from django.utils import timezone
 
 from billing.services import job_charge
 
 from . import poll_cache, services, states
-from .models import Job
-from .pipeline import asr, audio, captions, fetch, speakers, whisper_model
+from .models import Job, Translation
+from .pipeline import asr, audio, burn, captions, fetch, speakers, translate, whisper_model
 from .pipeline.types import Transcript
 
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "An internal error stopped this job; its minutes have been refunded. Please try again."
 STALLED_ERROR = "The job stopped making progress (a worker was lost) and was given up; its minutes have been refunded."
+TRANSLATION_INTERNAL_ERROR = "An internal error stopped this translation; its minutes have been refunded."
 
 # Errors whose message is written for the client and becomes the job's `error` as is.
-CLIENT_ERRORS = (fetch.FetchError, audio.AudioError, whisper_model.ModelUnavailable)
+CLIENT_ERRORS = (fetch.FetchError, audio.AudioError, whisper_model.ModelUnavailable, burn.BurnError)
+# The same for one translation: it fails alone, the job goes on.
+TRANSLATION_ERRORS = (translate.TranslationUnavailable, translate.TranslationFailed, burn.BurnError)
 
 
 def _work_dir(job_id) -> Path:
@@ -44,6 +56,29 @@ def _work_dir(job_id) -> Path:
 
 def _audio_name(job_id) -> str:
     return f"audio/{job_id}.wav"
+
+
+def _source_name(job_id) -> str:
+    """A burned job's downloaded video, kept in storage until the job ends."""
+    return f"sources/{job_id}.video"
+
+
+def _burned_name(job_id, language: str | None) -> str:
+    """Storage name of a burned video; the last part is the file name a browser saves."""
+    return f"burned/{job_id}/video.{language}.mp4" if language else f"burned/{job_id}/video.mp4"
+
+
+def _store(local: Path, name: str) -> str:
+    """Copy a local file into storage under exactly `name` (replacing an older copy)."""
+    default_storage.delete(name)
+    with local.open("rb") as handle:
+        return default_storage.save(name, File(handle))
+
+
+def _fetch(name: str, local: Path) -> Path:
+    with default_storage.open(name, "rb") as source, local.open("wb") as target:
+        shutil.copyfileobj(source, target, 1024 * 1024)
+    return local
 
 
 class _Throttled:
@@ -76,9 +111,17 @@ def _run(job_id, stage) -> bool:
         services.job_fail(job_id, INTERNAL_ERROR)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-        if Job.objects.filter(pk=job_id, state__in=states.FINAL_STATES).exists():
-            default_storage.delete(_audio_name(job_id))  # the shared copy is only needed while it runs
+        _delete_shared_copies(job_id)
     return False
+
+
+def _delete_shared_copies(job_id) -> None:
+    """The audio is only needed until the speech stage is over, the source video until the job ends."""
+    state = Job.objects.filter(pk=job_id).values_list("state", flat=True).first()
+    if state is None or state in states.FINAL_STATES or state == states.BURNING:
+        default_storage.delete(_audio_name(job_id))
+    if state is None or state in states.FINAL_STATES:
+        default_storage.delete(_source_name(job_id))
 
 
 def _charge(job_id, state: str, duration: int) -> bool:
@@ -97,10 +140,8 @@ def run_media_stages(job_id) -> bool:
 
 def _media_stages(job: Job, directory: Path) -> bool:
     allow_private = settings.ALLOW_PRIVATE_URLS
+    burned = job.type == "burned"
     services.job_advance(job.id, states.PREPARING)
-    if job.type == "burned":
-        services.job_fail(job.id, "Burned-in subtitles are not available on this server yet.")
-        return False
     info = fetch.probe(job.url, allow_private=allow_private, max_duration=settings.MAX_VIDEO_SECONDS,
                        timeout=settings.FETCH_TIMEOUT_SECONDS)
     duration = math.ceil(info.duration) if info.duration else None
@@ -112,10 +153,12 @@ def _media_stages(job: Job, directory: Path) -> bool:
     source = fetch.download(
         job.url, directory, allow_private=allow_private, timeout=settings.DOWNLOAD_TIMEOUT_SECONDS,
         max_bytes=settings.DOWNLOAD_MAX_BYTES, stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
-        max_duration=settings.MAX_VIDEO_SECONDS,
+        max_duration=settings.MAX_VIDEO_SECONDS, video=burned,
     )
 
     services.job_advance(job.id, states.CONVERTING)
+    if burned:
+        burn.probe_video(source)  # no picture to draw on: fail now, not after recognition
     seconds = audio.probe_audio(source)
     if duration is None:  # direct links often carry no length until the file is read
         duration = math.ceil(seconds)
@@ -128,25 +171,41 @@ def _media_stages(job: Job, directory: Path) -> bool:
     wav = directory / "audio.wav"
     audio.to_wav(source, wav, timeout=settings.FFMPEG_TIMEOUT_SECONDS, max_seconds=max_seconds)
 
+    if burned and max_seconds is not None:
+        source = audio.cut_media(source, directory / f"preview{source.suffix}", seconds=max_seconds,
+                                 timeout=settings.FFMPEG_TIMEOUT_SECONDS)
+
     services.job_advance(job.id, states.UPLOADING)
-    name = _audio_name(job.id)
-    default_storage.delete(name)
-    with wav.open("rb") as handle:
-        default_storage.save(name, File(handle))
+    _store(wav, _audio_name(job.id))
+    if burned:
+        services.job_advance(job.id, states.UPLOADING, 0.5)
+        _store(source, _source_name(job.id))
     services.job_advance(job.id, states.UPLOADING, 1.0)
     return True
 
 
 def run_speech_stages(job_id) -> bool:
-    """processing -> merging -> aligning -> done (translating and burning come later)."""
+    """processing -> merging -> aligning -> translating, then done, or burning for a burned job.
+    True when the job goes on to the burn worker."""
     return _run(job_id, _speech_stages)
 
 
 def _speech_stages(job: Job, directory: Path) -> bool:
-    wav = directory / "audio.wav"
-    with default_storage.open(_audio_name(job.id), "rb") as source, wav.open("wb") as target:
-        shutil.copyfileobj(source, target, 1024 * 1024)
+    if job.state == states.BURNING:  # a late re-delivery: the burn worker has it
+        return False
+    wav = _fetch(_audio_name(job.id), directory / "audio.wav")
+    if job.state != states.TRANSLATING:  # a re-delivered job in `translating` already has its subtitles
+        _recognise(job, wav)
+        job.refresh_from_db()
+    _translate_all(job, wav)
+    if job.type == "burned":
+        services.job_advance(job.id, states.BURNING)
+        return True
+    services.job_finish(job.id)
+    return False
 
+
+def _recognise(job: Job, wav: Path) -> None:
     services.job_advance(job.id, states.PROCESSING)
     model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR)
     chunks = audio.plan_chunks(wav)
@@ -174,26 +233,153 @@ def _speech_stages(job: Job, directory: Path) -> bool:
         "srt": captions.to_srt(cues),
         "webvtt": captions.to_webvtt(cues),
     }
-
     services.job_advance(job.id, states.ALIGNING, 1.0, **results)
-    for translation in job.translations.all():
-        services.translation_fail(
-            translation.id, f"Translation to {translation.language} is not available on this server yet."
-        )
+
+
+def _translate_all(job: Job, wav: Path) -> None:
+    """Make each requested translation still missing; one that cannot be made fails alone (and is
+    refunded by translation_fail). A burned job's translations stay `translating` with their
+    subtitles until the burn worker draws them."""
+    waiting = [t for t in job.translations.all() if t.state == states.TRANSLATION_PENDING
+               or (t.state == states.TRANSLATION_TRANSLATING and not t.srt)]
+    if not waiting:
+        return
+    services.job_advance(job.id, states.TRANSLATING)
+    source_cues = captions.from_srt(job.srt or "")
+    finished = states.TRANSLATION_TRANSLATING if job.type == "burned" else states.TRANSLATION_DONE
+    for index, translation in enumerate(waiting):
+        services.translation_advance(translation.id, states.TRANSLATION_TRANSLATING)
+        try:
+            cues = _translated_cues(job, translation.language_code, source_cues, wav)
+        except TRANSLATION_ERRORS as error:
+            services.translation_fail(translation.id, str(error))
+        except Exception:
+            logger.exception("job %s: translation to %s failed unexpectedly", job.id, translation.language_code)
+            services.translation_fail(translation.id, TRANSLATION_INTERNAL_ERROR)
+        else:
+            services.translation_advance(translation.id, finished, srt=captions.to_srt(cues),
+                                         webvtt=captions.to_webvtt(cues))
+        services.job_progress(job.id, (index + 1) / len(waiting))
+
+
+def _translated_cues(job: Job, target: str, source_cues: list[captions.Cue], wav: Path) -> list[captions.Cue]:
+    """The job's cues in `target`: same count, same times. Text translators first (CTranslate2
+    models named by TRANSLATION_MODELS, then Apertium); English from any language also comes
+    from the speech model's own translate task."""
+    source = job.detected_language or job.language_code or "en"
+    if target == source:
+        return source_cues
+    translator = translate.find_translator(source, target, ct2_models=settings.TRANSLATION_MODELS,
+                                           timeout=settings.TRANSLATION_TIMEOUT_SECONDS)
+    if translator is not None:
+        return translate.translate_cues(source_cues, translator, language=target)
+    model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR) if target == "en" else None
+    if model is not None and model.model.is_multilingual:  # an English-only model cannot translate
+        words = []
+        for start, end in audio.plan_chunks(wav):
+            part = asr.transcribe(model, wav, start=start, end=end, language=source, verbatim=job.verbatim,
+                                  task="translate")
+            words += [word for segment in part.segments for word in segment.words]
+        return translate.align_translated_words(source_cues, words)
+    raise translate.TranslationUnavailable(translate.unavailable_message(source, target))
+
+
+def run_burn_stage(job_id) -> bool:
+    """burning -> done: one video in the spoken language, then one per translation."""
+    return _run(job_id, _burn_stage)
+
+
+def _burn_stage(job: Job, directory: Path) -> bool:
+    services.job_advance(job.id, states.BURNING)
+    source = _fetch(_source_name(job.id), directory / "source.video")
+    translations = [t for t in job.translations.all()
+                    if t.state in (states.TRANSLATION_TRANSLATING, states.TRANSLATION_BURNING) and t.srt]
+    videos: list[tuple[Translation | None, str | None, str]] = [(None, job.detected_language, job.srt or "")]
+    videos += [(t, t.language_code, t.srt) for t in translations]
+    for index, (translation, language, srt) in enumerate(videos):
+        if translation is None and job.burned_video and default_storage.exists(job.burned_video):
+            continue  # made before the worker was lost
+        progress = _Throttled(lambda f, index=index: services.job_progress(job.id, (index + f) / len(videos)))
+        output = directory / "burned.mp4"
+        if translation is not None:
+            services.translation_advance(translation.id, states.TRANSLATION_BURNING)
+        try:
+            burn.burn(
+                source, captions.from_srt(srt), output, quality=job.quality, font_size=job.font_size,
+                background=job.background, language=language, on_progress=progress,
+                timeout=settings.BURN_TIMEOUT_SECONDS,
+            )
+            name = _store(output, _burned_name(job.id, language if translation else None))
+        except Exception as error:
+            if translation is None:
+                raise  # the job's own video: the job fails (and is refunded)
+            if isinstance(error, TRANSLATION_ERRORS):
+                services.translation_fail(translation.id, str(error))
+            else:
+                logger.exception("job %s: burning the %s video failed unexpectedly", job.id, language)
+                services.translation_fail(translation.id, TRANSLATION_INTERNAL_ERROR)
+            continue
+        finally:
+            output.unlink(missing_ok=True)
+        if translation is None:
+            services.job_advance(job.id, states.BURNING, burned_video=name)
+        else:
+            services.translation_advance(translation.id, states.TRANSLATION_DONE, burned_video=name)
     services.job_finish(job.id)
     return True
+
+
+def delete_expired_artifacts(now=None) -> dict:
+    """Delete burned videos of jobs that ended more than ARTIFACT_RETENTION_DAYS ago (their links
+    then answer 410), and any audio or source video left behind by a job that has ended."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.ARTIFACT_RETENTION_DAYS)
+    expired = (
+        Job.objects.filter(state__in=states.FINAL_STATES, updated_at__lt=cutoff)
+        .filter(Q(burned_video__isnull=False) | Q(translations__burned_video__isnull=False))
+        .distinct()
+    )
+    videos = 0
+    for job in expired.prefetch_related("translations"):
+        names = [job.burned_video] + [t.burned_video for t in job.translations.all()]
+        for name in filter(None, names):
+            default_storage.delete(name)
+            videos += 1
+        services.job_forget_artifacts(job.id)
+    leftovers = 0
+    for folder in ("audio", "sources"):
+        try:
+            _, files = default_storage.listdir(folder)
+        except FileNotFoundError:
+            continue
+        for file_name in files:
+            job_id = file_name.split(".", 1)[0]
+            try:
+                running = Job.objects.filter(pk=job_id).exclude(state__in=states.FINAL_STATES).exists()
+            except ValidationError:  # not a job id: nothing of ours
+                continue
+            if not running:
+                default_storage.delete(f"{folder}/{file_name}")
+                leftovers += 1
+    return {"videos": videos, "leftovers": leftovers}
+
+
+def _uploaded(job: Job) -> bool:
+    """Whether the media stage handed over everything the speech and burn stages read."""
+    needed = [_audio_name(job.id)] + ([_source_name(job.id)] if job.type == "burned" else [])
+    return all(default_storage.exists(name) for name in needed)
 
 
 def sweep_stalled_jobs(now=None) -> dict:
     """Re-queue jobs that have not moved for STALLED_AFTER_SECONDS (their worker died), or fail
     them with a clear error after STALLED_MAX_ATTEMPTS re-queues."""
-    from .tasks import start_job, transcribe_job
+    from .tasks import burn_job, start_job, transcribe_job
 
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.STALLED_AFTER_SECONDS)
     requeued, failed = [], []
     stalled = Job.objects.filter(updated_at__lt=cutoff).exclude(state__in=states.FINAL_STATES)
-    for job in stalled.only("id", "state", "attempts"):
+    for job in stalled.only("id", "state", "attempts", "type"):
         if job.attempts >= settings.STALLED_MAX_ATTEMPTS:
             services.job_fail(job.id, STALLED_ERROR)
             failed.append(job.id)
@@ -205,8 +391,10 @@ def sweep_stalled_jobs(now=None) -> dict:
         if not claimed:
             continue
         poll_cache.forget(job.id)
-        speech_states = {states.PROCESSING, states.MERGING, states.ALIGNING}
-        if job.state == states.UPLOADING and default_storage.exists(_audio_name(job.id)) or job.state in speech_states:
+        speech_states = {states.PROCESSING, states.MERGING, states.ALIGNING, states.TRANSLATING}
+        if job.state == states.BURNING:
+            burn_job.delay(str(job.id))
+        elif job.state == states.UPLOADING and _uploaded(job) or job.state in speech_states:
             transcribe_job.delay(str(job.id))
         else:
             start_job.delay(str(job.id))

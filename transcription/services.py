@@ -74,7 +74,7 @@ def job_advance(job_id, state: str, fraction: float = 0.0, **fields) -> Job:
     if job.state != state:
         job.timeline = [*job.timeline, [state, timezone.now().isoformat()]]
     job.state = state
-    job.progress = max(job.progress, states.progress_in(state, fraction))
+    job.progress = max(job.progress, states.progress_in(state, fraction, job.type))
     for name, value in fields.items():
         setattr(job, name, value)
     job.save()
@@ -83,10 +83,10 @@ def job_advance(job_id, state: str, fraction: float = 0.0, **fields) -> Job:
 
 def job_progress(job_id, fraction: float) -> None:
     """Move the progress bar within the job's current state; never backwards, never across states."""
-    job = Job.objects.only("state", "progress").get(pk=job_id)
+    job = Job.objects.only("state", "progress", "type").get(pk=job_id)
     if job.state in states.FINAL_STATES:
         return
-    value = states.progress_in(job.state, fraction)
+    value = states.progress_in(job.state, fraction, job.type)
     if Job.objects.filter(pk=job_id, state=job.state, progress__lt=value).update(progress=value, updated_at=timezone.now()):
         poll_cache.forget(job_id)
 
@@ -141,6 +141,17 @@ def translation_fail(translation_id, error: str) -> Translation | None:
         translation.save()
         translation_refund(translation, reason=f"Translation to {translation.language} failed: {error}")
     return translation
+
+
+@transaction.atomic
+def job_forget_artifacts(job_id) -> None:
+    """Clear the names of a job's burned videos once the files are deleted (retention)."""
+    job = _locked(job_id)
+    job.burned_video = None
+    job.save(update_fields=["burned_video", "updated_at"])
+    for translation in job.translations.exclude(burned_video=None):
+        translation.burned_video = None
+        translation.save(update_fields=["burned_video", "updated_at"])
 
 
 CANCELLED_ERROR = "Cancelled by support."

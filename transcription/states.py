@@ -39,6 +39,16 @@ PROGRESS_RANGE = {
     BURNING: (94, 99),
     DONE: (100, 100),
 }
+# A burned job spends most of its time drawing videos (one per language), so its bar gives
+# `burning` most of the way.
+BURNED_PROGRESS_RANGE = {
+    **PROGRESS_RANGE,
+    PROCESSING: (30, 54),
+    MERGING: (55, 55),
+    ALIGNING: (56, 59),
+    TRANSLATING: (60, 64),
+    BURNING: (65, 99),
+}
 
 TRANSLATION_PENDING = "pending"
 TRANSLATION_TRANSLATING = "translating"
@@ -73,9 +83,9 @@ def check_job_transition(current: str, new: str) -> None:
         raise InvalidTransition(f"A job cannot go back from {current} to {new}.")
 
 
-def progress_in(state: str, fraction: float) -> int:
+def progress_in(state: str, fraction: float, job_type: str | None = None) -> int:
     """The progress value `fraction` (0..1) of the way through `state`'s range."""
-    low, high = PROGRESS_RANGE[state]
+    low, high = (BURNED_PROGRESS_RANGE if job_type == "burned" else PROGRESS_RANGE)[state]
     fraction = min(max(fraction, 0.0), 1.0)
     return low + int(round((high - low) * fraction))
 

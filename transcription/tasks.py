@@ -20,7 +20,15 @@ def start_job(job_id: str) -> None:
 def transcribe_job(job_id: str) -> None:
     from . import runner
 
-    runner.run_speech_stages(job_id)
+    if runner.run_speech_stages(job_id):
+        burn_job.delay(job_id)
+
+
+@shared_task(acks_late=True)
+def burn_job(job_id: str) -> None:
+    from . import runner
+
+    runner.run_burn_stage(job_id)
 
 
 @shared_task
@@ -28,3 +36,10 @@ def sweep_stalled_jobs() -> None:
     from . import runner
 
     runner.sweep_stalled_jobs()
+
+
+@shared_task
+def delete_expired_artifacts() -> None:
+    from . import runner
+
+    runner.delete_expired_artifacts()

@@ -65,8 +65,9 @@ def test_translations_follow_their_own_machine(job):
         services.translation_advance(translation.id, states.TRANSLATION_BURNING)
 
 
-def test_progress_ranges_cover_0_to_100_in_order():
-    ranges = [states.PROGRESS_RANGE[s] for s in states.STATE_ORDER]
+@pytest.mark.parametrize("table", [states.PROGRESS_RANGE, states.BURNED_PROGRESS_RANGE])
+def test_progress_ranges_cover_0_to_100_in_order(table):
+    ranges = [table[s] for s in states.STATE_ORDER]
     assert ranges[0] == (0, 0) and ranges[-1] == (100, 100)
     for (low, high), (next_low, _) in zip(ranges, ranges[1:]):
         assert low <= high < next_low

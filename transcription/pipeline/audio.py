@@ -200,3 +200,26 @@ def plan_chunks(
             start = cut
         cuts.append(total)
     return [(cuts[k] / rate, cuts[k + 1] / rate) for k in range(len(cuts) - 1)]
+
+
+def cut_media(src: str | os.PathLike, dst: str | os.PathLike, *, seconds: float, timeout: float) -> Path:
+    """Keep the first ``seconds`` of a video, streams copied as they are (a preview's burned video).
+
+    Stream copy cuts at the keyframe after ``seconds``, so the result may run a little longer;
+    that costs nothing, as the preview's subtitles end at ``seconds``. Raises ``AudioError``.
+    """
+    dst = Path(dst)
+    cmd = [
+        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", os.fspath(src),
+        "-t", f"{float(seconds):.3f}", "-map", "0:v:0", "-map", "0:a:0?", "-c", "copy", os.fspath(dst),
+    ]
+    try:
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                             timeout=timeout)
+    except subprocess.TimeoutExpired:
+        dst.unlink(missing_ok=True)
+        raise AudioError(f"Cutting the video took longer than {timeout:g} seconds.") from None
+    if res.returncode != 0 or not dst.is_file():
+        dst.unlink(missing_ok=True)
+        raise AudioError(f"The video could not be cut: {_last_line(res.stderr) or f'ffmpeg exited with code {res.returncode}'}")
+    return dst

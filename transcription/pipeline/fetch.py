@@ -66,6 +66,10 @@ _FORMAT = (
     "bestaudio[protocol^=http]/bestaudio[protocol^=m3u8]"
     "/best[protocol^=http]/best[protocol^=m3u8]"
 )
+# For burned-in subtitles: the best single file that has both picture and sound. Merging separate
+# video and audio streams would need ffmpeg inside yt-dlp, which stays disabled (it would fetch
+# URLs past the address guard).
+_VIDEO_FORMAT = "best[protocol^=http]/best[protocol^=m3u8]"
 # Demuxers ffprobe may use on a remote file: none of them opens other URLs.
 _FFPROBE_FORMATS = "mov,mp4,m4a,matroska,webm,mp3,ogg,wav,w64,flac,aac,mpegts,avi,flv,asf,aiff,caf,amr,au,wv"
 
@@ -813,9 +817,11 @@ def download(
     stall_timeout: float = 60,
     max_duration: float | None = MAX_DURATION,
     allowed_networks: Sequence[str] = (),
+    video: bool = False,
 ) -> Path:
     """Download the best audio (or, failing that, the best single file) of ``url``
-    into ``dest_dir`` and return the file's path.
+    into ``dest_dir`` and return the file's path; with ``video`` the best single file
+    with picture and sound.
 
     Stopped with ``FetchError`` after ``timeout`` seconds in all, after
     ``stall_timeout`` seconds without any data (also yt-dlp's socket timeout), or
@@ -869,6 +875,7 @@ def download(
             params = _params(session, socket_timeout=stall_timeout, no_ffmpeg_dir=no_ffmpeg)
             params.update({
                 "outtmpl": {"default": str(dest / "media.%(ext)s")},
+                **({"format": _VIDEO_FORMAT} if video else {}),
                 "match_filter": match_filter,
                 "progress_hooks": [progress],
             })

@@ -1,0 +1,133 @@
+"""Translated subtitles and burned-in videos through the real API, a real Celery worker (media,
+asr and burn queues), yt-dlp, ffmpeg with libass, Apertium and the real speech model."""
+import json
+import subprocess
+
+import numpy as np
+import pysubs2
+import pytest
+
+from billing.models import LedgerEntry
+from billing.selectors import account_balance
+from tests.e2e.test_speech_jobs import poll_until_done, submit
+from tests.worker import running_worker
+
+pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    with running_worker(tmp_path_factory.mktemp("worker") / "worker.log", ALLOW_PRIVATE_URLS="true") as process:
+        yield process
+
+
+def cues(srt: str) -> list[tuple[int, int, str]]:
+    return [(event.start, event.end, event.plaintext) for event in pysubs2.SSAFile.from_string(srt, format_="srt")]
+
+
+def fetch(client, url: str, dest):
+    """Download a result link without the bearer token, as a browser would."""
+    response = client.get("/" + url.split("://", 1)[1].split("/", 1)[1])
+    assert response.status_code == 200, response.content[:200]
+    dest.write_bytes(b"".join(response.streaming_content))
+    return dest
+
+
+def probe(path) -> dict:
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", str(path)],
+                         capture_output=True, check=True, timeout=60).stdout
+    return json.loads(out)
+
+
+def frame(path, seconds: float, width: int, height: int) -> np.ndarray:
+    raw = subprocess.run(
+        ["ffmpeg", "-v", "error", "-ss", f"{seconds:.2f}", "-i", str(path), "-frames:v", "1", "-f", "rawvideo",
+         "-pix_fmt", "gray", "-"], capture_output=True, check=True, timeout=60).stdout
+    return np.frombuffer(raw, np.uint8).reshape(height, width).astype(int)
+
+
+def test_subtitles_translated_to_spanish_and_catalan_keep_every_cue(worker, api, account, videos):
+    job_id = submit(api, "/v1/api/subtitles",
+                    {"url": videos["librivox"], "target_languages": ["es", "Catalan", "jpn"]})
+    body, seen = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    assert "translating" in {state for state, _ in seen} or body["translations"]
+    source = cues(body["srt"])
+    assert len(source) >= 5
+    by_language = {t["language"]: t for t in body["translations"]}
+    assert list(by_language) == ["es", "Catalan", "jpn"], "in the order sent, as sent"
+
+    spanish, catalan = by_language["es"], by_language["Catalan"]
+    for translation in (spanish, catalan):
+        assert translation["state"] == "done", translation["error"]
+        assert translation["error"] is None and translation["burned_video_url"] is None
+        translated = cues(translation["srt"])
+        assert [(s, e) for s, e, _ in translated] == [(s, e) for s, e, _ in source], "same cues, same times"
+        assert all(text.strip() for _, _, text in translated)
+        assert translation["webvtt"].startswith("WEBVTT")
+        assert not any(mark in translation["srt"] for mark in ("*", "#", "@"))
+    spanish_text = " ".join(text for _, _, text in cues(spanish["srt"])).lower()
+    catalan_text = " ".join(text for _, _, text in cues(catalan["srt"])).lower()
+    english_text = " ".join(text for _, _, text in source).lower()
+    assert {" el ", " de ", " que "} & set(f" {w} " for w in spanish_text.split()) and spanish_text != english_text
+    assert {" els ", " i ", " amb ", " va "} & set(f" {w} " for w in catalan_text.split())
+
+    japanese = by_language["jpn"]
+    assert japanese["state"] == "failed"
+    assert japanese["srt"] is None
+    assert japanese["error"] == "Translation from English to Japanese is not available on this server."
+    duration = body["duration"]
+    refund = LedgerEntry.objects.get(account=account, kind="refund")
+    assert refund.seconds == duration, "the failed language's share comes back"
+    assert account_balance(account.pk) == 600 - duration * 4 + duration
+
+
+def test_english_subtitles_from_dutch_speech_come_from_the_speech_model(worker, api, videos):
+    job_id = submit(api, "/v1/api/subtitles", {"url": videos["monologue"], "target_languages": ["English"]})
+    body, _ = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    [english] = body["translations"]
+    assert english["state"] == "done", english["error"]
+    source, translated = cues(body["srt"]), cues(english["srt"])
+    assert [(s, e) for s, e, _ in translated] == [(s, e) for s, e, _ in source]
+    words = " ".join(text for _, _, text in translated).lower().split()
+    assert {"the", "i", "you", "is", "a", "to", "and", "it"} & set(words), words
+    assert " ".join(text for _, _, text in source).lower() != " ".join(words)
+
+
+def test_burned_videos_in_the_spoken_and_a_translated_language(worker, api, client, account, videos, tmp_path):
+    job_id = submit(api, "/v1/api/burn-subtitles",
+                    {"url": videos["librivox"], "target_languages": ["Spanish"], "background": True})
+    body, seen = poll_until_done(api, job_id, timeout=600)
+    assert body["state"] == "done", body["error"]
+    burning = [progress for state, progress in seen if state == "burning"]
+    assert len(set(burning)) >= 3, f"progress moves while burning: {seen}"
+    from transcription.models import Job
+
+    timeline = [state for state, _ in Job.objects.get(pk=job_id).timeline]
+    assert timeline[-4:] == ["aligning", "translating", "burning", "done"]
+    [spanish] = body["translations"]
+    assert spanish["state"] == "done", spanish["error"]
+    assert spanish["language"] == "Spanish"
+    assert body["burned_video_url"] != spanish["burned_video_url"]
+
+    original = fetch(client, body["burned_video_url"], tmp_path / "original.mp4")
+    translated = fetch(client, spanish["burned_video_url"], tmp_path / "spanish.mp4")
+    for path in (original, translated):
+        info = probe(path)
+        video = next(s for s in info["streams"] if s["codec_type"] == "video")
+        audio = next(s for s in info["streams"] if s["codec_type"] == "audio")
+        assert (video["width"], video["height"]) == (1280, 720), "720p keeps the 16:9 source's shape"
+        assert video["codec_name"] == "h264" and audio["codec_name"] == "aac"
+        assert abs(float(info["format"]["duration"]) - body["duration"]) <= 1.0
+
+    # At a cue's middle the two videos show different text in the lower part and the same picture above.
+    start, end, _ = cues(body["srt"])[1]
+    moment = (start + end) / 2000
+    a, b = frame(original, moment, 1280, 720), frame(translated, moment, 1280, 720)
+    assert np.abs(a[480:] - b[480:]).mean() > 1.0
+    assert np.abs(a[:300] - b[:300]).mean() < 1.0
+
+    duration = body["duration"]
+    assert account_balance(account.pk) == 600 - duration * 3 - duration * (1 + 3)
+    assert not LedgerEntry.objects.filter(account=account, kind="refund").exists()

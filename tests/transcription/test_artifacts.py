@@ -1,0 +1,120 @@
+"""Result files behind signed, expiring links, and their deletion after the retention period."""
+import time
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.core.files.base import ContentFile
+from django.core.files.storage import default_storage
+from django.test import override_settings
+from django.utils import timezone
+
+from transcription import runner, services
+from transcription.artifacts import absolute_url
+from transcription.models import Job, Translation
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def stored():
+    """A file in storage, as the burn worker leaves one; removed afterwards."""
+    names = []
+
+    def store(name, content=b"\x00\x00\x00\x18ftypmp42 not really a video"):
+        default_storage.delete(name)
+        names.append(default_storage.save(name, ContentFile(content)))
+        return names[-1]
+
+    yield store
+    for name in names:
+        default_storage.delete(name)
+
+
+def _path(url: str) -> str:
+    """The path of an absolute link, for Django's test client."""
+    return "/" + url.split("://", 1)[1].split("/", 1)[1]
+
+
+def test_a_signed_link_serves_the_file_without_a_token(client, stored):
+    name = stored(f"burned/{uuid.uuid4()}/video.mp4", b"the burned video")
+    url = absolute_url(name)
+    assert url.startswith("http") and name not in url.split("/v1/files/")[0]
+    response = client.get(_path(url))
+    assert response.status_code == 200
+    assert b"".join(response.streaming_content) == b"the burned video"
+    assert 'filename="video.mp4"' in response["Content-Disposition"]
+
+
+def test_a_tampered_link_is_refused(client, stored):
+    name = stored(f"burned/{uuid.uuid4()}/video.mp4")
+    path = _path(absolute_url(name))
+    token = path.rsplit("/", 1)[1]
+    signed_value, signature = token.split(":", 1)
+    other = stored(f"burned/{uuid.uuid4()}/video.mp4")
+    forged = f"/v1/files/{absolute_url(other).rsplit('/', 1)[1].split(':', 1)[0]}:{signature}"
+    for bad in (path[:-2] + ("AA" if not path.endswith("AA") else "BB"), forged, "/v1/files/burned-video.mp4"):
+        response = client.get(bad)
+        assert response.status_code == 404, bad
+        assert response.json() == {"detail": "Not found."}
+
+
+def test_an_expired_link_is_refused(client, stored):
+    name = stored(f"burned/{uuid.uuid4()}/video.mp4")
+    path = _path(absolute_url(name))
+    with override_settings(ARTIFACT_LINK_SECONDS=1):
+        assert client.get(path).status_code == 200
+        time.sleep(2.1)
+        response = client.get(path)
+    assert response.status_code == 410
+    assert response.json() == {"detail": "This link has expired."}
+    assert client.get(path).status_code == 200, "the default 7 days have not passed"
+
+
+def _job(account, state="done", **fields):
+    return Job.objects.create(account=account, url="https://example.com/v", type="burned", state=state, **fields)
+
+
+def test_retention_deletes_old_videos_and_keeps_recent_ones(client, account, stored):
+    old = _job(account)
+    old_video = stored(f"burned/{old.id}/video.mp4")
+    old_translated = stored(f"burned/{old.id}/video.es.mp4")
+    Job.objects.filter(pk=old.pk).update(burned_video=old_video)
+    Translation.objects.create(job=old, language="Spanish", language_code="es", state="done", burned_video=old_translated)
+    Job.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(days=31))
+    recent = _job(account)
+    recent_video = stored(f"burned/{recent.id}/video.mp4")
+    Job.objects.filter(pk=recent.pk).update(burned_video=recent_video, updated_at=timezone.now() - timedelta(days=29))
+    link = _path(absolute_url(old_video))
+
+    result = runner.delete_expired_artifacts()
+
+    assert result["videos"] == 2
+    assert not default_storage.exists(old_video) and not default_storage.exists(old_translated)
+    assert default_storage.exists(recent_video)
+    old.refresh_from_db()
+    assert old.burned_video is None and old.translations.get().burned_video is None
+    assert client.get(link).status_code == 410
+
+
+def test_audio_and_sources_of_ended_jobs_are_swept_but_not_of_running_ones(account, stored):
+    running = _job(account, state="processing")
+    ended = _job(account, state="failed")
+    keep = [stored(f"audio/{running.id}.wav"), stored(f"sources/{running.id}.video")]
+    drop = [stored(f"audio/{ended.id}.wav"), stored(f"sources/{ended.id}.video"), stored(f"audio/{uuid.uuid4()}.wav")]
+    unrelated = stored("audio/notes.txt")
+
+    runner.delete_expired_artifacts()
+
+    assert all(default_storage.exists(name) for name in keep)
+    assert not any(default_storage.exists(name) for name in drop)
+    assert default_storage.exists(unrelated), "a file that is not a job's is left alone"
+
+
+def test_forgetting_artifacts_clears_the_poll_document(api, account, stored):
+    job = _job(account)
+    name = stored(f"burned/{job.id}/video.mp4")
+    Job.objects.filter(pk=job.pk).update(burned_video=name)
+    assert api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"].startswith("http://testserver/v1/files/")
+    services.job_forget_artifacts(job.id)
+    assert api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"] is None
