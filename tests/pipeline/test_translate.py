@@ -173,6 +173,27 @@ def test_ctranslate2_broken_folder(tmp_path, tiny_marian):
         CT2Translator(broken, source="en", target="de").translate(["hello world"])
 
 
+@pytest.fixture(scope="session")
+def tiny_nllb(tmp_path_factory):
+    return build_tiny_marian(tmp_path_factory.mktemp("tiny-nllb"), nllb=True)
+
+
+def test_ctranslate2_nllb_layout(tiny_nllb, tiny_marian):
+    models = {"*": str(tiny_nllb)}
+    translator = find_translator("en", "es", ct2_models=models)
+    assert isinstance(translator, CT2Translator) and translator.is_nllb
+    texts = ["hello world", "very good morning", ""]
+    # the forced "spa_Latn" prefix is stripped; a wrong source/prefix layout would shift the copy
+    assert translator.translate(texts) == texts
+    # a pair-specific folder wins over "*"
+    models["en-es"] = str(tiny_marian)
+    assert find_translator("en", "es", ct2_models=models).name == f"ctranslate2 {tiny_marian.name}"
+    # a language the NLLB folder lacks: readable failure naming the pair
+    japanese = find_translator("en", "ja", ct2_models=models)
+    with pytest.raises(TranslationFailed, match="English to Japanese is not available"):
+        japanese.translate(["hello world"])
+
+
 def test_nllb_codes():
     assert nllb_code("es") == "spa_Latn" and nllb_code("spa") == "spa_Latn"
     assert nllb_code("ja") == "jpn_Jpan" and nllb_code("ar") == "arb_Arab"

@@ -43,15 +43,16 @@ def _corpus(lines: int = 400, seed: int = 7) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 9))) for _ in range(lines)]
 
 
-def train_spm(folder: Path, vocab_size: int = 64) -> Path:
-    """A small unigram sentencepiece model trained on generated text; returns the .model path."""
+def train_spm(folder: Path, vocab_size: int = 64, symbols: tuple[str, ...] = ()) -> Path:
+    """A small unigram sentencepiece model trained on generated text; returns the .model path.
+    ``symbols`` become single pieces (NLLB's language tokens)."""
     folder.mkdir(parents=True, exist_ok=True)
     text = folder / "corpus.txt"
     text.write_text("\n".join(_corpus()) + "\n", encoding="utf-8")
     prefix = folder / "spm"
     spm.SentencePieceTrainer.train(
         input=str(text), model_prefix=str(prefix), vocab_size=vocab_size, character_coverage=1.0,
-        hard_vocab_limit=False, num_threads=1, minloglevel=2,
+        hard_vocab_limit=False, num_threads=1, minloglevel=2, user_defined_symbols=list(symbols),
     )
     return prefix.with_suffix(".model")
 
@@ -158,20 +159,31 @@ def copy_model_weights(vocab_size: int) -> dict[str, np.ndarray]:
     return w
 
 
-def build_tiny_marian(root: Path) -> Path:
+NLLB_LANGUAGES = ("eng_Latn", "spa_Latn", "deu_Latn")
+
+
+def build_tiny_marian(root: Path, *, nllb: bool = False) -> Path:
     """Train the sentencepiece model, write and convert the Marian copy model; returns the
-    CTranslate2 folder (model.bin, config, vocabularies, source.spm, target.spm)."""
+    CTranslate2 folder (model.bin, config, vocabularies, source.spm, target.spm).
+
+    ``nllb=True`` lays the folder out like a converted NLLB model instead: one
+    ``sentencepiece.bpe.model`` and language tokens (NLLB_LANGUAGES) in the vocabulary. The copy
+    model then copies ``[src_lang] + pieces + </s>`` shifted by the forced target-language prefix,
+    i.e. it still gives back the input text."""
     import ctranslate2
 
-    work = Path(root) / "marian-src"
+    work = Path(root) / ("nllb-src" if nllb else "marian-src")
     work.mkdir(parents=True, exist_ok=True)
-    spm_model = train_spm(work)
+    spm_model = train_spm(work, symbols=NLLB_LANGUAGES if nllb else ())
     vocab = work / "vocab.yml"
     tokens = write_vocab(spm_model, vocab)
     npz = work / "model.npz"
     np.savez(npz, **copy_model_weights(len(tokens)))
-    out = Path(root) / "opus-mt-tiny"
+    out = Path(root) / ("nllb-tiny" if nllb else "opus-mt-tiny")
     ctranslate2.converters.MarianConverter(str(npz), [str(vocab), str(vocab)]).convert(str(out), force=True)
-    shutil.copy(spm_model, out / "source.spm")
-    shutil.copy(spm_model, out / "target.spm")
+    if nllb:
+        shutil.copy(spm_model, out / "sentencepiece.bpe.model")
+    else:
+        shutil.copy(spm_model, out / "source.spm")
+        shutil.copy(spm_model, out / "target.spm")
     return out

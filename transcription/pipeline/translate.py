@@ -39,8 +39,10 @@ import functools
 import html
 import json
 import logging
+import os
 import re
 import shutil
+import signal
 import subprocess
 import threading
 from bisect import bisect_right
@@ -170,6 +172,24 @@ def apertium_modes() -> dict[tuple[str, str], str]:
 _MARK = re.compile(r"(?<![\w*#@])[*#@]+(?=[^\W\d_])")
 
 
+def _run_killable(command: list[str], stdin: str, timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr). ``apertium`` is a shell script running a pipeline of
+    programs: on timeout the whole process group is killed, not just the shell, so that nothing
+    keeps running (or keeps the pipes open) after TimeoutExpired is raised."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, encoding="utf-8", start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.communicate()
+        raise
+    return process.returncode, stdout, stderr
+
+
 class ApertiumTranslator:
     """One or more Apertium modes chained (``["eng-spa", "es-pt"]`` pivots through Spanish)."""
 
@@ -201,8 +221,7 @@ class ApertiumTranslator:
     def _run(self, mode: str, texts: list[str]) -> list[str]:
         document = "".join(f"<p>{html.escape(text, quote=False)}</p>\n" for text in texts)
         try:
-            result = subprocess.run(["apertium", "-f", "html", "-u", mode], input=document, capture_output=True,
-                                    text=True, timeout=self.timeout)
+            returncode, stdout, stderr = _run_killable(["apertium", "-f", "html", "-u", mode], document, self.timeout)
         except subprocess.TimeoutExpired:
             log.error("apertium %s: timed out after %s s on %d texts", mode, self.timeout, len(texts))
             raise TranslationFailed(f"{_pair(self.source, self.target)} took longer than {self.timeout:g} "
@@ -210,12 +229,12 @@ class ApertiumTranslator:
         except OSError as error:
             log.error("apertium %s: could not run: %s", mode, error)
             raise TranslationFailed(_failed(self.source, self.target)) from error
-        if result.returncode != 0:
-            log.error("apertium %s: exit %s: %s", mode, result.returncode, result.stderr[-2000:])
+        if returncode != 0:
+            log.error("apertium %s: exit %s: %s", mode, returncode, stderr[-2000:])
             raise TranslationFailed(_failed(self.source, self.target))
-        blocks = re.findall(r"<p>(.*?)</p>", result.stdout, flags=re.DOTALL)
+        blocks = re.findall(r"<p>(.*?)</p>", stdout, flags=re.DOTALL)
         if len(blocks) != len(texts):
-            log.error("apertium %s: %d blocks in, %d out: %r", mode, len(texts), len(blocks), result.stdout[:2000])
+            log.error("apertium %s: %d blocks in, %d out: %r", mode, len(texts), len(blocks), stdout[:2000])
             raise TranslationFailed(_failed(self.source, self.target))
         return [re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]*>", "", block))).strip() for block in blocks]
 
@@ -276,7 +295,7 @@ def _ct2_load(folder: Path) -> tuple[object, object, object]:
             target_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.spm"))
         try:
             model = ctranslate2.Translator(str(folder), device="cpu", compute_type="int8")
-        except ValueError as error:  # int8 not supported for this model or this CPU
+        except (ValueError, RuntimeError) as error:  # int8 not supported for this model or this CPU
             log.info("ctranslate2 %s: int8 unavailable (%s); default compute type", folder, error)
             model = ctranslate2.Translator(str(folder), device="cpu")
         _MODELS[key] = (model, source_sp, target_sp)
