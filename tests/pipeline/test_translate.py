@@ -107,6 +107,7 @@ def test_unsupported_pair():
     message = unavailable_message("en", "ja")
     assert "English" in message and "Japanese" in message
     assert str(TranslationUnavailable("en", "ja")) == message
+    assert str(TranslationUnavailable(message)) == message
     assert language_label("es") == "Spanish" and language_label("ast") == "Asturian"
 
 

@@ -83,11 +83,17 @@ _DASH = "- "
 # --------------------------------------------------------------------------------------------
 
 class TranslationUnavailable(Exception):
-    """No backend on this server translates the pair. ``str(e)`` is a sentence for the customer."""
+    """No backend on this server translates the pair. ``str(e)`` is a sentence for the customer:
+    ``TranslationUnavailable("en", "ja")`` writes it (``unavailable_message``), and
+    ``TranslationUnavailable(message)`` takes one as it is."""
 
-    def __init__(self, source: str, target: str):
-        self.source, self.target = source, target
-        super().__init__(unavailable_message(source, target))
+    def __init__(self, *args: str):
+        if len(args) == 2:
+            self.source, self.target = args
+            super().__init__(unavailable_message(*args))
+        else:
+            self.source = self.target = None
+            super().__init__(*args)
 
 
 class TranslationFailed(Exception):
