@@ -37,6 +37,8 @@ __all__ = [
     "build_cues",
     "to_srt",
     "to_webvtt",
+    "from_srt",
+    "wrap_lines",
 ]
 
 MAX_LINE_CHARS = 42
@@ -931,3 +933,114 @@ def to_srt(cues: list[Cue]) -> str:
 def to_webvtt(cues: list[Cue]) -> str:
     """WebVTT text, starting with "WEBVTT"; just the header for no cues. &, < and > are escaped."""
     return _ssafile(cues, vtt=True).to_string("vtt", keep_ssa_tags=True)
+
+
+def from_srt(text: str) -> list[Cue]:
+    """Cues from SubRip text as ``to_srt`` writes it (times in seconds, lines split on line breaks).
+    HTML-looking text is kept as it is, not turned into styling."""
+    subs = pysubs2.SSAFile.from_string(text, format_="srt", keep_html_tags=True)
+    cues = []
+    for event in subs.events:
+        lines = [line.strip() for line in re.split(r"\\N|\n", event.text)]
+        cues.append(Cue(start=event.start / 1000, end=event.end / 1000, lines=[line for line in lines if line]))
+    return cues
+
+
+# --------------------------------------------------------------------------------------------
+# Re-wrapping text that was not built from timed words (translations)
+# --------------------------------------------------------------------------------------------
+
+def _wrap_tokens(text: str) -> list[tuple[str, bool]]:
+    """(token, glued to the previous one) for ``text``: its words, and single characters inside a
+    run of a script written without spaces, so that such text can break anywhere."""
+    tokens: list[tuple[str, bool]] = []
+    for word in text.split():
+        glue, piece = False, ""
+        for ch in word:
+            if (piece and ch not in _ATTACHING_PUNCT and (_is_nospace_char(ch) or _is_nospace_char(piece[-1]))
+                    and not all(c in _OPENING_PUNCT for c in piece)):
+                tokens.append((piece, glue))
+                glue, piece = True, ""
+            piece += ch
+        tokens.append((piece, glue))
+    return tokens
+
+
+def wrap_lines(text: str, max_chars: int = MAX_LINE_CHARS, max_lines: int = MAX_LINES, *,
+               language: str | None = None) -> list[str]:
+    """``text`` on as few lines as fit ``max_chars`` each (at most ``max_lines``), balanced.
+
+    Lines break where their lengths are closest (a longer bottom line costs less than a longer top
+    one), preferably after punctuation, and not after an article, preposition or conjunction of
+    ``language`` (all the known languages when None) when anything else fits. Text too long for
+    ``max_lines`` lines still gets exactly ``max_lines`` balanced lines (longer than ``max_chars``)
+    rather than losing words; a word longer than a line is never cut. "" gives [].
+    """
+    text = re.sub(r"\s+", " ", text).strip()
+    if not text:
+        return []
+    if len(text) <= max_chars or max_lines <= 1:
+        return [text]
+    tokens = _wrap_tokens(text)
+    n = len(tokens)
+    key = _language_key(language)
+    no_break = _NO_BREAK_AFTER.get(key, _NO_BREAK_ALL) if key else _NO_BREAK_ALL
+    weak_break = _WEAK_BREAK_AFTER.get(key, set()) if key else _WEAK_BREAK_ALL
+    prefix = [0]
+    for index, (tok, glue) in enumerate(tokens):
+        prefix.append(prefix[-1] + (0 if index == 0 or glue else 1) + len(tok))
+
+    def length(i: int, j: int) -> int:
+        return prefix[j] - prefix[i] - (0 if i == 0 or tokens[i][1] else 1)
+
+    def break_cost(k: int) -> float:
+        """Cost of a line ending after token k."""
+        last = tokens[k][0]
+        cost = 0.0
+        if _SENTENCE_END.search(last):
+            cost -= 20.0
+        elif _CLAUSE_END.search(last):
+            cost -= 10.0
+        core = last.lower().strip("\"“‘«¿¡(")
+        if last[-1:].isalnum() or last[-1:] == "'":
+            if core in no_break:
+                cost += 1000.0
+            elif core in weak_break:
+                cost += 8.0
+        return cost
+
+    lines_needed = min(max_lines, n, max(2, math.ceil(len(text) / max_chars)))
+    for count in range(lines_needed, min(max_lines, n) + 1):
+        target = prefix[n] / count
+        # best[c][j]: cost of tokens 0..j-1 on c lines
+        best = [[math.inf] * (n + 1) for _ in range(count + 1)]
+        back = [[0] * (n + 1) for _ in range(count + 1)]
+        best[0][0] = 0.0
+        for c in range(1, count + 1):
+            for j in range(c, n + 1):
+                for i in range(c - 1, j):
+                    if best[c - 1][i] == math.inf:
+                        continue
+                    size = length(i, j)
+                    over = max(0, size - max_chars)
+                    cost = best[c - 1][i] + over * 100.0 + abs(size - target) * (0.7 if c < count else 0.25)
+                    if j < n:
+                        cost += break_cost(j - 1)
+                        if j - i == 1 and size < 10:
+                            cost += 30.0  # a lone short word on a line
+                    elif j - i == 1 and size < 10 and count > 1:
+                        cost += 30.0
+                    if cost < best[c][j]:
+                        best[c][j] = cost
+                        back[c][j] = i
+        bounds, j = [], n
+        for c in range(count, 0, -1):
+            i = back[c][j]
+            bounds.append((i, j))
+            j = i
+        bounds.reverse()
+        lines = ["".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j))
+                 for i, j in bounds]
+        if all(len(line) <= max_chars for line in lines) or count == min(max_lines, n):
+            return lines
+    return [text]  # not reached

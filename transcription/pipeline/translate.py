@@ -1,0 +1,535 @@
+"""Translate subtitle cues, keeping their count and timings one to one.
+
+Nothing here knows about Django: settings come in as arguments.
+
+    translator = find_translator("en", "es", ct2_models={"en-de": "/models/opus-mt-en-de"})
+    if translator is None:
+        raise TranslationUnavailable("en", "es")     # str(): a sentence for the customer
+    spanish = translate_cues(cues, translator, language="es")
+
+Backends, in the order ``find_translator`` prefers them for a language pair:
+
+1. **CTranslate2** (``CT2Translator``): the production path for quality and coverage. A setting maps
+   a pair ("en-de") to an OPUS-MT/Marian model folder converted for CTranslate2 (``model.bin``,
+   vocabularies, ``source.spm`` and ``target.spm``), or "*" to a multilingual NLLB folder
+   (``sentencepiece.bpe.model``) serving any pair it knows. Models are loaded once per process,
+   int8 on the CPU. Nothing is downloaded: the folders are prepared by whoever runs the server.
+2. **Apertium, direct** (``ApertiumTranslator``): Debian's rule-based translator works offline
+   with no model files, so a fresh server can translate English to Spanish, Catalan, Galician and
+   Esperanto (and back) out of the box. Modes are discovered from ``apertium -l``.
+3. **Apertium through Spanish**: Apertium's Romance pairs mostly start from Spanish, so English to
+   Portuguese, Italian, French, Occitan, Asturian and Aragonese go English -> Spanish -> target,
+   two processes chained. Quality drops at each step, hence last.
+
+No backend for a pair -> ``find_translator`` returns None and ``unavailable_message`` says so.
+
+Speech to English from any spoken language is not done here: whisper's own ``task="translate"``
+produces English words with timestamps, and ``align_translated_words`` puts them into the cues
+of the original transcript.
+
+Cue boundaries must survive translation. Apertium gets one ``<p>`` block per cue in its HTML
+format (never plain text mode, which moves words across lines) and the number of blocks that come
+back is checked; CTranslate2 translates a batch with one entry per cue. A cue made of two
+speaker-dash lines is translated line by line so each speaker keeps their line; any other cue is
+translated as one sentence and re-wrapped (``captions.wrap_lines``: at most 2 balanced lines).
+"""
+from __future__ import annotations
+
+import functools
+import html
+import json
+import logging
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+from bisect import bisect_right
+from dataclasses import replace
+from pathlib import Path
+from typing import Protocol
+
+import langcodes
+
+from .captions import MAX_LINE_CHARS, MAX_LINES, Cue, wrap_lines
+from .types import Word
+
+__all__ = [
+    "TranslationUnavailable",
+    "TranslationFailed",
+    "Translator",
+    "ApertiumTranslator",
+    "CT2Translator",
+    "language_label",
+    "unavailable_message",
+    "normalize_language",
+    "apertium_modes",
+    "find_translator",
+    "translate_cues",
+    "align_translated_words",
+    "nllb_code",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TIMEOUT = 300.0  # seconds for one backend call over all of a job's cues
+PIVOT = "es"
+_DASH = "- "
+
+
+# --------------------------------------------------------------------------------------------
+# Errors and language names
+# --------------------------------------------------------------------------------------------
+
+class TranslationUnavailable(Exception):
+    """No backend on this server translates the pair. ``str(e)`` is a sentence for the customer:
+    ``TranslationUnavailable("en", "ja")`` writes it (``unavailable_message``), and
+    ``TranslationUnavailable(message)`` takes one as it is."""
+
+    def __init__(self, *args: str):
+        if len(args) == 2:
+            self.source, self.target = args
+            super().__init__(unavailable_message(*args))
+        else:
+            self.source = self.target = None
+            super().__init__(*args)
+
+
+class TranslationFailed(Exception):
+    """A backend that should work did not (crash, timeout, broken model folder). ``str(e)`` is a
+    sentence for the customer; details go to the log."""
+
+
+class Translator(Protocol):
+    name: str
+
+    def translate(self, texts: list[str]) -> list[str]:
+        """Exactly one output per input, in the same order; "" stays ""."""
+        ...
+
+
+def normalize_language(code: str) -> str:
+    """The shortest code for a language tag: "eng" -> "en", "pt_BR" -> "pt", "ast" -> "ast".
+    Unknown but well-formed codes come back lowercased."""
+    try:
+        return langcodes.Language.get(code.strip().replace("_", "-")).language or code.strip().lower()
+    except (ValueError, LookupError, AttributeError):
+        return code.strip().lower()
+
+
+def language_label(code: str) -> str:
+    """English name of a language code ("es" -> "Spanish"); the code itself when unknown."""
+    try:
+        language = langcodes.Language.get(code.strip().replace("_", "-"))
+        if not language.is_valid():
+            return code
+        return language.display_name()
+    except (ValueError, LookupError, AttributeError):
+        return code
+
+
+def unavailable_message(source: str, target: str) -> str:
+    return (f"Translation from {language_label(source)} to {language_label(target)} "
+            "is not available on this server.")
+
+
+def _pair(source: str | None, target: str | None) -> str:
+    """"Translation from English to Spanish", or just "Translation"."""
+    if source and target:
+        return f"Translation from {language_label(source)} to {language_label(target)}"
+    return "Translation"
+
+
+def _failed(source: str | None, target: str | None, why: str = "") -> str:
+    return f"{_pair(source, target)} failed on this server{': ' + why if why else ''}."
+
+
+# --------------------------------------------------------------------------------------------
+# Apertium
+# --------------------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def apertium_modes() -> dict[tuple[str, str], str]:
+    """{(source, target): mode} from ``apertium -l``, codes normalised ("eng-spa" -> ("en", "es")).
+    Variant modes ("eng-cat_valencia", "es-pt_BR", "eo-en-bytecode") are left out: the plain one
+    is used. Empty when Apertium is not installed. Cached for the process."""
+    if shutil.which("apertium") is None:
+        log.warning("apertium is not installed: no Apertium translation")
+        return {}
+    try:
+        listing = subprocess.run(["apertium", "-l"], capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        log.warning("apertium -l failed: %s", error)
+        return {}
+    modes: dict[tuple[str, str], str] = {}
+    for line in listing.stdout.splitlines():
+        mode = line.strip()
+        parts = mode.split("-")
+        if len(parts) != 2 or not all(re.fullmatch(r"[a-z]{2,3}", part) for part in parts):
+            continue
+        pair = (normalize_language(parts[0]), normalize_language(parts[1]))
+        modes.setdefault(pair, mode)
+    return modes
+
+
+# A mark Apertium puts before a word it could not handle: "*" unknown (dropped by -u), "#"
+# generation error, "@" transfer error.
+_MARK = re.compile(r"(?<![\w*#@])[*#@]+(?=[^\W\d_])")
+
+
+def _run_killable(command: list[str], stdin: str, timeout: float) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr). ``apertium`` is a shell script running a pipeline of
+    programs: on timeout the whole process group is killed, not just the shell, so that nothing
+    keeps running (or keeps the pipes open) after TimeoutExpired is raised."""
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, encoding="utf-8", start_new_session=True)
+    try:
+        stdout, stderr = process.communicate(stdin, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.communicate()
+        raise
+    return process.returncode, stdout, stderr
+
+
+class ApertiumTranslator:
+    """One or more Apertium modes chained (``["eng-spa", "es-pt"]`` pivots through Spanish)."""
+
+    def __init__(self, modes: list[str], *, timeout: float = DEFAULT_TIMEOUT,
+                 source: str | None = None, target: str | None = None):
+        if not modes:
+            raise ValueError("at least one Apertium mode")
+        self.modes = list(modes)
+        self.timeout = timeout
+        self.source, self.target = source, target
+        self.name = "apertium " + " + ".join(self.modes)
+
+    def translate(self, texts: list[str]) -> list[str]:
+        clean = [re.sub(r"\s+", " ", text).strip() for text in texts]
+        todo = [index for index, text in enumerate(clean) if text]
+        out = [""] * len(texts)
+        if not todo:
+            return out
+        current = [clean[index] for index in todo]
+        for mode in self.modes:
+            current = self._run(mode, current)
+        for index, text in zip(todo, current):
+            # strip the marks, but not ones the customer wrote ("#hashtag", "@name")
+            keep = set(clean[index]) & set("*#@")
+            out[index] = _MARK.sub(lambda m: "".join(ch for ch in m.group(0) if ch in keep), text)
+            out[index] = re.sub(r"\s+", " ", out[index]).strip()
+        return out
+
+    def _run(self, mode: str, texts: list[str]) -> list[str]:
+        document = "".join(f"<p>{html.escape(text, quote=False)}</p>\n" for text in texts)
+        try:
+            returncode, stdout, stderr = _run_killable(["apertium", "-f", "html", "-u", mode], document, self.timeout)
+        except subprocess.TimeoutExpired:
+            log.error("apertium %s: timed out after %s s on %d texts", mode, self.timeout, len(texts))
+            raise TranslationFailed(f"{_pair(self.source, self.target)} took longer than {self.timeout:g} "
+                                    "seconds and was stopped.") from None
+        except OSError as error:
+            log.error("apertium %s: could not run: %s", mode, error)
+            raise TranslationFailed(_failed(self.source, self.target)) from error
+        if returncode != 0:
+            log.error("apertium %s: exit %s: %s", mode, returncode, stderr[-2000:])
+            raise TranslationFailed(_failed(self.source, self.target))
+        blocks = re.findall(r"<p>(.*?)</p>", stdout, flags=re.DOTALL)
+        if len(blocks) != len(texts):
+            log.error("apertium %s: %d blocks in, %d out: %r", mode, len(texts), len(blocks), stdout[:2000])
+            raise TranslationFailed(_failed(self.source, self.target))
+        return [re.sub(r"\s+", " ", html.unescape(re.sub(r"<[^>]*>", "", block))).strip() for block in blocks]
+
+
+# --------------------------------------------------------------------------------------------
+# CTranslate2
+# --------------------------------------------------------------------------------------------
+
+# ISO 639-1 (or 639-3) -> NLLB-200 code, where the generic alpha3_Script rule gets it wrong or
+# for the commonest languages.
+NLLB_CODES = {
+    "en": "eng_Latn", "es": "spa_Latn", "fr": "fra_Latn", "de": "deu_Latn", "it": "ita_Latn",
+    "pt": "por_Latn", "ca": "cat_Latn", "gl": "glg_Latn", "nl": "nld_Latn", "sv": "swe_Latn",
+    "da": "dan_Latn", "nb": "nob_Latn", "no": "nob_Latn", "fi": "fin_Latn", "pl": "pol_Latn",
+    "cs": "ces_Latn", "ro": "ron_Latn", "hu": "hun_Latn", "el": "ell_Grek", "tr": "tur_Latn",
+    "ru": "rus_Cyrl", "uk": "ukr_Cyrl", "bg": "bul_Cyrl", "ar": "arb_Arab", "he": "heb_Hebr",
+    "fa": "pes_Arab", "hi": "hin_Deva", "bn": "ben_Beng", "ur": "urd_Arab", "ja": "jpn_Jpan",
+    "ko": "kor_Hang", "zh": "zho_Hans", "vi": "vie_Latn", "th": "tha_Thai", "id": "ind_Latn",
+    "ms": "zsm_Latn", "sw": "swh_Latn", "et": "est_Latn", "lv": "lvs_Latn", "eu": "eus_Latn",
+    "ast": "ast_Latn", "oc": "oci_Latn", "eo": "epo_Latn", "tl": "tgl_Latn",
+}
+
+
+def nllb_code(code: str) -> str | None:
+    """NLLB-200 language token for an ISO code ("es" -> "spa_Latn"); None when unknown."""
+    code = normalize_language(code)
+    if code in NLLB_CODES:
+        return NLLB_CODES[code]
+    try:
+        language = langcodes.Language.get(code)
+        script = language.maximize().script
+        alpha3 = language.to_alpha3()
+    except (ValueError, LookupError):
+        return None
+    return f"{alpha3}_{script}" if script else None
+
+
+_MODELS: dict[str, tuple[object, object, object]] = {}  # folder -> (translator, source sp, target sp)
+_MODELS_LOCK = threading.Lock()
+
+
+def _ct2_load(folder: Path) -> tuple[object, object, object]:
+    """(ctranslate2.Translator, source SentencePieceProcessor, target one), once per folder."""
+    key = str(folder.resolve())
+    with _MODELS_LOCK:
+        if key in _MODELS:
+            return _MODELS[key]
+        import ctranslate2
+        import sentencepiece
+
+        if not (folder / "model.bin").is_file():
+            raise FileNotFoundError(f"{folder}/model.bin")
+        if (folder / "sentencepiece.bpe.model").is_file():
+            source_sp = target_sp = sentencepiece.SentencePieceProcessor(
+                model_file=str(folder / "sentencepiece.bpe.model"))
+        else:
+            source_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "source.spm"))
+            target_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.spm"))
+        try:
+            model = ctranslate2.Translator(str(folder), device="cpu", compute_type="int8")
+        except (ValueError, RuntimeError) as error:  # int8 not supported for this model or this CPU
+            log.info("ctranslate2 %s: int8 unavailable (%s); default compute type", folder, error)
+            model = ctranslate2.Translator(str(folder), device="cpu")
+        _MODELS[key] = (model, source_sp, target_sp)
+        return _MODELS[key]
+
+
+def _vocabulary(folder: Path) -> set[str] | None:
+    """The target vocabulary of a converted folder, when it is stored in a readable file."""
+    for name in ("shared_vocabulary", "target_vocabulary"):
+        if (folder / f"{name}.json").is_file():
+            return set(json.loads((folder / f"{name}.json").read_text(encoding="utf-8")))
+        if (folder / f"{name}.txt").is_file():
+            return set((folder / f"{name}.txt").read_text(encoding="utf-8").splitlines())
+    return None
+
+
+class CT2Translator:
+    """A CTranslate2 model folder: OPUS-MT/Marian (``source.spm``, ``target.spm``; one pair) or
+    NLLB (``sentencepiece.bpe.model``; language tokens chosen per call). Loading is lazy (first
+    ``translate`` or ``load``) and cached per folder for the process; a missing or broken folder
+    raises TranslationFailed then."""
+
+    BEAM_SIZE = 4
+    MAX_DECODING_LENGTH = 256
+    MAX_BATCH_SIZE = 32
+
+    def __init__(self, folder: str | Path, *, source: str, target: str):
+        self.folder = Path(folder)
+        self.source, self.target = normalize_language(source), normalize_language(target)
+        self.name = f"ctranslate2 {self.folder.name}"
+
+    @property
+    def is_nllb(self) -> bool:
+        return (self.folder / "sentencepiece.bpe.model").is_file()
+
+    def load(self) -> None:
+        try:
+            _ct2_load(self.folder)
+        except Exception as error:  # noqa: BLE001 - whatever breaks, the customer gets one sentence
+            log.error("ctranslate2 model %s could not be loaded: %r", self.folder, error)
+            raise TranslationFailed(
+                _failed(self.source, self.target, "its translation model could not be loaded")) from error
+
+    def translate(self, texts: list[str]) -> list[str]:
+        self.load()
+        model, source_sp, target_sp = _ct2_load(self.folder)
+        clean = [re.sub(r"\s+", " ", text).strip() for text in texts]
+        todo = [index for index, text in enumerate(clean) if text]
+        out = [""] * len(texts)
+        if not todo:
+            return out
+        batch = [source_sp.encode(clean[index], out_type=str) for index in todo]
+        options = dict(beam_size=self.BEAM_SIZE, max_decoding_length=self.MAX_DECODING_LENGTH,
+                       max_batch_size=self.MAX_BATCH_SIZE)
+        prefix_token = None
+        if self.is_nllb:
+            source_code, prefix_token = nllb_code(self.source), nllb_code(self.target)
+            vocabulary = _vocabulary(self.folder)
+            if (not source_code or not prefix_token
+                    or (vocabulary is not None and not {source_code, prefix_token} <= vocabulary)):
+                raise TranslationFailed(unavailable_message(self.source, self.target))
+            batch = [[source_code, *tokens, "</s>"] for tokens in batch]
+            options["target_prefix"] = [[prefix_token]] * len(batch)
+        try:
+            results = model.translate_batch(batch, **options)  # type: ignore[attr-defined]
+        except Exception as error:  # noqa: BLE001
+            log.error("ctranslate2 %s: translate_batch failed: %r", self.folder, error)
+            raise TranslationFailed(_failed(self.source, self.target)) from error
+        for index, result in zip(todo, results):
+            tokens = list(result.hypotheses[0])
+            if prefix_token is not None and tokens[:1] == [prefix_token]:
+                tokens = tokens[1:]
+            out[index] = re.sub(r"\s+", " ", target_sp.decode_pieces(tokens)).strip()  # type: ignore[attr-defined]
+        return out
+
+
+class _Identity:
+    name = "identity"
+
+    def translate(self, texts: list[str]) -> list[str]:
+        return list(texts)
+
+
+# --------------------------------------------------------------------------------------------
+# Choosing a backend
+# --------------------------------------------------------------------------------------------
+
+def _ct2_folder(source: str, target: str, ct2_models: dict[str, str] | None) -> str | None:
+    for key, folder in (ct2_models or {}).items():
+        if key == "*" or "-" not in key:
+            continue
+        left, right = key.split("-", 1)
+        if (normalize_language(left), normalize_language(right)) == (source, target):
+            return folder
+    folder = (ct2_models or {}).get("*")
+    if folder and nllb_code(source) and nllb_code(target):
+        return folder
+    return None
+
+
+def find_translator(source: str, target: str, *, ct2_models: dict[str, str] | None = None,
+                    timeout: float = DEFAULT_TIMEOUT) -> Translator | None:
+    """The best backend for ``source`` -> ``target`` (ISO 639-1, or 639-3 where there is no 639-1;
+    other tags are normalised), or None when nothing here translates the pair.
+
+    Preference: a CTranslate2 folder configured for the pair in ``ct2_models`` ("en-de": folder;
+    "*": an NLLB folder for any pair), then an Apertium mode for the pair, then two Apertium modes
+    through Spanish. Never raises and loads nothing: a broken CTranslate2 folder shows up as
+    TranslationFailed from ``translate``. The same language both sides gives a translator that
+    copies."""
+    source, target = normalize_language(source), normalize_language(target)
+    if source == target:
+        return _Identity()
+    folder = _ct2_folder(source, target, ct2_models)
+    if folder:
+        return CT2Translator(folder, source=source, target=target)
+    modes = apertium_modes()
+    if (source, target) in modes:
+        return ApertiumTranslator([modes[source, target]], timeout=timeout, source=source, target=target)
+    if PIVOT not in (source, target) and (source, PIVOT) in modes and (PIVOT, target) in modes:
+        return ApertiumTranslator([modes[source, PIVOT], modes[PIVOT, target]], timeout=timeout,
+                                  source=source, target=target)
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# Cues
+# --------------------------------------------------------------------------------------------
+
+_DASH_LINE = re.compile(r"^\s*[-–—]\s*(.*)$")
+
+
+def _speaker_lines(lines: list[str]) -> list[str] | None:
+    """The speakers' texts when every line (two or more) is a "- text" line, else None."""
+    if len(lines) < 2:
+        return None
+    matches = [_DASH_LINE.match(line) for line in lines]
+    if not all(match and match.group(1).strip() for match in matches):
+        return None
+    return [match.group(1).strip() for match in matches]  # type: ignore[union-attr]
+
+
+def translate_cues(cues: list[Cue], translator: Translator, *, language: str | None = None) -> list[Cue]:
+    """New cues with the same count and start/end, their text translated with ``translator``.
+
+    A cue of speaker-dash lines keeps one "- " line per speaker (each translated on its own);
+    any other cue is translated as one text and re-wrapped into at most 2 balanced lines of at most
+    42 characters where it fits (``language``, the target, guides where lines may break). Empty
+    cues stay empty. All texts go to the backend in one call."""
+    units: list[str] = []
+    plans: list[tuple[str, int, int]] = []  # (kind, first unit, unit count)
+    for cue in cues:
+        speakers = _speaker_lines(cue.lines)
+        if speakers is not None:
+            plans.append(("dash", len(units), len(speakers)))
+            units.extend(speakers)
+        else:
+            text = re.sub(r"\s+", " ", " ".join(cue.lines)).strip()
+            plans.append(("text" if text else "empty", len(units), 1 if text else 0))
+            if text:
+                units.append(text)
+    translated = translator.translate(units) if units else []
+    if len(translated) != len(units):
+        log.error("%s returned %d texts for %d", translator.name, len(translated), len(units))
+        raise TranslationFailed("Translation failed on this server.")
+    out = []
+    for cue, (kind, first, count) in zip(cues, plans):
+        parts = translated[first:first + count]
+        if kind == "dash":
+            lines = [_DASH + (_DASH_LINE.match(part).group(1) if _DASH_LINE.match(part) else part).strip()
+                     for part in parts]
+        elif kind == "text":
+            lines = wrap_lines(parts[0], MAX_LINE_CHARS, MAX_LINES, language=language)
+        else:
+            lines = []
+        out.append(replace(cue, lines=lines))
+    return out
+
+
+def _nearest_cue(cues: list[Cue], starts: list[float], time: float) -> int:
+    index = bisect_right(starts, time) - 1
+    candidates = [i for i in (index, index + 1) if 0 <= i < len(cues)]
+
+    def distance(i: int) -> float:
+        cue = cues[i]
+        return 0.0 if cue.start <= time <= cue.end else min(abs(time - cue.start), abs(time - cue.end))
+
+    return min(candidates, key=lambda i: (distance(i), i))
+
+
+def align_translated_words(cues: list[Cue], words: list[Word]) -> list[Cue]:
+    """Cues of the original transcript with their text replaced by ``words`` (whisper's
+    ``task="translate"`` output for the same audio, English with timestamps).
+
+    Each word goes to the cue whose span contains its midpoint (the nearest one when none does);
+    count and timings stay one to one. A cue left without words takes the nearest boundary word
+    from the closest cue with two or more (passed along through any cues in between, so word order
+    is kept), so no cue stays empty while there are at least as many words as cues. Lines are
+    re-wrapped as in ``translate_cues``."""
+    if not cues:
+        return []
+    starts = [cue.start for cue in cues]
+    buckets: list[list[Word]] = [[] for _ in cues]
+    for word in sorted((w for w in words if w.text.strip()), key=lambda w: (w.start, w.end)):
+        buckets[_nearest_cue(cues, starts, (word.start + word.end) / 2)].append(word)
+
+    moved = True
+    while moved:
+        moved = False
+        for empty in (i for i, bucket in enumerate(buckets) if not bucket):
+            donors = [j for j, bucket in enumerate(buckets) if len(bucket) >= 2]
+            if not donors:
+                break
+            donor = min(donors, key=lambda j: (abs(j - empty), -len(buckets[j])))
+            step = 1 if donor < empty else -1
+            at = donor
+            while at != empty:  # pass one word along: donor's boundary word to its neighbour, ...
+                if step == 1:
+                    buckets[at + 1].insert(0, buckets[at].pop())
+                else:
+                    buckets[at - 1].append(buckets[at].pop(0))
+                at += step
+            moved = True
+            break
+
+    out = []
+    for cue, bucket in zip(cues, buckets):
+        text = re.sub(r"\s+", " ", "".join(word.text if word.text[:1].isspace() else " " + word.text
+                                           for word in bucket)).strip()
+        out.append(replace(cue, lines=wrap_lines(text, MAX_LINE_CHARS, MAX_LINES, language="en")))
+    return out
