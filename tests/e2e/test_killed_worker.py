@@ -42,3 +42,29 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
     assert body["state"] == "done", body["error"]
     assert body["txt"].count("Speaker 1:") >= 1
     assert Job.objects.get(pk=job_id).attempts == 1
+
+
+def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_setup, django_db_blocker, api, videos,
+                                                                   tmp_path_factory):
+    from transcription import runner
+    from transcription.models import Job
+
+    with running_worker(tmp_path_factory.mktemp("killed") / "worker.log", ALLOW_PRIVATE_URLS="true") as process:
+        job_id = submit(api, "/v1/api/burn-subtitles", {"url": videos["librivox"], "target_languages": ["ca"]})
+        wait_for_job(job_id, timeout=300, states=("burning", "done", "failed"))
+        kill_worker(process)
+    stuck = Job.objects.get(pk=job_id)
+    assert stuck.state == "burning", stuck.error
+    with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", ALLOW_PRIVATE_URLS="true"):
+        with override_settings(STALLED_AFTER_SECONDS=1):
+            time.sleep(1.5)
+            swept = runner.sweep_stalled_jobs()
+        assert [str(i) for i in swept["requeued"]] == [job_id]
+        body = api.get(f"/v1/api/transcription/{wait_for_job(job_id, timeout=420).id}").json()
+    assert body["state"] == "done", body["error"]
+    assert body["burned_video_url"] and body["translations"][0]["burned_video_url"]
+    assert body["translations"][0]["state"] == "done"
+    assert Job.objects.get(pk=job_id).attempts == 1
+    from django.core.files.storage import default_storage
+
+    assert not default_storage.exists(f"sources/{job_id}.video"), "the source copy goes when the job ends"

@@ -19,6 +19,35 @@ def media(media_server):
     return media_server.folder
 
 
+# --------------------------------------------------------------------------- cut_media
+
+
+def _streams(path):
+    import json
+    import subprocess
+
+    out = subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", str(path)],
+                         capture_output=True, check=True).stdout
+    return json.loads(out)
+
+
+def test_cut_media_keeps_the_beginning_with_picture_and_sound(media, tmp_path):
+    whole = _streams(media / "speech.mp4")
+    assert float(whole["format"]["duration"]) > 3
+    cut = audio.cut_media(media / "speech.mp4", tmp_path / "preview.mp4", seconds=2, timeout=60)
+    info = _streams(cut)
+    assert {s["codec_type"] for s in info["streams"]} == {"video", "audio"}
+    assert 1.9 <= float(info["format"]["duration"]) < float(whole["format"]["duration"]) - 0.5
+
+
+def test_cut_media_of_garbage_is_a_readable_error(tmp_path):
+    bad = tmp_path / "bad.mp4"
+    bad.write_text("not a video")
+    with pytest.raises(AudioError, match="The video could not be cut: "):
+        audio.cut_media(bad, tmp_path / "out.mp4", seconds=2, timeout=60)
+    assert not (tmp_path / "out.mp4").exists()
+
+
 # --------------------------------------------------------------------------- probe_audio
 
 
