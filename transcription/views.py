@@ -1,12 +1,61 @@
+import mimetypes
+import re
+
 from django.core import signing
 from django.core.files.storage import default_storage
-from django.http import FileResponse, JsonResponse
+from django.http import FileResponse, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.utils.http import content_disposition_header
 
 from .artifacts import unsign
 
+_CHUNK = 64 * 1024
+_RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$")
+
+
+class Unsatisfiable(Exception):
+    pass
+
+
+def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
+    """The (first, last) byte, inclusive, of a single-range ``Range`` header, or None to send the
+    whole file: no header, a malformed one, or several ranges (RFC 9110 lets a server ignore
+    those). Raises Unsatisfiable for a range that starts past the end."""
+    match = _RANGE.match(header or "")
+    if not match or match.group(1) == match.group(2) == "":
+        return None
+    first, last = match.group(1), match.group(2)
+    if first == "":  # "bytes=-500": the last 500 bytes
+        suffix = int(last)
+        if suffix == 0 or size == 0:
+            raise Unsatisfiable
+        return max(0, size - suffix), size - 1
+    start = int(first)
+    end = min(int(last), size - 1) if last else size - 1
+    if last and int(last) < start:
+        return None  # syntactically invalid: ignored
+    if start >= size:
+        raise Unsatisfiable
+    return start, end
+
+
+def _read(handle, start: int, length: int):
+    try:
+        handle.seek(start)
+        while length > 0:
+            chunk = handle.read(min(_CHUNK, length))
+            if not chunk:
+                break
+            length -= len(chunk)
+            yield chunk
+    finally:
+        handle.close()
+
 
 def artifact(request, token: str):
-    """A result file behind a signed, expiring link (no bearer token needed)."""
+    """A result file behind a signed, expiring link (no bearer token needed).
+
+    Byte ranges are served (206), since video players seek with them and Safari will not play a
+    video from a server that ignores them."""
     try:
         name = unsign(token)
     except signing.SignatureExpired:
@@ -15,4 +64,23 @@ def artifact(request, token: str):
         return JsonResponse({"detail": "Not found."}, status=404)
     if not default_storage.exists(name):
         return JsonResponse({"detail": "This file is no longer kept."}, status=410)
-    return FileResponse(default_storage.open(name, "rb"), as_attachment=False, filename=name.rsplit("/", 1)[-1])
+    filename = name.rsplit("/", 1)[-1]
+    size = default_storage.size(name)
+    try:
+        wanted = byte_range(request.headers.get("Range"), size)
+    except Unsatisfiable:
+        response = HttpResponse(status=416)
+        response["Content-Range"] = f"bytes */{size}"
+        response["Accept-Ranges"] = "bytes"
+        return response
+    if wanted is None:
+        response = FileResponse(default_storage.open(name, "rb"), as_attachment=False, filename=filename)
+    else:
+        start, end = wanted
+        response = StreamingHttpResponse(_read(default_storage.open(name, "rb"), start, end - start + 1), status=206,
+                                         content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream")
+        response["Content-Range"] = f"bytes {start}-{end}/{size}"
+        response["Content-Length"] = str(end - start + 1)
+        response["Content-Disposition"] = content_disposition_header(False, filename)
+    response["Accept-Ranges"] = "bytes"
+    return response

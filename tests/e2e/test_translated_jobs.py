@@ -95,10 +95,10 @@ def test_english_subtitles_from_dutch_speech_come_from_the_speech_model(worker, 
     assert " ".join(text for _, _, text in source).lower() != " ".join(words)
 
 
-def test_burned_videos_in_the_spoken_and_a_translated_language(worker, api, client, account, videos, tmp_path):
+def test_burned_videos_in_the_spoken_and_each_translated_language(worker, api, client, account, videos, tmp_path):
     job_id = submit(api, "/v1/api/burn-subtitles",
-                    {"url": videos["librivox"], "target_languages": ["Spanish"], "background": True})
-    body, seen = poll_until_done(api, job_id, timeout=600)
+                    {"url": videos["librivox"], "target_languages": ["Spanish", "ca", "Japanese"], "background": True})
+    body, seen = poll_until_done(api, job_id, timeout=900)
     assert body["state"] == "done", body["error"]
     burning = [progress for state, progress in seen if state == "burning"]
     assert len(set(burning)) >= 3, f"progress moves while burning: {seen}"
@@ -106,14 +106,17 @@ def test_burned_videos_in_the_spoken_and_a_translated_language(worker, api, clie
 
     timeline = [state for state, _ in Job.objects.get(pk=job_id).timeline]
     assert timeline[-4:] == ["aligning", "translating", "burning", "done"]
-    [spanish] = body["translations"]
-    assert spanish["state"] == "done", spanish["error"]
-    assert spanish["language"] == "Spanish"
-    assert body["burned_video_url"] != spanish["burned_video_url"]
+    spanish, catalan, japanese = body["translations"]
+    assert (spanish["language"], catalan["language"], japanese["language"]) == ("Spanish", "ca", "Japanese")
+    for translation in (spanish, catalan):
+        assert translation["state"] == "done", translation["error"]
+    assert japanese["state"] == "failed" and japanese["burned_video_url"] is None
+    assert japanese["error"] == "Translation from English to Japanese is not available on this server."
+    links = [body["burned_video_url"], spanish["burned_video_url"], catalan["burned_video_url"]]
+    assert len(set(links)) == 3, "one video per language"
 
-    original = fetch(client, body["burned_video_url"], tmp_path / "original.mp4")
-    translated = fetch(client, spanish["burned_video_url"], tmp_path / "spanish.mp4")
-    for path in (original, translated):
+    paths = [fetch(client, link, tmp_path / f"{i}.mp4") for i, link in enumerate(links)]
+    for path in paths:
         info = probe(path)
         video = next(s for s in info["streams"] if s["codec_type"] == "video")
         audio = next(s for s in info["streams"] if s["codec_type"] == "audio")
@@ -121,13 +124,15 @@ def test_burned_videos_in_the_spoken_and_a_translated_language(worker, api, clie
         assert video["codec_name"] == "h264" and audio["codec_name"] == "aac"
         assert abs(float(info["format"]["duration"]) - body["duration"]) <= 1.0
 
-    # At a cue's middle the two videos show different text in the lower part and the same picture above.
+    # At a cue's middle each language's video shows other text in the lower part, the same picture above.
     start, end, _ = cues(body["srt"])[1]
     moment = (start + end) / 2000
-    a, b = frame(original, moment, 1280, 720), frame(translated, moment, 1280, 720)
-    assert np.abs(a[480:] - b[480:]).mean() > 1.0
-    assert np.abs(a[:300] - b[:300]).mean() < 1.0
+    original, *translated = (frame(path, moment, 1280, 720) for path in paths)
+    for other in translated:
+        assert np.abs(original[480:] - other[480:]).mean() > 1.0
+        assert np.abs(original[:300] - other[:300]).mean() < 1.0
 
     duration = body["duration"]
-    assert account_balance(account.pk) == 600 - duration * 3 - duration * (1 + 3)
-    assert not LedgerEntry.objects.filter(account=account, kind="refund").exists()
+    refund = LedgerEntry.objects.get(account=account, kind="refund")
+    assert refund.seconds == duration * (1 + 3), "the failed language's translation and video come back"
+    assert account_balance(account.pk) == 600 - duration * 3 - 3 * duration * (1 + 3) + duration * (1 + 3)

@@ -46,6 +46,26 @@ def test_a_signed_link_serves_the_file_without_a_token(client, stored):
     assert 'filename="video.mp4"' in response["Content-Disposition"]
 
 
+def test_a_video_player_can_seek_with_byte_ranges(client, stored):
+    content = bytes(range(256)) * 40  # 10,240 bytes
+    path = _path(absolute_url(stored(f"burned/{uuid.uuid4()}/video.mp4", content)))
+    whole = client.get(path)
+    assert whole["Accept-Ranges"] == "bytes"
+    for header, first, last in (("bytes=0-1", 0, 1), ("bytes=100-", 100, 10239), ("bytes=-16", 10224, 10239),
+                                ("bytes=10000-99999", 10000, 10239)):
+        response = client.get(path, HTTP_RANGE=header)
+        assert response.status_code == 206, header
+        assert response["Content-Range"] == f"bytes {first}-{last}/10240"
+        assert response["Content-Type"] == "video/mp4"
+        body = b"".join(response.streaming_content)
+        assert body == content[first:last + 1] and int(response["Content-Length"]) == len(body)
+    for ignored in ("bytes=0-1,5-9", "lines=1-2", "bytes=9-3"):
+        response = client.get(path, HTTP_RANGE=ignored)
+        assert response.status_code == 200 and b"".join(response.streaming_content) == content, ignored
+    beyond = client.get(path, HTTP_RANGE="bytes=10240-")
+    assert beyond.status_code == 416 and beyond["Content-Range"] == "bytes */10240"
+
+
 def test_a_tampered_link_is_refused(client, stored):
     name = stored(f"burned/{uuid.uuid4()}/video.mp4")
     path = _path(absolute_url(name))
