@@ -18,6 +18,7 @@ from transcription.pipeline.captions import (
     Cue,
     build_cues,
     clean_words,
+    ends_sentence,
     to_srt,
     to_webvtt,
     transcript_text,
@@ -319,6 +320,24 @@ class TestCues:
         lines = [line for cue in cues for line in cue.lines]
         assert all(line[-1] in ".,?!" for line in lines[:-1]), lines
         check_both(cues, expected_words([seg(text, step=0.25)]))
+
+    def test_a_title_or_an_initial_is_not_a_sentence_end(self):
+        # LibriVox, as the speech model times it: "And Mr." became a cue of its own (and was
+        # translated alone); a title, an abbreviation or an initial ends no sentence.
+        text = ("And Mr. John Dashwood had then leisure to consider how much there might be prudently "
+                "in his power to do for them. Dr. J. Smith agreed.")
+        cues = build_cues([seg(text, step=0.3)])
+        assert all(cue.text.split()[-1] not in ("Mr.", "Dr.", "J.") for cue in cues), [c.lines for c in cues]
+        for cue in cues:
+            assert not any(line.endswith(("Mr.", "Dr.", "J.")) for line in cue.lines), cue.lines
+        check_both(cues, expected_words([seg(text, step=0.3)]))
+
+    @pytest.mark.parametrize("word, ends", [
+        (" then.", True), ("what?\"", True), (" I.", True), ("好。", True), (" Mr.", False), (" e.g.", False),
+        ("(Dr.", False), (" J.", False), (" then,", False), (" Smith", False),
+    ])
+    def test_ends_sentence(self, word, ends):
+        assert ends_sentence(word) is ends
 
     def test_lines_balanced_and_bottom_heavy(self):
         text = "we were talking about the way that subtitles should be broken into lines"

@@ -13,6 +13,7 @@ import langcodes
 import numpy as np
 from faster_whisper.tokenizer import _LANGUAGE_CODES
 
+from .captions import ends_sentence
 from .types import Segment, Transcript, Word
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -126,25 +127,12 @@ def _convert(seg, offset: float) -> Segment:
     return Segment(start=s, end=e, text=seg.text.strip(), words=words)
 
 
-_SENTENCE_END = (".", "?", "!", "。", "？", "！", "…")
-_ABBREVIATIONS = frozenset(
-    "mr. mrs. ms. dr. prof. st. jr. sr. vs. etc. e.g. i.e. approx. dept. sra. sig. hr. fr.".split()
-)
-
-
-def _ends_sentence(word: str) -> bool:
-    w = word.strip()
-    if not w.endswith(_SENTENCE_END) or w.lower() in _ABBREVIATIONS:
-        return False
-    return not (len(w) == 2 and w[0].isalpha() and w[1] == ".")  # an initial: "J."
-
-
 def _split_sentences(seg: Segment) -> list[Segment]:
     """Split a long segment after words that end a sentence (using word timestamps)."""
     pieces: list[list[Word]] = [[]]
     for i, w in enumerate(seg.words):
         pieces[-1].append(w)
-        if _ends_sentence(w.text) and i < len(seg.words) - 1:
+        if ends_sentence(w.text) and i < len(seg.words) - 1:
             pieces.append([])
     if len(pieces) < 2:
         return [seg]

@@ -74,6 +74,10 @@ class Cue:
 # --------------------------------------------------------------------------------------------
 
 _SENTENCE_END = re.compile(r"[.!?…。！？]['\"”’»)\]]*$")
+# Words whose full stop ends no sentence: titles and common abbreviations (an initial, "J.", neither).
+_ABBREVIATIONS = frozenset(
+    "mr. mrs. ms. dr. prof. st. jr. sr. vs. etc. e.g. i.e. approx. dept. sra. sig. hr. fr.".split()
+)
 _CLAUSE_END = re.compile(r"[,;:，、；：—–-]['\"”’»)\]]*$")
 _TRAILING_PUNCT = re.compile(r"[^\w\]]+$")
 _MUSIC_CHARS = "♪♫♬♩🎵🎶"
@@ -179,8 +183,15 @@ def _is_filler(word: Word, language: str | None) -> bool:
     return bool(regex.match(core))
 
 
-def _ends_sentence(text: str) -> bool:
-    return bool(_SENTENCE_END.search(text.rstrip()))
+def ends_sentence(text: str) -> bool:
+    """Whether a word ends a sentence: "then." and "what?\"" do; "Mr.", "e.g." and "J." do not."""
+    text = text.strip()
+    if not _SENTENCE_END.search(text):
+        return False
+    word = text.lstrip("".join(_OPENING_PUNCT)).lower()
+    if word in _ABBREVIATIONS:
+        return False
+    return not (len(word) == 2 and word[0].isalpha() and word[1] == "." and word != "i.")  # "J.", not "I."
 
 
 def _capitalize(word: Word) -> Word:
@@ -334,7 +345,7 @@ def _transfer_sentence_end(previous: Word, dropped: Word) -> Word:
     if not trailing:
         return previous
     end = re.search(r"[.!?…]+", trailing.group(0))
-    if not end or _ends_sentence(previous.text):
+    if not end or ends_sentence(previous.text):
         return previous
     text = re.sub(r"[,;:\s]+$", "", previous.text)
     if not _has_word_chars(text):
@@ -349,7 +360,7 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
 
     def boundary(index: int) -> bool:
         """Whether a sentence starts after out[index] (before the first word when index < 0)."""
-        return index < 0 or _ends_sentence(out[index].text) or _is_tag(out[index].text)
+        return index < 0 or ends_sentence(out[index].text) or _is_tag(out[index].text)
 
     def drop(word: Word) -> None:
         nonlocal capitalize_next
@@ -381,7 +392,7 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
             continue
         core = _core(word.text)
         if (out and core and not core.isdigit() and core not in doubles and _core(out[-1].text) == core
-                and not _ends_sentence(out[-1].text) and not _is_tag(out[-1].text)):
+                and not ends_sentence(out[-1].text) and not _is_tag(out[-1].text)):
             earlier = out.pop()
             if boundary(len(out) - 1) and _starts_upper(earlier.text):
                 capitalize_next = True
@@ -394,8 +405,8 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
             a, b, c, d = out[-4:]
             cores = [_core(w.text) for w in (a, b, c, d)]
             if (all(cores) and cores[0] == cores[2] and cores[1] == cores[3] and cores[0] != cores[1]
-                    and not any(_is_tag(w.text) for w in (a, b)) and not _ends_sentence(a.text)
-                    and not _ends_sentence(b.text) and not cores[0].isdigit()):
+                    and not any(_is_tag(w.text) for w in (a, b)) and not ends_sentence(a.text)
+                    and not ends_sentence(b.text) and not cores[0].isdigit()):
                 del out[-4:-2]
                 if boundary(len(out) - 3) and _starts_upper(a.text):
                     out[-2] = _capitalize(out[-2])
@@ -686,7 +697,7 @@ class _Planner:
             self.change[k + 1] = self.change[k] + changed
             gap = toks[k].start - toks[k - 1].end if k > 0 else 0
             self.pause_cost[k + 1] = self.pause_cost[k] + max(0, gap - _PAUSE_MS) / 250.0
-            self.sentence[k + 1] = self.sentence[k] + bool(_SENTENCE_END.search(toks[k].text))
+            self.sentence[k + 1] = self.sentence[k] + ends_sentence(toks[k].text)
         self.no_break = [self._no_break(t.text, no_break) for t in toks]
         self.weak_break = [self._no_break(t.text, weak_break) for t in toks]
         self.break_cost = [self._break_cost(k) for k in range(n)]
@@ -711,7 +722,7 @@ class _Planner:
             cost = 0.0
         elif _is_tag(tok.text) or _is_tag(nxt.text):
             cost = 0.5
-        elif _SENTENCE_END.search(tok.text):
+        elif ends_sentence(tok.text):
             cost = 0.0
         elif gap >= _PAUSE_MS:
             cost = 1.0
@@ -763,7 +774,7 @@ class _Planner:
                 cost += 1000.0
             elif self.weak_break[k - 1]:
                 cost += 8.0
-            if _SENTENCE_END.search(last):
+            if ends_sentence(last):
                 cost -= 20.0
             elif _CLAUSE_END.search(last):
                 cost -= 10.0
@@ -997,7 +1008,7 @@ def wrap_lines(text: str, max_chars: int = MAX_LINE_CHARS, max_lines: int = MAX_
         """Cost of a line ending after token k."""
         last = tokens[k][0]
         cost = 0.0
-        if _SENTENCE_END.search(last):
+        if ends_sentence(last):
             cost -= 20.0
         elif _CLAUSE_END.search(last):
             cost -= 10.0
