@@ -203,6 +203,9 @@ ARTIFACT_RETENTION_DAYS = env.int("ARTIFACT_RETENTION_DAYS", default=30)
 # --- Sweeper: jobs that stopped moving (a worker died) -----------------------------------------
 STALLED_AFTER_SECONDS = env.int("STALLED_AFTER_SECONDS", default=15 * 60)
 STALLED_MAX_ATTEMPTS = env.int("STALLED_MAX_ATTEMPTS", default=2)
+# A worker running a stage renews its claim on the job this often; the claim lapses after four
+# missed beats, so a dead worker's job is free again within two minutes.
+WORKER_HEARTBEAT_SECONDS = env.float("WORKER_HEARTBEAT_SECONDS", default=30.0)
 
 CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-jobs": {"task": "transcription.tasks.sweep_stalled_jobs", "schedule": 60.0},

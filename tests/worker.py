@@ -88,3 +88,19 @@ def wait_for_job(job_id, timeout: float = 120, states=("done", "failed")):
         if time.monotonic() > deadline:
             raise AssertionError(f"job {job_id} still {job.state} ({job.progress}%) after {timeout} s")
         time.sleep(0.3)
+
+
+def wait_for_lapsed_claim(job_id, timeout: float = 30):
+    """Wait until the job's worker claim has lapsed (its worker is dead); return the job."""
+    from django.utils import timezone
+
+    from transcription.models import Job
+
+    deadline = time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(pk=job_id)
+        if job.lease_until is None or job.lease_until < timezone.now():
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id} is still claimed until {job.lease_until}")
+        time.sleep(0.3)

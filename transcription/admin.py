@@ -83,7 +83,7 @@ class JobAdmin(admin.ModelAdmin):
     inlines = [TranslationInline]
     fieldsets = [
         (None, {"fields": ["id", "account", "batch", "url", "type", "state", "progress", "error", "attempts",
-                           "created_at", "updated_at"]}),
+                           "lease_until", "created_at", "updated_at"]}),
         ("Time per stage", {"fields": ["stage_times"]}),
         ("Options", {"fields": ["language_code", "verbatim", "tag_audio_events", "quality", "font_size",
                                 "background", "subtitle_format", "target_languages"]}),

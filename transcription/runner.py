@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import math
 import shutil
+import threading
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -25,6 +26,7 @@ from django.conf import settings
 from django.core.files import File
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
@@ -94,14 +96,60 @@ class _Throttled:
             self.update(fraction)
 
 
+class _Heartbeat:
+    """Renews the worker's claim on a job every WORKER_HEARTBEAT_SECONDS while a stage runs.
+
+    Progress alone cannot show that a worker is alive: a download, the speech model's translate
+    task or a 4K encode of a long video can run for many minutes without the bar moving. The claim
+    lapses after four missed beats, so a worker that dies frees its job for the sweeper.
+    """
+
+    BEATS_PER_CLAIM = 4
+
+    def __init__(self, job_id):
+        self.job_id = job_id
+        self.interval = float(settings.WORKER_HEARTBEAT_SECONDS)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._beat, name=f"heartbeat-{job_id}", daemon=True)
+
+    @property
+    def claim_seconds(self) -> float:
+        return self.interval * self.BEATS_PER_CLAIM
+
+    def _beat(self) -> None:
+        try:
+            while not self.stopped.wait(self.interval):
+                try:
+                    services.job_renew_claim(self.job_id, self.claim_seconds)
+                except Exception:  # a lost database connection: try again at the next beat
+                    logger.exception("job %s: heartbeat failed", self.job_id)
+                    connection.close()
+        finally:
+            connection.close()  # this thread's own connection
+
+    def __enter__(self) -> "_Heartbeat":
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stopped.set()
+        self.thread.join()
+
+
 def _run(job_id, stage) -> bool:
-    """Run `stage(job)` for a job that has not ended; fail the job on any error. True on success."""
+    """Run `stage(job)` for a job that has not ended and that no other worker is running; fail the
+    job on any error. True on success."""
     job = Job.objects.filter(pk=job_id).first()
     if job is None or job.state in states.FINAL_STATES:
         return False
+    heartbeat = _Heartbeat(job_id)
+    if not services.job_claim(job_id, heartbeat.claim_seconds):
+        logger.warning("job %s: another worker is running it; this delivery of the task is dropped", job_id)
+        return False
     directory = _work_dir(job_id)
     try:
-        return stage(job, directory)
+        with heartbeat:
+            return stage(job, directory)
     except CLIENT_ERRORS as error:
         services.job_fail(job_id, str(error))
     except states.InvalidTransition as error:
@@ -112,6 +160,7 @@ def _run(job_id, stage) -> bool:
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         _delete_shared_copies(job_id)
+        services.job_release(job_id)
     return False
 
 
@@ -370,33 +419,51 @@ def _uploaded(job: Job) -> bool:
     return all(default_storage.exists(name) for name in needed)
 
 
-def sweep_stalled_jobs(now=None) -> dict:
-    """Re-queue jobs that have not moved for STALLED_AFTER_SECONDS (their worker died), or fail
-    them with a clear error after STALLED_MAX_ATTEMPTS re-queues."""
+def _send_again(job: Job) -> None:
+    """Queue the task of the stage a job is in (its worker died, or its message was lost)."""
     from .tasks import burn_job, start_job, transcribe_job
 
+    poll_cache.forget(job.id)
+    speech_states = {states.PROCESSING, states.MERGING, states.ALIGNING, states.TRANSLATING}
+    if job.state == states.BURNING:
+        burn_job.delay(str(job.id))
+    elif job.state == states.UPLOADING and _uploaded(job) or job.state in speech_states:
+        transcribe_job.delay(str(job.id))
+    else:
+        start_job.delay(str(job.id))
+
+
+def sweep_stalled_jobs(now=None) -> dict:
+    """Send again the task of every job that no worker is running and that nothing would run.
+
+    - `requeued`: the worker's claim on the job has lapsed (its heartbeat stopped: the worker died
+      mid-stage). The stage is queued again at once; after STALLED_MAX_ATTEMPTS such re-queues
+      the job is `failed` with STALLED_ERROR and refunded, so a video that kills its worker every
+      time cannot go on killing workers.
+    - `resent`: nobody has claimed the job and it has not changed for STALLED_AFTER_SECONDS. It is
+      waiting in a queue behind other work, or its message was lost (a broker restarted without
+      persistence). Its task is sent again, at most once per STALLED_AFTER_SECONDS, and that costs
+      no attempt: a backlog never fails jobs. A duplicate delivery is harmless; it finds the job
+      claimed, moved on or ended, and does nothing.
+
+    A job whose worker still renews its claim is working, however long its bar stands still.
+    """
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.STALLED_AFTER_SECONDS)
-    requeued, failed = [], []
-    stalled = Job.objects.filter(updated_at__lt=cutoff).exclude(state__in=states.FINAL_STATES)
-    for job in stalled.only("id", "state", "attempts", "type"):
+    requeued, resent, failed = [], [], []
+    running = Job.objects.exclude(state__in=states.FINAL_STATES).only("id", "state", "attempts", "type", "lease_until")
+    for job in running.filter(lease_until__lt=now):
         if job.attempts >= settings.STALLED_MAX_ATTEMPTS:
-            services.job_fail(job.id, STALLED_ERROR)
-            failed.append(job.id)
+            if services.job_fail(job.id, STALLED_ERROR):
+                failed.append(job.id)
             continue
-        # Claim the job (attempts + updated_at) so two sweepers never both re-queue it.
-        claimed = Job.objects.filter(pk=job.id, attempts=job.attempts, updated_at__lt=cutoff).update(
-            attempts=job.attempts + 1, updated_at=now
-        )
-        if not claimed:
-            continue
-        poll_cache.forget(job.id)
-        speech_states = {states.PROCESSING, states.MERGING, states.ALIGNING, states.TRANSLATING}
-        if job.state == states.BURNING:
-            burn_job.delay(str(job.id))
-        elif job.state == states.UPLOADING and _uploaded(job) or job.state in speech_states:
-            transcribe_job.delay(str(job.id))
-        else:
-            start_job.delay(str(job.id))
-        requeued.append(job.id)
-    return {"requeued": requeued, "failed": failed}
+        # Take the lapsed claim (compare and set) so two sweepers never both re-queue the job.
+        if Job.objects.filter(pk=job.id, attempts=job.attempts, lease_until=job.lease_until).update(
+                attempts=job.attempts + 1, lease_until=None, updated_at=now):
+            _send_again(job)
+            requeued.append(job.id)
+    for job in running.filter(lease_until__isnull=True, updated_at__lt=cutoff):
+        if Job.objects.filter(pk=job.id, lease_until__isnull=True, updated_at__lt=cutoff).update(updated_at=now):
+            _send_again(job)
+            resent.append(job.id)
+    return {"requeued": requeued, "resent": resent, "failed": failed}

@@ -6,8 +6,10 @@ which lock the row, enforce the transitions of `states`, and never let progress 
 from __future__ import annotations
 
 import logging
+from datetime import timedelta
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from billing.services import job_refund, translation_refund
@@ -141,6 +143,24 @@ def translation_fail(translation_id, error: str) -> Translation | None:
         translation.save()
         translation_refund(translation, reason=f"Translation to {translation.language} failed: {error}")
     return translation
+
+
+def job_claim(job_id, seconds: float) -> bool:
+    """Claim a job for the stage a worker is about to run, for `seconds`; False when another
+    worker's claim is still live (the broker delivered the task twice: Redis does so when a task
+    runs longer than its visibility timeout). The claim does not touch `updated_at`."""
+    now = timezone.now()
+    free = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
+    return bool(Job.objects.filter(free, pk=job_id).update(lease_until=now + timedelta(seconds=seconds)))
+
+
+def job_renew_claim(job_id, seconds: float) -> None:
+    """The heartbeat of a worker that is still running the job's stage."""
+    Job.objects.filter(pk=job_id).update(lease_until=timezone.now() + timedelta(seconds=seconds))
+
+
+def job_release(job_id) -> None:
+    Job.objects.filter(pk=job_id).update(lease_until=None)
 
 
 @transaction.atomic

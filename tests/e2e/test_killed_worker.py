@@ -1,4 +1,8 @@
-"""A worker killed in the middle of a job (kill -9) does not leave it stuck.
+"""A worker killed in the middle of a job (kill -9) does not leave it stuck, and a worker that is
+alive keeps its job however long its stage runs.
+
+The workers here beat every second (WORKER_HEARTBEAT_SECONDS=1), so a dead one's claim lapses
+after 4 s instead of 2 minutes.
 
 In a module of its own: the worker of the other end-to-end modules must be gone, or it could take
 the job instead of the worker this test kills.
@@ -9,7 +13,9 @@ import time
 import pytest
 from django.test import override_settings
 
-from tests.worker import kill_worker, running_worker, wait_for_job
+from tests.worker import kill_worker, running_worker, wait_for_job, wait_for_lapsed_claim
+
+FAST_HEARTBEAT = {"ALLOW_PRIVATE_URLS": "true", "WORKER_HEARTBEAT_SECONDS": "1"}
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -24,7 +30,7 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
     from transcription import runner
 
     log = tmp_path_factory.mktemp("killed") / "worker.log"
-    with running_worker(log, ALLOW_PRIVATE_URLS="true") as process:
+    with running_worker(log, **FAST_HEARTBEAT) as process:
         job_id = submit(api, "/v1/api/transcribe", {"url": videos["librivox"]})
         wait_for_job(job_id, timeout=180, states=("processing", "merging", "aligning", "done", "failed"))
         kill_worker(process)
@@ -32,16 +38,32 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
 
     stuck = Job.objects.get(pk=job_id)
     assert stuck.state not in ("done", "failed"), "the worker was killed mid-job"
-    time.sleep(3)
-    assert Job.objects.get(pk=job_id).updated_at == stuck.updated_at, "nothing works on the job any more"
-    with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", ALLOW_PRIVATE_URLS="true"):
-        with override_settings(STALLED_AFTER_SECONDS=2):
-            swept = runner.sweep_stalled_jobs()
-        assert [str(i) for i in swept["requeued"]] == [job_id]
+    assert stuck.lease_until is not None, "the worker had claimed the job"
+    lapsed = wait_for_lapsed_claim(job_id)
+    time.sleep(1.5)
+    frozen = Job.objects.get(pk=job_id)
+    assert (frozen.updated_at, frozen.lease_until) == (stuck.updated_at, lapsed.lease_until), \
+        "nothing works on the job any more: no progress, no heartbeat"
+    with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", **FAST_HEARTBEAT):
+        swept = runner.sweep_stalled_jobs()
+        assert [str(i) for i in swept["requeued"]] == [job_id], "a lapsed claim is re-queued at once"
         body = api.get(f"/v1/api/transcription/{wait_for_job(job_id, timeout=420).id}").json()
     assert body["state"] == "done", body["error"]
     assert body["txt"].count("Speaker 1:") >= 1
-    assert Job.objects.get(pk=job_id).attempts == 1
+    job = Job.objects.get(pk=job_id)
+    assert job.attempts == 1 and job.lease_until is None
+
+
+def wait_for_claimed_burn(job_id, timeout: float = 300):
+    from transcription.models import Job
+
+    deadline = time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(pk=job_id)
+        if job.state == "burning" and job.lease_until is not None:
+            return job
+        assert job.state not in ("done", "failed") and time.monotonic() < deadline, (job.state, job.error)
+        time.sleep(0.2)
 
 
 def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_setup, django_db_blocker, api, videos,
@@ -49,16 +71,19 @@ def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_set
     from transcription import runner
     from transcription.models import Job
 
-    with running_worker(tmp_path_factory.mktemp("killed") / "worker.log", ALLOW_PRIVATE_URLS="true") as process:
+    with running_worker(tmp_path_factory.mktemp("killed") / "worker.log", **FAST_HEARTBEAT) as process:
         job_id = submit(api, "/v1/api/burn-subtitles", {"url": videos["librivox"], "target_languages": ["ca"]})
-        wait_for_job(job_id, timeout=300, states=("burning", "done", "failed"))
+        wait_for_claimed_burn(job_id)
+        with override_settings(STALLED_AFTER_SECONDS=0):
+            swept = runner.sweep_stalled_jobs()
+        assert job_id not in {str(i) for found in swept.values() for i in found}, \
+            "a job whose worker is alive is never swept, however long its bar stands still"
         kill_worker(process)
     stuck = Job.objects.get(pk=job_id)
     assert stuck.state == "burning", stuck.error
-    with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", ALLOW_PRIVATE_URLS="true"):
-        with override_settings(STALLED_AFTER_SECONDS=1):
-            time.sleep(1.5)
-            swept = runner.sweep_stalled_jobs()
+    wait_for_lapsed_claim(job_id)
+    with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", **FAST_HEARTBEAT):
+        swept = runner.sweep_stalled_jobs()
         assert [str(i) for i in swept["requeued"]] == [job_id]
         body = api.get(f"/v1/api/transcription/{wait_for_job(job_id, timeout=420).id}").json()
     assert body["state"] == "done", body["error"]

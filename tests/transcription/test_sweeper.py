@@ -1,0 +1,139 @@
+"""Workers' claims on jobs, their heartbeat, and the sweeper that sends lost work again.
+
+On the real PostgreSQL and Redis: the sweeper's re-queued tasks are read back from the broker's
+queues. Killing real workers is in tests/e2e/test_killed_worker.py.
+"""
+import json
+import time
+from datetime import timedelta
+
+import pytest
+import redis
+from django.conf import settings
+from django.test import override_settings
+from django.utils import timezone
+
+from transcription import runner, services
+from transcription.models import Job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def broker():
+    """The broker's queues, emptied before and after."""
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queues = ("media", "asr", "burn")
+    client.delete(*queues)
+    yield client
+    client.delete(*queues)
+
+
+def queued(broker) -> list[tuple[str, str, str]]:
+    """(queue, task name, job id) of every message waiting in the broker."""
+    found = []
+    for queue in ("media", "asr", "burn"):
+        for raw in broker.lrange(queue, 0, -1):
+            headers = json.loads(raw)["headers"]
+            found.append((queue, headers["task"].rsplit(".", 1)[1], headers["argsrepr"].strip("(),'")))
+    return found
+
+
+def _job(account, state, *, minutes_ago=30, lease=None, attempts=0, type="burned"):
+    job = Job.objects.create(account=account, url="https://example.com/v", type=type, state=state, attempts=attempts)
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=minutes_ago), lease_until=lease)
+    return Job.objects.get(pk=job.pk)
+
+
+def test_a_job_whose_worker_is_alive_is_never_swept(account, broker):
+    working = _job(account, "burning", minutes_ago=600, lease=timezone.now() + timedelta(seconds=90))
+    swept = runner.sweep_stalled_jobs()
+    assert working.id not in swept["requeued"] + swept["resent"] + swept["failed"]
+    assert queued(broker) == []
+    assert Job.objects.get(pk=working.pk).state == "burning"
+
+
+def test_a_lapsed_claim_is_requeued_at_its_stage_at_once(account, broker):
+    lapsed = timezone.now() - timedelta(seconds=5)
+    burning = _job(account, "burning", minutes_ago=1, lease=lapsed)
+    processing = _job(account, "processing", minutes_ago=1, lease=lapsed)
+    downloading = _job(account, "downloading", minutes_ago=1, lease=lapsed)
+
+    swept = runner.sweep_stalled_jobs()
+
+    assert set(swept["requeued"]) == {burning.id, processing.id, downloading.id}
+    assert sorted(queued(broker)) == sorted([
+        ("burn", "burn_job", str(burning.id)), ("asr", "transcribe_job", str(processing.id)),
+        ("media", "start_job", str(downloading.id)),
+    ])
+    for job in Job.objects.filter(pk__in=swept["requeued"]):
+        assert job.attempts == 1 and job.lease_until is None, "free for the next worker; one attempt used"
+    assert runner.sweep_stalled_jobs()["requeued"] == [], "re-queued once, not at every sweep"
+
+
+def test_a_job_that_keeps_killing_its_worker_fails_and_is_refunded(account, broker):
+    job = _job(account, "processing", lease=timezone.now() - timedelta(seconds=5), attempts=settings.STALLED_MAX_ATTEMPTS)
+    swept = runner.sweep_stalled_jobs()
+    assert swept["failed"] == [job.id]
+    job.refresh_from_db()
+    assert job.state == "failed" and job.error == runner.STALLED_ERROR
+    assert queued(broker) == []
+
+
+def test_a_job_waiting_in_a_queue_is_sent_again_but_never_failed(account, broker):
+    """A backlog longer than STALLED_AFTER_SECONDS (or a broker that lost its messages) must not
+    cost a job its attempts: its task is sent again, at most once per period."""
+    waiting = _job(account, "waiting", minutes_ago=16, attempts=settings.STALLED_MAX_ATTEMPTS)
+    handed_over = _job(account, "burning", minutes_ago=16)  # the speech stage ended; no burn worker free yet
+    fresh = _job(account, "waiting", minutes_ago=1)
+
+    swept = runner.sweep_stalled_jobs()
+
+    assert set(swept["resent"]) == {waiting.id, handed_over.id} and swept["failed"] == []
+    assert sorted(queued(broker)) == sorted([("media", "start_job", str(waiting.id)),
+                                             ("burn", "burn_job", str(handed_over.id))])
+    assert Job.objects.get(pk=waiting.pk).attempts == settings.STALLED_MAX_ATTEMPTS
+    assert Job.objects.get(pk=fresh.pk).state == "waiting"
+    assert runner.sweep_stalled_jobs()["resent"] == [], "at most once per STALLED_AFTER_SECONDS"
+    with override_settings(STALLED_AFTER_SECONDS=0):
+        time.sleep(0.01)
+        again = runner.sweep_stalled_jobs()
+    assert set(again["resent"]) == {waiting.id, handed_over.id, fresh.id} and again["failed"] == []
+
+
+def test_a_second_delivery_while_a_worker_runs_the_job_does_nothing(account, tmp_path):
+    job = _job(account, "burning", lease=None)
+    assert services.job_claim(job.id, 60), "the first worker claims it"
+    work = tmp_path / "work"
+    scratch = work / str(job.id) / "burned.mp4"
+    scratch.parent.mkdir(parents=True)
+    scratch.write_bytes(b"half an encode")
+    with override_settings(WORK_DIR=work):
+        assert runner.run_burn_stage(job.id) is False
+    assert scratch.read_bytes() == b"half an encode", "the running worker's files are left alone"
+    job.refresh_from_db()
+    assert job.state == "burning" and job.lease_until > timezone.now()
+
+
+def test_a_claim_is_released_when_the_stage_ends(account):
+    job = _job(account, "burning", lease=None)  # no source video in storage: the stage fails at once
+    runner.run_burn_stage(job.id)
+    job.refresh_from_db()
+    assert job.state == "failed" and job.lease_until is None
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_heartbeat_renews_the_claim_while_the_stage_runs(account):
+    job = _job(account, "burning", lease=None)
+    with override_settings(WORKER_HEARTBEAT_SECONDS=0.2):
+        heartbeat = runner._Heartbeat(job.id)
+        assert services.job_claim(job.id, heartbeat.claim_seconds)
+        first = Job.objects.get(pk=job.pk).lease_until
+        with heartbeat:
+            time.sleep(0.7)
+            renewed = Job.objects.get(pk=job.pk).lease_until
+        time.sleep(0.5)
+        after = Job.objects.get(pk=job.pk).lease_until
+    assert renewed > first, "renewed while running"
+    assert after == renewed, "no beat once the stage is over"
+    assert not heartbeat.thread.is_alive()
