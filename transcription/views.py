@@ -30,12 +30,11 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
             raise Unsatisfiable
         return max(0, size - suffix), size - 1
     start = int(first)
-    end = min(int(last), size - 1) if last else size - 1
     if last and int(last) < start:
-        return None  # syntactically invalid: ignored
+        return None  # "bytes=9-3" is invalid: ignored
     if start >= size:
         raise Unsatisfiable
-    return start, end
+    return start, min(int(last), size - 1) if last else size - 1
 
 
 def _read(handle, start: int, length: int):
