@@ -1,4 +1,7 @@
 """Result files behind signed, expiring links, and their deletion after the retention period."""
+import os
+import subprocess
+import sys
 import time
 import uuid
 from datetime import timedelta
@@ -138,3 +141,23 @@ def test_forgetting_artifacts_clears_the_poll_document(api, account, stored):
     assert api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"].startswith("http://testserver/v1/files/")
     services.job_forget_artifacts(job.id)
     assert api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"] is None
+
+
+def test_behind_a_tls_proxy_links_say_https_and_the_public_host(api, account, stored):
+    job = _job(account)
+    Job.objects.filter(pk=job.pk).update(burned_video=stored(f"burned/{job.id}/video.mp4", b"video"))
+    direct = api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"]
+    assert direct.startswith("http://testserver/v1/files/")
+
+    settings_of = [sys.executable, "-c", "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
+                   "'config.settings'); django.setup(); from django.conf import settings as s; "
+                   "print(getattr(s, 'SECURE_PROXY_SSL_HEADER', None), s.USE_X_FORWARDED_HOST)"]
+    trusted = subprocess.run(settings_of, env={**os.environ, "TRUST_PROXY_HEADERS": "true"}, capture_output=True,
+                             text=True, check=True, timeout=60).stdout.split()
+    assert trusted == ["('HTTP_X_FORWARDED_PROTO',", "'https')", "True"]
+    with override_settings(SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"), USE_X_FORWARDED_HOST=True,
+                           ALLOWED_HOSTS=["testserver", "media.example.com"]):
+        proxied = api.get(f"/v1/api/transcription/{job.id}", HTTP_X_FORWARDED_PROTO="https",
+                          HTTP_X_FORWARDED_HOST="media.example.com").json()["burned_video_url"]
+    assert proxied.startswith("https://media.example.com/v1/files/")
+    assert api.get(_path(proxied)).status_code == 200
