@@ -6,18 +6,28 @@ import subprocess
 import numpy as np
 import pysubs2
 import pytest
+from transcription.pipeline.captions import from_srt, to_srt
+from transcription.pipeline.translate import CT2Translator, translate_cues
 
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from tests.e2e.test_speech_jobs import poll_until_done, submit
+from tests.pipeline.tiny_marian import build_tiny_marian
 from tests.worker import running_worker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    with running_worker(tmp_path_factory.mktemp("worker") / "worker.log", ALLOW_PRIVATE_URLS="true") as process:
+def tiny_german(tmp_path_factory):
+    """A CTranslate2 model folder (the tests' tiny copy model) that the worker serves English to German with."""
+    return build_tiny_marian(tmp_path_factory.mktemp("models"))
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker, tmp_path_factory, tiny_german):
+    with running_worker(tmp_path_factory.mktemp("worker") / "worker.log", ALLOW_PRIVATE_URLS="true",
+                        TRANSLATION_MODELS=f"en-de={tiny_german}") as process:
         yield process
 
 
@@ -80,6 +90,19 @@ def test_subtitles_translated_to_spanish_and_catalan_keep_every_cue(worker, api,
     refund = LedgerEntry.objects.get(account=account, kind="refund")
     assert refund.seconds == duration, "the failed language's share comes back"
     assert account_balance(account.pk) == 600 - duration * 4 + duration
+
+
+def test_a_ctranslate2_model_named_in_the_settings_translates_its_pair(worker, api, videos, tiny_german):
+    """TRANSLATION_MODELS=en-de=<folder> in the worker's environment: German comes from that model
+    (the tiny copy model, so its output can be computed here), cue for cue."""
+    job_id = submit(api, "/v1/api/subtitles", {"url": videos["librivox"], "target_languages": ["German"]})
+    body, _ = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    [german] = body["translations"]
+    assert german["state"] == "done", german["error"]
+    expected = translate_cues(from_srt(body["srt"]), CT2Translator(tiny_german, source="en", target="de"), language="de")
+    assert german["srt"] == to_srt(expected)
+    assert [(s, e) for s, e, _ in cues(german["srt"])] == [(s, e) for s, e, _ in cues(body["srt"])]
 
 
 def test_english_subtitles_from_dutch_speech_come_from_the_speech_model(worker, api, videos):
