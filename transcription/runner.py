@@ -96,12 +96,15 @@ class _Throttled:
             self.update(fraction)
 
 
-class _Heartbeat:
-    """Renews the worker's claim on a job every WORKER_HEARTBEAT_SECONDS while a stage runs.
+class _Claim:
+    """A worker's claim on the job whose stage it runs, renewed every WORKER_HEARTBEAT_SECONDS by a
+    thread while the stage runs (`with claim:`).
 
     Progress alone cannot show that a worker is alive: a download, the speech model's translate
     task or a 4K encode of a long video can run for many minutes without the bar moving. The claim
-    lapses after four missed beats, so a worker that dies frees its job for the sweeper.
+    lapses after four missed beats, so a worker that dies frees its job for the sweeper. The
+    claim's expiry is its token: a worker whose claim lapsed and was taken over neither renews
+    nor releases the new holder's claim.
     """
 
     BEATS_PER_CLAIM = 4
@@ -109,25 +112,35 @@ class _Heartbeat:
     def __init__(self, job_id):
         self.job_id = job_id
         self.interval = float(settings.WORKER_HEARTBEAT_SECONDS)
+        self.seconds = self.interval * self.BEATS_PER_CLAIM
+        self.until = None  # the expiry this worker last wrote
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._beat, name=f"heartbeat-{job_id}", daemon=True)
 
-    @property
-    def claim_seconds(self) -> float:
-        return self.interval * self.BEATS_PER_CLAIM
+    def take(self) -> bool:
+        self.until = services.job_claim(self.job_id, self.seconds)
+        return self.until is not None
+
+    def release(self) -> None:
+        services.job_release(self.job_id, self.until)
 
     def _beat(self) -> None:
         try:
             while not self.stopped.wait(self.interval):
                 try:
-                    services.job_renew_claim(self.job_id, self.claim_seconds)
+                    renewed = services.job_renew_claim(self.job_id, self.until, self.seconds)
                 except Exception:  # a lost database connection: try again at the next beat
                     logger.exception("job %s: heartbeat failed", self.job_id)
                     connection.close()
+                    continue
+                if renewed is None:
+                    logger.warning("job %s: this worker's claim lapsed and was taken over", self.job_id)
+                    return
+                self.until = renewed
         finally:
             connection.close()  # this thread's own connection
 
-    def __enter__(self) -> "_Heartbeat":
+    def __enter__(self) -> "_Claim":
         self.thread.start()
         return self
 
@@ -142,13 +155,13 @@ def _run(job_id, stage) -> bool:
     job = Job.objects.filter(pk=job_id).first()
     if job is None or job.state in states.FINAL_STATES:
         return False
-    heartbeat = _Heartbeat(job_id)
-    if not services.job_claim(job_id, heartbeat.claim_seconds):
+    claim = _Claim(job_id)
+    if not claim.take():
         logger.warning("job %s: another worker is running it; this delivery of the task is dropped", job_id)
         return False
     directory = _work_dir(job_id)
     try:
-        with heartbeat:
+        with claim:
             return stage(job, directory)
     except CLIENT_ERRORS as error:
         services.job_fail(job_id, str(error))
@@ -160,7 +173,7 @@ def _run(job_id, stage) -> bool:
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         _delete_shared_copies(job_id)
-        services.job_release(job_id)
+        claim.release()
     return False
 
 

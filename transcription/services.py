@@ -145,22 +145,27 @@ def translation_fail(translation_id, error: str) -> Translation | None:
     return translation
 
 
-def job_claim(job_id, seconds: float) -> bool:
-    """Claim a job for the stage a worker is about to run, for `seconds`; False when another
+def job_claim(job_id, seconds: float):
+    """Claim a job for the stage a worker is about to run, for `seconds`. Returns the claim's
+    expiry, which is also its token for job_renew_claim and job_release, or None when another
     worker's claim is still live (the broker delivered the task twice: Redis does so when a task
     runs longer than its visibility timeout). The claim does not touch `updated_at`."""
     now = timezone.now()
+    until = now + timedelta(seconds=seconds)
     free = Q(lease_until__isnull=True) | Q(lease_until__lt=now)
-    return bool(Job.objects.filter(free, pk=job_id).update(lease_until=now + timedelta(seconds=seconds)))
+    return until if Job.objects.filter(free, pk=job_id).update(lease_until=until) else None
 
 
-def job_renew_claim(job_id, seconds: float) -> None:
-    """The heartbeat of a worker that is still running the job's stage."""
-    Job.objects.filter(pk=job_id).update(lease_until=timezone.now() + timedelta(seconds=seconds))
+def job_renew_claim(job_id, held, seconds: float):
+    """The heartbeat: extend the claim that expires at `held`. Returns the new expiry, or None when
+    the claim is no longer this worker's (it lapsed and the sweeper gave the job to another)."""
+    until = timezone.now() + timedelta(seconds=seconds)
+    return until if Job.objects.filter(pk=job_id, lease_until=held).update(lease_until=until) else None
 
 
-def job_release(job_id) -> None:
-    Job.objects.filter(pk=job_id).update(lease_until=None)
+def job_release(job_id, held) -> None:
+    """Drop the claim that expires at `held`; a claim another worker has taken since is kept."""
+    Job.objects.filter(pk=job_id, lease_until=held).update(lease_until=None)
 
 
 @transaction.atomic

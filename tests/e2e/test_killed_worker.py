@@ -13,7 +13,7 @@ import time
 import pytest
 from django.test import override_settings
 
-from tests.worker import kill_worker, running_worker, wait_for_job, wait_for_lapsed_claim
+from tests.worker import kill_worker, running_worker, wait_for, wait_for_job, wait_for_lapsed_claim
 
 FAST_HEARTBEAT = {"ALLOW_PRIVATE_URLS": "true", "WORKER_HEARTBEAT_SECONDS": "1"}
 
@@ -54,18 +54,6 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
     assert job.attempts == 1 and job.lease_until is None
 
 
-def wait_for_claimed_burn(job_id, timeout: float = 300):
-    from transcription.models import Job
-
-    deadline = time.monotonic() + timeout
-    while True:
-        job = Job.objects.get(pk=job_id)
-        if job.state == "burning" and job.lease_until is not None:
-            return job
-        assert job.state not in ("done", "failed") and time.monotonic() < deadline, (job.state, job.error)
-        time.sleep(0.2)
-
-
 def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_setup, django_db_blocker, api, videos,
                                                                    tmp_path_factory):
     from transcription import runner
@@ -73,7 +61,9 @@ def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_set
 
     with running_worker(tmp_path_factory.mktemp("killed") / "worker.log", **FAST_HEARTBEAT) as process:
         job_id = submit(api, "/v1/api/burn-subtitles", {"url": videos["librivox"], "target_languages": ["ca"]})
-        wait_for_claimed_burn(job_id)
+        burning = wait_for(job_id, lambda job: job.state in ("done", "failed") or job.state == "burning" and job.lease_until,
+                           "claimed burn", timeout=300)
+        assert burning.state == "burning", burning.error
         with override_settings(STALLED_AFTER_SECONDS=0):
             swept = runner.sweep_stalled_jobs()
         assert job_id not in {str(i) for found in swept.values() for i in found}, \

@@ -126,14 +126,34 @@ def test_a_claim_is_released_when_the_stage_ends(account):
 def test_the_heartbeat_renews_the_claim_while_the_stage_runs(account):
     job = _job(account, "burning", lease=None)
     with override_settings(WORKER_HEARTBEAT_SECONDS=0.2):
-        heartbeat = runner._Heartbeat(job.id)
-        assert services.job_claim(job.id, heartbeat.claim_seconds)
+        claim = runner._Claim(job.id)
+        assert claim.take()
         first = Job.objects.get(pk=job.pk).lease_until
-        with heartbeat:
+        with claim:
             time.sleep(0.7)
             renewed = Job.objects.get(pk=job.pk).lease_until
         time.sleep(0.5)
         after = Job.objects.get(pk=job.pk).lease_until
+        claim.release()
     assert renewed > first, "renewed while running"
     assert after == renewed, "no beat once the stage is over"
-    assert not heartbeat.thread.is_alive()
+    assert not claim.thread.is_alive()
+    assert Job.objects.get(pk=job.pk).lease_until is None, "released"
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_worker_whose_claim_was_taken_over_leaves_the_new_claim_alone(account):
+    """A worker that stalled past its claim (a long pause, a database outage) and comes back must
+    neither extend nor drop the claim of the worker the sweeper gave its job to."""
+    job = _job(account, "burning", lease=None)
+    with override_settings(WORKER_HEARTBEAT_SECONDS=0.2):
+        stalled = runner._Claim(job.id)
+        assert stalled.take()
+        Job.objects.filter(pk=job.pk).update(lease_until=timezone.now() - timedelta(seconds=1))  # it lapsed
+        other = runner._Claim(job.id)
+        assert other.take(), "the next worker takes the lapsed claim"
+        with stalled:
+            time.sleep(0.5)
+        assert not stalled.thread.is_alive(), "the stalled worker's heartbeat stops on its own"
+        stalled.release()
+    assert Job.objects.get(pk=job.pk).lease_until == other.until, "neither renewed nor released by the old holder"
