@@ -5,6 +5,8 @@ Clients may name a language ("Spanish", "español") or give an ISO 639-1 / 639-3
 """
 from __future__ import annotations
 
+import unicodedata
+
 import langcodes
 
 
@@ -21,6 +23,10 @@ def normalize_language(text: str) -> str:
         tag = langcodes.Language.get(cleaned.lower())
         if tag.is_valid() and tag.language and tag.has_name_data():
             return tag.language
+    # No language name holds a control character, and langcodes' name index crashes on a NUL
+    # (SystemError from marisa-trie): refuse them before the lookup.
+    if any(unicodedata.category(char) in ("Cc", "Cs") for char in cleaned):
+        raise UnknownLanguage(f"Unknown language: {text!r}. Use a language name or an ISO 639-1/639-3 code.")
     try:
         return langcodes.find(cleaned).language
     except (LookupError, ValueError):
@@ -29,7 +35,6 @@ def normalize_language(text: str) -> str:
 
 def language_name(code: str) -> str:
     return langcodes.Language.get(code).display_name()
-
 
 
 def speech_language(code: str) -> str:

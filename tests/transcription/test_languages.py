@@ -9,7 +9,7 @@ def test_names_and_iso_codes_are_understood(text, code):
     assert normalize_language(text) == code
 
 
-@pytest.mark.parametrize("text", ["", "xx", "qaa", "1", "Elvish-ish", "éé"])
+@pytest.mark.parametrize("text", ["", "xx", "qaa", "1", "Elvish-ish", "éé", "\x00\U000f4cf6¡H÷", "Span\x00ish"])
 def test_unknown_languages_are_refused(text):
     with pytest.raises(UnknownLanguage):
         normalize_language(text)
