@@ -75,31 +75,3 @@ def kill_worker(process) -> None:
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
 
-
-def wait_for(job_id, ready, what: str, timeout: float = 120):
-    """Poll the database until `ready(job)` is true; return the job. Fails after `timeout` seconds
-    saying `what` was awaited and where the job stood."""
-    from transcription.models import Job
-
-    deadline = time.monotonic() + timeout
-    while True:
-        job = Job.objects.get(pk=job_id)
-        if ready(job):
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id}: no {what} after {timeout} s; it is {job.state} ({job.progress}%), "
-                                 f"claimed until {job.lease_until}, error {job.error!r}")
-        time.sleep(0.3)
-
-
-def wait_for_job(job_id, timeout: float = 120, states=("done", "failed")):
-    """Wait until the job reaches one of `states` (by default, until it ends)."""
-    return wait_for(job_id, lambda job: job.state in states, f"state in {states}", timeout)
-
-
-def wait_for_lapsed_claim(job_id, timeout: float = 30):
-    """Wait until the job's worker claim has lapsed (its worker is dead)."""
-    from django.utils import timezone
-
-    return wait_for(job_id, lambda job: job.lease_until is None or job.lease_until < timezone.now(),
-                    "lapsed claim", timeout)

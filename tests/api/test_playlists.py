@@ -5,7 +5,7 @@ import pytest
 from django.test import override_settings
 
 from billing.models import LedgerEntry
-from tests.pipeline.test_playlist import feed
+from tests.support import feed
 
 pytestmark = pytest.mark.usefixtures("allow_private")
 

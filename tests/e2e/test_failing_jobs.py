@@ -1,20 +1,13 @@
 """Jobs that cannot succeed end `failed` with a readable error, through the real API, a real
 Celery worker, real yt-dlp and ffmpeg against a server on 127.0.0.1, and get their minutes back."""
-import json
-
 import pytest
 
 from billing.selectors import account_balance
-from tests.worker import running_worker, wait_for_job
+from tests.support import submit, wait_for_job
+from tests.worker import running_worker
 from transcription.pipeline import audio, fetch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
-
-
-def submit(api, url, path="/v1/api/transcribe"):
-    response = api.post(path, data=json.dumps({"url": url}), content_type="application/json")
-    assert response.status_code == 200
-    return response.json()["id"]
 
 
 def read(api, job_id):
@@ -30,7 +23,7 @@ class TestWithPrivateAddressesRefused:
 
     def test_a_loopback_address_is_refused_without_a_request(self, worker, api, media_server):
         before = media_server.count("/files/")
-        job_id = submit(api, media_server.url("/files/speech.mp4"))
+        job_id = submit(api, "/v1/api/transcribe", {"url": media_server.url("/files/speech.mp4")})
         wait_for_job(job_id, timeout=60)
         body = read(api, job_id)
         assert body["state"] == "failed" and body["error"] == fetch.MSG_PRIVATE
@@ -38,7 +31,7 @@ class TestWithPrivateAddressesRefused:
 
     @pytest.mark.parametrize("url", ["ftp://example.com/video.mp4", "file:///etc/passwd", "not a url at all"])
     def test_only_http_and_https_are_accepted(self, worker, api, url):
-        job_id = submit(api, url)
+        job_id = submit(api, "/v1/api/transcribe", {"url": url})
         wait_for_job(job_id, timeout=60)
         body = read(api, job_id)
         assert body["state"] == "failed" and body["error"] in (fetch.MSG_SCHEME, fetch.MSG_INVALID)
@@ -68,7 +61,7 @@ class TestFromALocalServer:
     )
     def test_it_fails_with_the_reason_and_refunds(self, worker, api, account, media_server, path, error):
         balance = account_balance(account.pk)
-        job_id = submit(api, media_server.url(path))
+        job_id = submit(api, "/v1/api/transcribe", {"url": media_server.url(path)})
         job = wait_for_job(job_id, timeout=90)
         body = read(api, job_id)
         assert body["state"] == "failed", body
@@ -78,13 +71,13 @@ class TestFromALocalServer:
         assert job.progress < 100
 
     def test_a_video_over_twelve_hours_is_refused_before_download(self, worker, api, media_server):
-        job_id = submit(api, media_server.url("/long/index.m3u8"))
+        job_id = submit(api, "/v1/api/transcribe", {"url": media_server.url("/long/index.m3u8")})
         wait_for_job(job_id, timeout=90)
         body = read(api, job_id)
         assert body["state"] == "failed" and "12 hours" in body["error"]
 
     def test_a_stalled_server_cannot_hang_the_worker(self, worker, api, media_server):
-        job_id = submit(api, media_server.url("/stall"))
+        job_id = submit(api, "/v1/api/transcribe", {"url": media_server.url("/stall")})
         wait_for_job(job_id, timeout=120)
         body = read(api, job_id)
         assert body["state"] == "failed" and body["error"]

@@ -11,7 +11,7 @@ from transcription.pipeline.translate import CT2Translator, translate_cues
 
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
-from tests.e2e.test_speech_jobs import poll_until_done, submit
+from tests.support import poll_until_done, submit
 from tests.pipeline.tiny_marian import build_tiny_marian
 from tests.worker import running_worker
 

@@ -16,6 +16,7 @@ from transcription.pipeline.asr import (
     whisper_language,
 )
 from transcription.pipeline.types import Transcript
+from tests.support import wer
 from transcription.pipeline.whisper_model import load_model
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
@@ -31,22 +32,6 @@ def _references() -> dict[str, str]:
 
 
 REFS = _references()
-
-
-def normalize(text: str) -> list[str]:
-    text = text.lower().replace("-", " ")
-    text = re.sub(r"[^\w\s']", " ", text)
-    return text.replace("'", "").split()
-
-
-def wer(reference: str, hypothesis: str) -> float:
-    ref, hyp = normalize(reference), normalize(hypothesis)
-    d = list(range(len(hyp) + 1))  # Levenshtein distance over words, one row at a time
-    for i, r in enumerate(ref, 1):
-        prev, d[0] = d[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
-    return d[len(hyp)] / max(1, len(ref))
 
 
 def text_of(t: Transcript) -> str:

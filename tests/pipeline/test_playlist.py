@@ -1,21 +1,8 @@
 """Listing playlists and channels with yt-dlp's flat extraction, from an RSS feed on 127.0.0.1."""
 import pytest
 
+from tests.support import feed
 from transcription.pipeline.playlist import PlaylistError, channel_tab, channel_tab_url, list_playlist
-
-
-def feed(items: list[tuple[str, str, int | None]], title="Test podcast") -> bytes:
-    entries = "".join(
-        f"<item><title>{name}</title><guid>{name}</guid>"
-        f'<enclosure url="{url}" type="video/mp4" length="1000"/>'
-        + (f"<itunes:duration>{seconds}</itunes:duration>" if seconds is not None else "")
-        + "</item>"
-        for name, url, seconds in items
-    )
-    return (
-        '<?xml version="1.0"?><rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">'
-        f"<channel><title>{title}</title><link>http://127.0.0.1/</link>{entries}</channel></rss>"
-    ).encode()
 
 
 @pytest.fixture

@@ -1,0 +1,106 @@
+"""Helpers the test modules share: waiting on a condition, driving the API, scoring text, feeds.
+
+Test modules import from here (and from the fixtures' own modules: media_server, worker, staff),
+never from each other.
+"""
+from __future__ import annotations
+
+import json
+import re
+import time
+
+
+def wait_until(condition, what: str, timeout: float = 10, interval: float = 0.05):
+    """Call `condition()` until it returns something true and return that; fail after `timeout`
+    seconds saying what was awaited."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} after {timeout} s")
+        time.sleep(interval)
+
+
+def wait_for(job_id, ready, what: str, timeout: float = 120):
+    """Poll the database until `ready(job)` is true; return the job. Fails after `timeout` seconds
+    saying `what` was awaited and where the job stood."""
+    from transcription.models import Job
+
+    deadline = time.monotonic() + timeout
+    while True:
+        job = Job.objects.get(pk=job_id)
+        if ready(job):
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job {job_id}: no {what} after {timeout} s; it is {job.state} ({job.progress}%), "
+                                 f"claimed until {job.lease_until}, error {job.error!r}")
+        time.sleep(0.3)
+
+
+def wait_for_job(job_id, timeout: float = 120, states=("done", "failed")):
+    """Wait until the job reaches one of `states` (by default, until it ends)."""
+    return wait_for(job_id, lambda job: job.state in states, f"state in {states}", timeout)
+
+
+def wait_for_lapsed_claim(job_id, timeout: float = 30):
+    """Wait until the job's worker claim has lapsed (its worker is dead)."""
+    from django.utils import timezone
+
+    return wait_for(job_id, lambda job: job.lease_until is None or job.lease_until < timezone.now(),
+                    "lapsed claim", timeout)
+
+
+def submit(api, path: str, body: dict) -> str:
+    """POST a job request through the API client; the new job's id."""
+    response = api.post(path, data=json.dumps(body), content_type="application/json")
+    assert response.status_code == 200, response.content
+    return response.json()["id"]
+
+
+def poll_until_done(api, job_id, timeout: float = 420):
+    """Poll the job as a client would until it ends: (last body, [(state, progress) as seen])."""
+    deadline = time.monotonic() + timeout
+    seen = []
+    while time.monotonic() < deadline:
+        body = api.get(f"/v1/api/transcription/{job_id}").json()
+        if not seen or seen[-1] != (body["state"], body["progress"]):
+            seen.append((body["state"], body["progress"]))
+        if body["state"] in ("done", "failed"):
+            return body, seen
+        time.sleep(0.5)
+    raise AssertionError(f"job {job_id} did not finish: {seen}")
+
+
+def normalize(text: str) -> list[str]:
+    """Words for scoring: lowercased, without punctuation, hyphens split."""
+    text = text.lower().replace("-", " ")
+    text = re.sub(r"[^\w\s']", " ", text)
+    return text.replace("'", "").split()
+
+
+def wer(reference: str, hypothesis: str) -> float:
+    """Word error rate: word-level Levenshtein distance over the reference's length."""
+    ref, hyp = normalize(reference), normalize(hypothesis)
+    d = list(range(len(hyp) + 1))  # one row at a time
+    for i, r in enumerate(ref, 1):
+        prev, d[0] = d[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
+    return d[len(hyp)] / max(1, len(ref))
+
+
+def feed(items: list[tuple[str, str, int | None]], title="Test podcast") -> bytes:
+    """An RSS podcast feed: one <item> with an <enclosure> per (name, url, seconds)."""
+    entries = "".join(
+        f"<item><title>{name}</title><guid>{name}</guid>"
+        f'<enclosure url="{url}" type="video/mp4" length="1000"/>'
+        + (f"<itunes:duration>{seconds}</itunes:duration>" if seconds is not None else "")
+        + "</item>"
+        for name, url, seconds in items
+    )
+    return (
+        '<?xml version="1.0"?><rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">'
+        f"<channel><title>{title}</title><link>http://127.0.0.1/</link>{entries}</channel></rss>"
+    ).encode()
