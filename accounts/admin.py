@@ -14,6 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html
 
+from audit.admin import AuditEventInline
 from billing.admin import LedgerEntryInline
 from billing.models import LedgerEntry
 from billing.pricing import format_minutes
@@ -22,7 +23,7 @@ from billing.services import grant_staff_minutes
 from transcription import states
 from transcription.models import Job
 
-from .models import Account, AuditEvent
+from .models import Account
 from .services import token_issue, token_revoke
 
 
@@ -33,15 +34,6 @@ def _subquery_total(queryset, expression):
                  output_field=IntegerField()),
         Value(0),
     )
-
-
-class AuditEventInline(ReadOnlyAdminMixin, admin.TabularInline):
-    model = AuditEvent
-    fk_name = "account"
-    fields = ["created_at", "action", "actor", "detail"]
-    readonly_fields = fields
-    extra = 0
-    verbose_name_plural = "audit log (newest first)"
 
 
 class GrantMinutesForm(forms.Form):
@@ -236,22 +228,3 @@ class AccountAdmin(admin.ModelAdmin):
         }
         return TemplateResponse(request, "admin/accounts/account/grant_minutes.html", context)
 
-
-@admin.register(AuditEvent)
-class AuditEventAdmin(admin.ModelAdmin):
-    list_display = ["created_at", "action", "account", "actor", "detail"]
-    list_filter = ["action", ("created_at", admin.DateFieldListFilter)]
-    list_select_related = ["account__user", "actor"]
-    search_fields = ["account__user__email", "actor__username", "detail"]
-    fields = ["created_at", "action", "account", "actor", "detail"]
-    readonly_fields = fields
-    actions = None
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

@@ -30,33 +30,3 @@ class ApiToken(models.Model):
     def __str__(self):
         return f"{self.prefix}…"
 
-
-class AuditEvent(models.Model):
-    """Who did what to an account: token changes, staff grants, job retries and cancellations.
-
-    Written by the services (accounts.services, billing.services, transcription.services), never
-    edited; the admin shows them read-only. `actor` is empty for changes made outside a person's
-    session (a management command).
-    """
-
-    class Action(models.TextChoices):
-        TOKEN_ISSUED = "token_issued", "Token issued"
-        TOKEN_REPLACED = "token_replaced", "Token replaced"
-        TOKEN_REVOKED = "token_revoked", "Token revoked"
-        MINUTES_GRANTED = "minutes_granted", "Minutes granted"
-        JOB_RETRIED = "job_retried", "Job retried"
-        JOB_CANCELLED = "job_cancelled", "Job cancelled"
-
-    actor = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"
-    )
-    account = models.ForeignKey(Account, on_delete=models.PROTECT, related_name="audit_events")
-    action = models.CharField(max_length=20, choices=Action.choices)
-    detail = models.TextField(blank=True)
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-
-    def __str__(self):
-        return f"{self.get_action_display()} for {self.account_id}"

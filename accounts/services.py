@@ -6,8 +6,10 @@ from django.db import transaction
 
 from billing.services import grant_signup_minutes
 
-from .audit import audit_record
-from .models import Account, ApiToken, AuditEvent
+from audit.models import AuditEvent
+from audit.services import audit_record
+
+from .models import Account, ApiToken
 from .tokens import PREFIX_LENGTH, new_token, token_digest
 
 

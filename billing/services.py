@@ -11,6 +11,9 @@ from datetime import date
 
 from django.db import IntegrityError, transaction
 
+from audit.models import AuditEvent
+from audit.services import audit_record
+
 from . import pricing
 from .models import LedgerEntry
 from .selectors import account_balance
@@ -25,9 +28,6 @@ def grant_signup_minutes(account, minutes: int) -> LedgerEntry:
 
 def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> LedgerEntry:
     """Staff's grant of `minutes`, with a reason; recorded as created by `by` and audited."""
-    from accounts.audit import audit_record
-    from accounts.models import AuditEvent
-
     if minutes <= 0:
         raise ValueError("A grant must be a positive number of minutes.")
     if not reason.strip():

@@ -36,6 +36,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "drf_spectacular",
     "django_celery_results",
+    "audit",
     "accounts",
     "billing",
     "transcription",

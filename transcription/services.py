@@ -12,6 +12,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from audit.models import AuditEvent
+from audit.services import audit_record
 from billing.services import job_refund, translation_refund
 
 from . import poll_cache, states
@@ -197,9 +199,6 @@ def job_cancel(job_id, by=None) -> Job | None:
 
     Returns None, and changes nothing, when the job had already ended. Audited as job_cancelled.
     """
-    from accounts.audit import audit_record
-    from accounts.models import AuditEvent
-
     with transaction.atomic():
         job = job_fail(job_id, CANCELLED_ERROR)
         if job is None:
@@ -218,9 +217,6 @@ def job_retry(job_id, by=None) -> Job:
     not added to the failed job's batch: a batch lists the jobs its client queued. Audited as
     job_retried. Raises ValueError for a job that has not failed.
     """
-    from accounts.audit import audit_record
-    from accounts.models import AuditEvent
-
     with transaction.atomic():
         failed = Job.objects.select_related("account").get(pk=job_id)
         if failed.state != states.FAILED:

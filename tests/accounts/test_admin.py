@@ -8,7 +8,8 @@ from django.contrib.auth.models import Permission
 from django.test import RequestFactory
 from django.urls import reverse
 
-from accounts.models import Account, ApiToken, AuditEvent
+from accounts.models import Account, ApiToken
+from audit.models import AuditEvent
 from accounts.services import token_issue
 from accounts.tokens import token_digest
 from billing.models import LedgerEntry
@@ -44,7 +45,7 @@ def test_the_support_group_has_no_delete_permission_at_all():
 def test_the_support_group_views_everything_and_changes_only_what_it_needs():
     perms = {f"{p.content_type.app_label}.{p.codename}" for p in support_group().permissions.select_related("content_type")}
     for app_label, model in [
-        ("accounts", "account"), ("accounts", "apitoken"), ("accounts", "auditevent"), ("billing", "plan"),
+        ("accounts", "account"), ("accounts", "apitoken"), ("audit", "auditevent"), ("billing", "plan"),
         ("billing", "ledgerentry"), ("transcription", "job"), ("transcription", "batch"),
         ("transcription", "translation"),
     ]:
@@ -195,15 +196,15 @@ def test_grant_staff_minutes_audits_even_outside_the_admin(account):
 def test_audit_events_are_read_only_in_the_admin(admin_client, account):
     token_issue(account)
     event = AuditEvent.objects.get()
-    assert admin_client.get(reverse("admin:accounts_auditevent_changelist")).status_code == 200
-    page = admin_client.get(reverse("admin:accounts_auditevent_change", args=[event.pk]))
+    assert admin_client.get(reverse("admin:audit_auditevent_changelist")).status_code == 200
+    page = admin_client.get(reverse("admin:audit_auditevent_change", args=[event.pk]))
     assert page.status_code == 200 and page.context["has_change_permission"] is False
-    assert admin_client.post(reverse("admin:accounts_auditevent_delete", args=[event.pk]), {"post": "yes"}).status_code == 403
+    assert admin_client.post(reverse("admin:audit_auditevent_delete", args=[event.pk]), {"post": "yes"}).status_code == 403
 
 
 def test_every_admin_page_renders_for_support(support_client, account, token):
     job = Job.objects.create(account=account, url="https://example.com/v", type="subtitles")
-    for name in ["accounts_account", "accounts_auditevent", "billing_plan", "billing_ledgerentry",
+    for name in ["accounts_account", "audit_auditevent", "billing_plan", "billing_ledgerentry",
                  "transcription_job", "transcription_batch", "transcription_translation"]:
         assert support_client.get(reverse(f"admin:{name}_changelist")).status_code == 200, name
     assert support_client.get(reverse("admin:transcription_job_change", args=[job.pk])).status_code == 200

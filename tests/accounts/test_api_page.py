@@ -5,7 +5,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from accounts.models import ApiToken, AuditEvent
+from accounts.models import ApiToken
+from audit.models import AuditEvent
 from accounts.services import account_create, token_issue
 from accounts.tokens import token_digest
 from billing.services import grant_staff_minutes

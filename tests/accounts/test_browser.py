@@ -185,7 +185,7 @@ def test_sign_up_create_a_token_use_it_and_revoke_it(live_server, new_page):
 def test_support_grants_minutes_and_the_holder_sees_them(live_server, new_page):
     from playwright.sync_api import expect
 
-    from accounts.models import AuditEvent
+    from audit.models import AuditEvent
     from accounts.services import account_create
     from tests.staff import make_support_user
     from transcription import services, states

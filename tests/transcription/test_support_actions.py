@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.urls import reverse
 
-from accounts.models import AuditEvent
+from audit.models import AuditEvent
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from billing.services import job_charge

@@ -1,4 +1,4 @@
-"""The one writer of AuditEvent rows (the services call it inside their own transactions)."""
+"""The one writer of AuditEvent rows (the services of every app call it inside their own transactions)."""
 from .models import AuditEvent
 
 
