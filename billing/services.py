@@ -6,11 +6,14 @@ refund a no-op instead of a second entry.
 """
 from __future__ import annotations
 
+import calendar
 from dataclasses import dataclass
 from datetime import date
 
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
+from accounts.models import Account
 from audit.models import AuditEvent
 from audit.services import audit_record
 
@@ -74,14 +77,14 @@ def billed_seconds(job) -> int:
     return job.duration
 
 
-def job_charge(job) -> ChargeResult:
-    """Charge a job whose `duration` is known: in full, as a preview, or not at all.
+def ledger_charge(job) -> ChargeResult:
+    """The ledger's charge for a job whose `duration` is known: in full, for the whole minutes of
+    a preview (ChargeResult.preview_minutes; transcription.services.job_charge records them on the
+    job), or not at all.
 
     Runs in one transaction holding the account row lock. Idempotent: a job already charged
     gets its earlier result back.
     """
-    from accounts.models import Account
-
     translations = len(job.target_languages or [])
     with transaction.atomic():
         Account.objects.select_for_update().get(pk=job.account_id)
@@ -104,9 +107,6 @@ def job_charge(job) -> ChargeResult:
                     ),
                 )
             cost = pricing.job_cost(job.type, preview_minutes * 60, job.quality, translations)
-            job.is_preview = True
-            job.preview_minutes = preview_minutes
-            job.save(update_fields=["is_preview", "preview_minutes", "updated_at"])
         LedgerEntry.objects.create(
             account_id=job.account_id, kind=LedgerEntry.Kind.CHARGE, source=LedgerEntry.Source.JOB,
             seconds=-cost, job=job, reason=f"{job.type} of {job.duration} s" + (" (preview)" if preview_minutes else ""),
@@ -156,8 +156,6 @@ def translation_refund(translation, reason: str = "Translation failed") -> Ledge
 
 def next_period(day: date) -> date:
     """The same day next month, clamped to the month's end (Jan 31 -> Feb 28)."""
-    import calendar
-
     year, month = (day.year + 1, 1) if day.month == 12 else (day.year, day.month + 1)
     return day.replace(year=year, month=month, day=min(day.day, calendar.monthrange(year, month)[1]))
 
@@ -168,10 +166,6 @@ def renew_due_plans(today: date | None = None) -> int:
     Safe to run any number of times, concurrently or after missed days: each (account, period)
     is granted once (account row lock + a unique constraint on the period). Returns grants made.
     """
-    from django.utils import timezone
-
-    from accounts.models import Account
-
     today = today or timezone.localdate()
     granted = 0
     due = Account.objects.filter(plan__active=True, renews_on__lte=today).values_list("pk", flat=True)

@@ -1,8 +1,8 @@
 from celery import shared_task
 
+from .services import renew_due_plans
+
 
 @shared_task
 def renew_plans() -> int:
-    from .services import renew_due_plans
-
     return renew_due_plans()

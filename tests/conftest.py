@@ -42,6 +42,18 @@ def _fresh_rate_limits():
 
 
 @pytest.fixture
+def broker():
+    """The Celery broker's queues in Redis, emptied before and after (read them with support.queued)."""
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    queues = ("media", "asr", "burn")
+    client.delete(*queues)
+    yield client
+    client.delete(*queues)
+
+
+@pytest.fixture
 def account(db):
     from accounts.services import account_create
 

@@ -52,6 +52,16 @@ def wait_for_lapsed_claim(job_id, timeout: float = 30):
                     "lapsed claim", timeout)
 
 
+def queued(broker) -> list[tuple[str, str, str]]:
+    """(queue, task name, job id) of every message waiting in the broker (the `broker` fixture)."""
+    found = []
+    for queue in ("media", "asr", "burn"):
+        for raw in broker.lrange(queue, 0, -1):
+            headers = json.loads(raw)["headers"]
+            found.append((queue, headers["task"].rsplit(".", 1)[1], headers["argsrepr"].strip("(),[]'")))
+    return found
+
+
 def submit(api, path: str, body: dict) -> str:
     """POST a job request through the API client; the new job's id."""
     response = api.post(path, data=json.dumps(body), content_type="application/json")

@@ -2,6 +2,7 @@
 
 State and progress change only through job_advance / job_progress / job_fail / job_finish,
 which lock the row, enforce the transitions of `states`, and never let progress go down.
+job_finish and job_fail are the only two places where a job ends.
 """
 from __future__ import annotations
 
@@ -14,19 +15,13 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import audit_record
-from billing.services import job_refund, translation_refund
+from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
-from . import poll_cache, states
+from . import dispatch, poll_cache, states
 from .languages import normalize_language
 from .models import Batch, Job, Translation
 
 logger = logging.getLogger(__name__)
-
-
-def _queue_job(job_id) -> None:
-    from .tasks import start_job
-
-    transaction.on_commit(lambda: start_job.delay(str(job_id)))
 
 
 def _add_translations(job: Job, languages: list[str]) -> None:
@@ -44,7 +39,7 @@ def job_create(account, *, url: str, type: str, target_languages: list[str] | No
         timeline=[[states.WAITING, timezone.now().isoformat()]], **options,
     )
     _add_translations(job, target_languages or [])
-    _queue_job(job.id)
+    dispatch.job_send_on_commit(job.id)
     return job
 
 
@@ -62,7 +57,7 @@ def batch_create(account, *, url: str, title: str, total: int, skipped: int, vid
             target_languages=target_languages or [], timeline=[[states.WAITING, now]], **options,
         )
         _add_translations(job, target_languages or [])
-        _queue_job(job.id)
+        dispatch.job_send_on_commit(job.id)
     return batch
 
 
@@ -93,6 +88,19 @@ def job_progress(job_id, fraction: float) -> None:
     value = states.progress_in(job.state, fraction, job.type)
     if Job.objects.filter(pk=job_id, state=job.state, progress__lt=value).update(progress=value, updated_at=timezone.now()):
         poll_cache.forget(job_id)
+
+
+def job_charge(job: Job) -> ChargeResult:
+    """Charge a job whose `duration` is known: in full, or, when the balance covers only part of
+    it, as a preview of the whole minutes it covers (recorded on the job), or not at all
+    (ChargeResult.ok is False, with the figures in its error). A job already charged gets its
+    earlier result back."""
+    with transaction.atomic():
+        result = ledger_charge(job)
+        if result.ok and result.preview_minutes and (job.is_preview, job.preview_minutes) != (True, result.preview_minutes):
+            job.is_preview, job.preview_minutes = True, result.preview_minutes
+            job.save(update_fields=["is_preview", "preview_minutes", "updated_at"])
+    return result
 
 
 @transaction.atomic
@@ -170,6 +178,26 @@ def job_release(job_id, held) -> None:
     Job.objects.filter(pk=job_id, lease_until=held).update(lease_until=None)
 
 
+def job_take_lapsed_claim(job_id, attempts: int, lapsed, now) -> bool:
+    """The sweeper's hold on a job whose worker died (its claim expired at `lapsed`): one attempt
+    used, the claim cleared for the next worker. Compare and set, so that of two sweepers only one
+    re-queues the job. False when the job moved on meanwhile."""
+    taken = Job.objects.filter(pk=job_id, attempts=attempts, lease_until=lapsed).update(
+        attempts=attempts + 1, lease_until=None, updated_at=now)
+    if taken:
+        poll_cache.forget(job_id)
+    return bool(taken)
+
+
+def job_mark_resent(job_id, cutoff, now) -> bool:
+    """Note that the task of a job nobody has claimed since `cutoff` is being sent again (so it is
+    sent at most once per STALLED_AFTER_SECONDS). False when a worker claimed it meanwhile."""
+    marked = Job.objects.filter(pk=job_id, lease_until__isnull=True, updated_at__lt=cutoff).update(updated_at=now)
+    if marked:
+        poll_cache.forget(job_id)
+    return bool(marked)
+
+
 @transaction.atomic
 def job_forget_artifacts(job_id) -> None:
     """Clear the names of a job's burned videos once the files are deleted (retention)."""
@@ -195,7 +223,7 @@ def job_cancel(job_id, by=None) -> Job | None:
     and not refunded yet. A job cancelled before it is done has delivered nothing, so that is
     exactly what it had not used (a translation that already failed was refunded on its own and
     is not returned twice). A worker busy with the job's current stage finishes that stage, then
-    finds the job final and stops (runner._run ignores the InvalidTransition).
+    finds the job final and stops (stages.run.run_stage ignores the InvalidTransition).
 
     Returns None, and changes nothing, when the job had already ended. Audited as job_cancelled.
     """

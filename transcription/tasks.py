@@ -1,45 +1,39 @@
-"""Celery tasks: thin wrappers that name a queue and call the runner.
+"""Celery tasks: thin wrappers that run a stage and hand the job to the task of its next stage
+(dispatch.py decides which). Queues are set by name in settings.CELERY_TASK_ROUTES.
 
 Tasks are acknowledged late (settings), so a worker killed mid-task leaves its message to be
-delivered again; the sweeper catches what the broker does not redeliver. The runner (and with
-it the speech model's libraries) is imported inside the tasks so that web processes, which only
-queue tasks, never load it.
+delivered again; the sweeper catches what the broker does not redeliver. Only worker and beat
+processes import this module (web processes send tasks by name), so the speech stack imported
+through the stages never loads in a web process.
 """
 from celery import shared_task
+
+from . import dispatch, retention, sweeper
+from .stages import burn, media, speech
 
 
 @shared_task(acks_late=True)
 def start_job(job_id: str) -> None:
-    from . import runner
-
-    if runner.run_media_stages(job_id):
-        transcribe_job.delay(job_id)
+    if media.run(job_id):
+        dispatch.job_send(job_id)
 
 
 @shared_task(acks_late=True)
 def transcribe_job(job_id: str) -> None:
-    from . import runner
-
-    if runner.run_speech_stages(job_id):
-        burn_job.delay(job_id)
+    if speech.run(job_id):
+        dispatch.job_send(job_id)
 
 
 @shared_task(acks_late=True)
 def burn_job(job_id: str) -> None:
-    from . import runner
-
-    runner.run_burn_stage(job_id)
+    burn.run(job_id)  # the last stage
 
 
 @shared_task
-def sweep_stalled_jobs() -> None:
-    from . import runner
-
-    runner.sweep_stalled_jobs()
+def sweep_stalled_jobs() -> dict:
+    return sweeper.sweep_stalled_jobs()
 
 
 @shared_task
-def delete_expired_artifacts() -> None:
-    from . import runner
-
-    runner.delete_expired_artifacts()
+def delete_expired_artifacts() -> dict:
+    return retention.delete_expired_artifacts()

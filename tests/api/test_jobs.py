@@ -1,7 +1,7 @@
 import json
 import uuid
 
-
+from tests.support import queued
 from transcription.models import Job
 
 JOB_FIELDS = {
@@ -16,14 +16,16 @@ def post(api, path, body):
     return api.post(path, data=json.dumps(body), content_type="application/json")
 
 
-def test_a_transcribe_post_answers_the_id_at_once_and_the_job_waits(api, django_capture_on_commit_callbacks):
+def test_a_transcribe_post_answers_the_id_at_once_and_the_job_waits(api, broker, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         response = post(api, "/v1/api/transcribe", {"url": "https://example.com/v.mp4"})
+        assert queued(broker) == [], "nothing is queued before the commit"
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {"id"}
-    queued = [callback for callback in callbacks if "_queue_job" in callback.__qualname__]
-    assert len(queued) == 1, "the task is queued only once the row is committed"
+    for callback in callbacks:
+        callback()
+    assert queued(broker) == [("media", "start_job", body["id"])], "the task is queued only once the row is committed"
 
     job = api.get(f"/v1/api/transcription/{body['id']}").json()
     assert set(job) == JOB_FIELDS

@@ -7,8 +7,9 @@ from django.db import connection
 from accounts.services import account_create
 from billing.models import AppendOnlyError, LedgerEntry
 from billing.selectors import account_balance
-from billing.services import job_charge, job_refund, translation_refund
+from billing.services import job_refund, translation_refund
 from transcription import services
+from transcription.services import job_charge
 from transcription.models import Job, Translation
 
 

@@ -19,7 +19,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db_blocker, api, videos, tmp_path_factory):
-    from transcription import runner
+    from transcription import sweeper
 
     log = tmp_path_factory.mktemp("killed") / "worker.log"
     with running_worker(log, **FAST_HEARTBEAT) as process:
@@ -37,7 +37,7 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
     assert (lapsed.updated_at, lapsed.lease_until) == (stuck.updated_at, stuck.lease_until), \
         "nothing works on the job any more: no progress, no heartbeat"
     with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", **FAST_HEARTBEAT):
-        swept = runner.sweep_stalled_jobs()
+        swept = sweeper.sweep_stalled_jobs()
         assert [str(i) for i in swept["requeued"]] == [job_id], "a lapsed claim is re-queued at once"
         body = api.get(f"/v1/api/transcription/{wait_for_job(job_id, timeout=420).id}").json()
     assert body["state"] == "done", body["error"]
@@ -48,7 +48,7 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
 
 def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_setup, django_db_blocker, api, videos,
                                                                    tmp_path_factory):
-    from transcription import runner
+    from transcription import sweeper
     from transcription.models import Job
 
     with running_worker(tmp_path_factory.mktemp("killed") / "worker.log", **FAST_HEARTBEAT) as process:
@@ -57,7 +57,7 @@ def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_set
                            "claimed burn", timeout=300)
         assert burning.state == "burning", burning.error
         with override_settings(STALLED_AFTER_SECONDS=0):
-            swept = runner.sweep_stalled_jobs()
+            swept = sweeper.sweep_stalled_jobs()
         assert job_id not in {str(i) for found in swept.values() for i in found}, \
             "a job whose worker is alive is never swept, however long its bar stands still"
         kill_worker(process)
@@ -65,7 +65,7 @@ def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_set
     assert stuck.state == "burning", stuck.error
     wait_for_lapsed_claim(job_id)
     with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", **FAST_HEARTBEAT):
-        swept = runner.sweep_stalled_jobs()
+        swept = sweeper.sweep_stalled_jobs()
         assert [str(i) for i in swept["requeued"]] == [job_id]
         body = api.get(f"/v1/api/transcription/{wait_for_job(job_id, timeout=420).id}").json()
     assert body["state"] == "done", body["error"]

@@ -13,7 +13,7 @@ from django.core.files.storage import default_storage
 from django.test import override_settings
 from django.utils import timezone
 
-from transcription import runner, services
+from transcription import retention, services
 from transcription.artifacts import absolute_url
 from transcription.models import Job, Translation
 
@@ -113,7 +113,7 @@ def test_retention_deletes_old_videos_and_keeps_recent_ones(client, account, sto
     Job.objects.filter(pk=recent.pk).update(burned_video=recent_video, updated_at=timezone.now() - timedelta(days=29))
     link = _path(absolute_url(old_video))
 
-    result = runner.delete_expired_artifacts()
+    result = retention.delete_expired_artifacts()
 
     assert result["videos"] == 2
     assert not default_storage.exists(old_video) and not default_storage.exists(old_translated)
@@ -130,7 +130,7 @@ def test_audio_and_sources_of_ended_jobs_are_swept_but_not_of_running_ones(accou
     drop = [stored(f"audio/{ended.id}.wav"), stored(f"sources/{ended.id}.video"), stored(f"audio/{uuid.uuid4()}.wav")]
     unrelated = stored("audio/notes.txt")
 
-    runner.delete_expired_artifacts()
+    retention.delete_expired_artifacts()
 
     assert all(default_storage.exists(name) for name in keep)
     assert not any(default_storage.exists(name) for name in drop)

@@ -8,7 +8,8 @@ from django.urls import reverse
 from audit.models import AuditEvent
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
-from billing.services import job_charge
+from transcription.services import job_charge
+from tests.support import queued
 from tests.staff import support_client, support_user  # noqa: F401 (fixtures)
 from transcription import services, states
 from transcription.admin import format_duration, stage_durations
@@ -92,17 +93,20 @@ def test_a_worker_finishing_a_stage_after_cancel_cannot_revive_the_job(account):
 
 
 def test_retry_queues_a_fresh_job_with_the_same_options_and_the_failed_one_stays_failed(
-    account, support_user, django_capture_on_commit_callbacks
+    account, support_user, broker, django_capture_on_commit_callbacks
 ):
     job = services.job_create(
         account, url="https://example.com/v.mp4", type="subtitles", target_languages=["Spanish", "French"],
         language_code="en", verbatim=True, subtitle_format="webvtt",
     )
     services.job_fail(job.id, "The video could not be downloaded.")
+    broker.delete("media")
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         new = services.job_retry(job.id, support_user)
-    queued = [callback for callback in callbacks if "_queue_job" in callback.__qualname__]
-    assert len(queued) == 1, "the new job is queued once committed"
+        assert queued(broker) == [], "nothing is queued before the commit"
+    for callback in callbacks:
+        callback()
+    assert queued(broker) == [("media", "start_job", str(new.id))], "the new job is queued once committed"
     assert new.pk != job.pk and new.state == "waiting" and new.batch is None
     for name in ["url", "type", "language_code", "verbatim", "subtitle_format", "target_languages", "quality"]:
         assert getattr(new, name) == getattr(job, name), name

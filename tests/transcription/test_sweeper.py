@@ -3,40 +3,20 @@
 On the real PostgreSQL and Redis: the sweeper's re-queued tasks are read back from the broker's
 queues. Killing real workers is in tests/e2e/test_killed_worker.py.
 """
-import json
-import time
 from datetime import timedelta
 
 import pytest
-import redis
 from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
-from transcription import runner, services
+from tests.support import queued, wait_until
+from transcription import services, sweeper
+from transcription.claims import JobClaim
+from transcription.stages import burn
 from transcription.models import Job
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def broker():
-    """The broker's queues, emptied before and after."""
-    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    queues = ("media", "asr", "burn")
-    client.delete(*queues)
-    yield client
-    client.delete(*queues)
-
-
-def queued(broker) -> list[tuple[str, str, str]]:
-    """(queue, task name, job id) of every message waiting in the broker."""
-    found = []
-    for queue in ("media", "asr", "burn"):
-        for raw in broker.lrange(queue, 0, -1):
-            headers = json.loads(raw)["headers"]
-            found.append((queue, headers["task"].rsplit(".", 1)[1], headers["argsrepr"].strip("(),'")))
-    return found
 
 
 def _job(account, state, *, minutes_ago=30, lease=None, attempts=0, type="burned"):
@@ -47,7 +27,7 @@ def _job(account, state, *, minutes_ago=30, lease=None, attempts=0, type="burned
 
 def test_a_job_whose_worker_is_alive_is_never_swept(account, broker):
     working = _job(account, "burning", minutes_ago=600, lease=timezone.now() + timedelta(seconds=90))
-    swept = runner.sweep_stalled_jobs()
+    swept = sweeper.sweep_stalled_jobs()
     assert working.id not in swept["requeued"] + swept["resent"] + swept["failed"]
     assert queued(broker) == []
     assert Job.objects.get(pk=working.pk).state == "burning"
@@ -59,7 +39,7 @@ def test_a_lapsed_claim_is_requeued_at_its_stage_at_once(account, broker):
     processing = _job(account, "processing", minutes_ago=1, lease=lapsed)
     downloading = _job(account, "downloading", minutes_ago=1, lease=lapsed)
 
-    swept = runner.sweep_stalled_jobs()
+    swept = sweeper.sweep_stalled_jobs()
 
     assert set(swept["requeued"]) == {burning.id, processing.id, downloading.id}
     assert sorted(queued(broker)) == sorted([
@@ -68,15 +48,15 @@ def test_a_lapsed_claim_is_requeued_at_its_stage_at_once(account, broker):
     ])
     for job in Job.objects.filter(pk__in=swept["requeued"]):
         assert job.attempts == 1 and job.lease_until is None, "free for the next worker; one attempt used"
-    assert runner.sweep_stalled_jobs()["requeued"] == [], "re-queued once, not at every sweep"
+    assert sweeper.sweep_stalled_jobs()["requeued"] == [], "re-queued once, not at every sweep"
 
 
 def test_a_job_that_keeps_killing_its_worker_fails_and_is_refunded(account, broker):
     job = _job(account, "processing", lease=timezone.now() - timedelta(seconds=5), attempts=settings.STALLED_MAX_ATTEMPTS)
-    swept = runner.sweep_stalled_jobs()
+    swept = sweeper.sweep_stalled_jobs()
     assert swept["failed"] == [job.id]
     job.refresh_from_db()
-    assert job.state == "failed" and job.error == runner.STALLED_ERROR
+    assert job.state == "failed" and job.error == sweeper.STALLED_ERROR
     assert queued(broker) == []
 
 
@@ -87,17 +67,15 @@ def test_a_job_waiting_in_a_queue_is_sent_again_but_never_failed(account, broker
     handed_over = _job(account, "burning", minutes_ago=16)  # the speech stage ended; no burn worker free yet
     fresh = _job(account, "waiting", minutes_ago=1)
 
-    swept = runner.sweep_stalled_jobs()
+    swept = sweeper.sweep_stalled_jobs()
 
     assert set(swept["resent"]) == {waiting.id, handed_over.id} and swept["failed"] == []
     assert sorted(queued(broker)) == sorted([("media", "start_job", str(waiting.id)),
                                              ("burn", "burn_job", str(handed_over.id))])
     assert Job.objects.get(pk=waiting.pk).attempts == settings.STALLED_MAX_ATTEMPTS
     assert Job.objects.get(pk=fresh.pk).state == "waiting"
-    assert runner.sweep_stalled_jobs()["resent"] == [], "at most once per STALLED_AFTER_SECONDS"
-    with override_settings(STALLED_AFTER_SECONDS=0):
-        time.sleep(0.01)
-        again = runner.sweep_stalled_jobs()
+    assert sweeper.sweep_stalled_jobs()["resent"] == [], "at most once per STALLED_AFTER_SECONDS"
+    again = sweeper.sweep_stalled_jobs(now=timezone.now() + timedelta(seconds=settings.STALLED_AFTER_SECONDS + 1))
     assert set(again["resent"]) == {waiting.id, handed_over.id, fresh.id} and again["failed"] == []
 
 
@@ -109,7 +87,7 @@ def test_a_second_delivery_while_a_worker_runs_the_job_does_nothing(account, tmp
     scratch.parent.mkdir(parents=True)
     scratch.write_bytes(b"half an encode")
     with override_settings(WORK_DIR=work):
-        assert runner.run_burn_stage(job.id) is False
+        assert burn.run(job.id) is False
     assert scratch.read_bytes() == b"half an encode", "the running worker's files are left alone"
     job.refresh_from_db()
     assert job.state == "burning" and job.lease_until > timezone.now()
@@ -117,7 +95,7 @@ def test_a_second_delivery_while_a_worker_runs_the_job_does_nothing(account, tmp
 
 def test_a_claim_is_released_when_the_stage_ends(account):
     job = _job(account, "burning", lease=None)  # no source video in storage: the stage fails at once
-    runner.run_burn_stage(job.id)
+    burn.run(job.id)
     job.refresh_from_db()
     assert job.state == "failed" and job.lease_until is None
 
@@ -126,18 +104,18 @@ def test_a_claim_is_released_when_the_stage_ends(account):
 def test_the_heartbeat_renews_the_claim_while_the_stage_runs(account):
     job = _job(account, "burning", lease=None)
     with override_settings(WORKER_HEARTBEAT_SECONDS=0.2):
-        claim = runner._Claim(job.id)
+        claim = JobClaim(job.id)
         assert claim.take()
         first = Job.objects.get(pk=job.pk).lease_until
+        def renewed_claim():
+            lease = Job.objects.get(pk=job.pk).lease_until
+            return lease if lease > first else None
+
         with claim:
-            time.sleep(0.7)
-            renewed = Job.objects.get(pk=job.pk).lease_until
-        time.sleep(0.5)
-        after = Job.objects.get(pk=job.pk).lease_until
+            renewed = wait_until(renewed_claim, "renewed claim while the stage runs", timeout=5)
+        assert renewed > first
+        assert Job.objects.get(pk=job.pk).lease_until == claim.until, "the last beat is the claim the worker holds"
         claim.release()
-    assert renewed > first, "renewed while running"
-    assert after == renewed, "no beat once the stage is over"
-    assert not claim.thread.is_alive()
     assert Job.objects.get(pk=job.pk).lease_until is None, "released"
 
 
@@ -147,13 +125,13 @@ def test_a_worker_whose_claim_was_taken_over_leaves_the_new_claim_alone(account)
     neither extend nor drop the claim of the worker the sweeper gave its job to."""
     job = _job(account, "burning", lease=None)
     with override_settings(WORKER_HEARTBEAT_SECONDS=0.2):
-        stalled = runner._Claim(job.id)
+        stalled = JobClaim(job.id)
         assert stalled.take()
         Job.objects.filter(pk=job.pk).update(lease_until=timezone.now() - timedelta(seconds=1))  # it lapsed
-        other = runner._Claim(job.id)
+        other = JobClaim(job.id)
         assert other.take(), "the next worker takes the lapsed claim"
         with stalled:
-            time.sleep(0.5)
-        assert not stalled.thread.is_alive(), "the stalled worker's heartbeat stops on its own"
+            wait_until(lambda: not stalled.thread.is_alive(), "the stalled worker's heartbeat stopping on its own",
+                       timeout=5)
         stalled.release()
     assert Job.objects.get(pk=job.pk).lease_until == other.until, "neither renewed nor released by the old holder"

@@ -9,10 +9,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, viewsets
 from rest_framework.response import Response
 
-from billing import pricing
-from billing.selectors import account_balance
+from billing.selectors import quote
 from transcription import poll_cache, services
 from transcription.models import Batch, Job, JobType, Translation
+from transcription.pipeline.playlist import PlaylistError, list_playlist
 
 from . import serializers as s
 from .errors import RequestValidationError, validation_errors
@@ -144,10 +144,9 @@ class BatchViewSet(ContractViewSet):
 
 
 def _list_or_422(url: str, location: str):
-    from transcription.pipeline.playlist import PlaylistError, list_playlist
-
     try:
-        return list_playlist(url, allow_private=settings.ALLOW_PRIVATE_URLS, timeout=settings.FETCH_TIMEOUT_SECONDS)
+        return list_playlist(url, allow_private=settings.ALLOW_PRIVATE_URLS, timeout=settings.FETCH_TIMEOUT_SECONDS,
+                             max_videos=settings.PLAYLIST_MAX_VIDEOS)
     except PlaylistError as error:
         raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
 
@@ -169,11 +168,8 @@ class PlaylistViewSet(ContractViewSet):
     def list(self, request):
         query = parse_query(s.PlaylistQuerySerializer, request)
         listing = _list_or_422(query["url"], "query")
-        translations = len(query["target_languages"] or []) if query["type"] != JobType.TRANSCRIPT else 0
-        needed = pricing.playlist_cost(
-            [video.duration or 0 for video in listing.videos], query["type"], query["quality"], translations
-        )
-        remaining = account_balance(request.user.pk)
+        cost = quote(request.user.pk, [video.duration or 0 for video in listing.videos], query["type"],
+                     query["quality"], query["target_languages"])
         return Response({
             "id": listing.id,
             "title": listing.title,
@@ -189,7 +185,7 @@ class PlaylistViewSet(ContractViewSet):
                 }
                 for v in listing.videos
             ],
-            "needed_seconds": needed,
-            "remaining_seconds": remaining,
-            "fits": needed <= remaining,
+            "needed_seconds": cost.needed_seconds,
+            "remaining_seconds": cost.remaining_seconds,
+            "fits": cost.fits,
         })

@@ -10,7 +10,6 @@ from yt_dlp.utils import unsmuggle_url
 
 from .fetch import FetchError, extract_listing
 
-MAX_VIDEOS = 25
 CHANNEL_TABS = ("videos", "streams", "shorts")
 _CHANNEL_PATH = re.compile(r"^/(?:@[^/]+|channel/[^/]+|c/[^/]+|user/[^/]+)(?:/(?P<tab>[^/?#]+))?/?$")
 _UNAVAILABLE_TITLES = {"[private video]", "[deleted video]", "[unavailable video]"}
@@ -93,7 +92,9 @@ def _entry(entry: dict) -> PlaylistEntry:
     )
 
 
-def list_playlist(url: str, *, allow_private: bool, timeout: int = 30, max_videos: int = MAX_VIDEOS) -> PlaylistListing:
+def list_playlist(url: str, *, allow_private: bool, max_videos: int, timeout: int = 30) -> PlaylistListing:
+    """The playlist or channel at `url`: its first `max_videos` available videos, and how many it
+    skipped (private, deleted, live or upcoming). Raises PlaylistError with a message for the client."""
     is_channel, tab = channel_tab(url)
     try:
         info = extract_listing(channel_tab_url(url), allow_private=allow_private, timeout=timeout)

@@ -1,0 +1,49 @@
+"""Artifact retention (hourly, from beat): burned videos are kept ARTIFACT_RETENTION_DAYS after
+their job ended; the audio and source copies handed between workers only while their job runs."""
+from __future__ import annotations
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.files.storage import default_storage
+from django.db.models import Q
+from django.utils import timezone
+
+from . import files, services, states
+from .models import Job
+
+
+def delete_expired_artifacts(now=None) -> dict:
+    """Delete burned videos of jobs that ended more than ARTIFACT_RETENTION_DAYS ago (their links
+    then answer 410), and any audio or source video left behind by a job that has ended."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(days=settings.ARTIFACT_RETENTION_DAYS)
+    expired = (
+        Job.objects.filter(state__in=states.FINAL_STATES, updated_at__lt=cutoff)
+        .filter(Q(burned_video__isnull=False) | Q(translations__burned_video__isnull=False))
+        .distinct()
+    )
+    videos = 0
+    for job in expired.prefetch_related("translations"):
+        names = [job.burned_video] + [t.burned_video for t in job.translations.all()]
+        for name in filter(None, names):
+            default_storage.delete(name)
+            videos += 1
+        services.job_forget_artifacts(job.id)
+    leftovers = 0
+    for folder in files.SHARED_FOLDERS:
+        try:
+            _, file_names = default_storage.listdir(folder)
+        except FileNotFoundError:
+            continue
+        for file_name in file_names:
+            job_id = file_name.split(".", 1)[0]
+            try:
+                running = Job.objects.filter(pk=job_id).exclude(state__in=states.FINAL_STATES).exists()
+            except ValidationError:  # not a job id: nothing of ours
+                continue
+            if not running:
+                default_storage.delete(f"{folder}/{file_name}")
+                leftovers += 1
+    return {"videos": videos, "leftovers": leftovers}

@@ -1,0 +1,63 @@
+"""The burn stage (burn queue): burning -> done. The job's own video first (if it cannot be drawn
+the job fails and is refunded), then one per translation (one that cannot be drawn fails alone).
+A video made before a lost worker is not drawn again.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+
+from .. import files, services, states
+from ..models import Job, Translation
+from ..pipeline import burn, captions
+from .run import Throttled, run_stage
+from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR
+
+logger = logging.getLogger(__name__)
+
+
+def run(job_id) -> bool:
+    return run_stage(job_id, _burn_stage)
+
+
+def _burn_stage(job: Job, directory: Path) -> bool:
+    services.job_advance(job.id, states.BURNING)
+    source = files.fetch(files.source_name(job.id), directory / "source.video")
+    translations = [t for t in job.translations.all()
+                    if t.state in (states.TRANSLATION_TRANSLATING, states.TRANSLATION_BURNING) and t.srt]
+    videos: list[tuple[Translation | None, str | None, str]] = [(None, job.detected_language, job.srt or "")]
+    videos += [(t, t.language_code, t.srt) for t in translations]
+    for index, (translation, language, srt) in enumerate(videos):
+        if translation is None and job.burned_video and default_storage.exists(job.burned_video):
+            continue  # made before the worker was lost
+        progress = Throttled(lambda f, index=index: services.job_progress(job.id, (index + f) / len(videos)))
+        output = directory / "burned.mp4"
+        if translation is not None:
+            services.translation_advance(translation.id, states.TRANSLATION_BURNING)
+        try:
+            burn.burn(
+                source, captions.from_srt(srt), output, quality=job.quality, font_size=job.font_size,
+                background=job.background, language=language, on_progress=progress,
+                timeout=settings.BURN_TIMEOUT_SECONDS,
+            )
+            name = files.store(output, files.burned_name(job.id, language if translation else None))
+        except Exception as error:
+            if translation is None:
+                raise  # the job's own video: the job fails (and is refunded)
+            if isinstance(error, TRANSLATION_ERRORS):
+                services.translation_fail(translation.id, str(error))
+            else:
+                logger.exception("job %s: burning the %s video failed unexpectedly", job.id, language)
+                services.translation_fail(translation.id, TRANSLATION_INTERNAL_ERROR)
+            continue
+        finally:
+            output.unlink(missing_ok=True)
+        if translation is None:
+            services.job_advance(job.id, states.BURNING, burned_video=name)
+        else:
+            services.translation_advance(translation.id, states.TRANSLATION_DONE, burned_video=name)
+    services.job_finish(job.id)
+    return False

@@ -1,0 +1,76 @@
+"""The media stage (media queue): preparing -> downloading -> converting -> uploading.
+
+The video's length is charged as soon as it is known: from the metadata, or, for direct links
+that carry none, from the downloaded file before anything is converted.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+from django.conf import settings
+
+from .. import files, services, states
+from ..models import Job
+from ..pipeline import audio, burn, fetch
+from .run import run_stage
+
+
+def run(job_id) -> bool:
+    """True when the audio (and a burned job's video) is in storage for the next stage."""
+    return run_stage(job_id, _media_stages)
+
+
+def _charge(job_id, state: str, duration: int) -> bool:
+    """Record the video's length and charge for it; fail the job when the account cannot pay."""
+    job = services.job_advance(job_id, state, duration=duration)
+    result = services.job_charge(job)
+    if not result.ok:
+        services.job_fail(job_id, result.error)
+    return result.ok
+
+
+def _media_stages(job: Job, directory: Path) -> bool:
+    allow_private = settings.ALLOW_PRIVATE_URLS
+    burned = job.type == "burned"
+    services.job_advance(job.id, states.PREPARING)
+    info = fetch.probe(job.url, allow_private=allow_private, max_duration=settings.MAX_VIDEO_SECONDS,
+                       timeout=settings.FETCH_TIMEOUT_SECONDS)
+    duration = math.ceil(info.duration) if info.duration else None
+    services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500])
+    if duration is not None and not _charge(job.id, states.PREPARING, duration):
+        return False
+
+    services.job_advance(job.id, states.DOWNLOADING)
+    source = fetch.download(
+        job.url, directory, allow_private=allow_private, timeout=settings.DOWNLOAD_TIMEOUT_SECONDS,
+        max_bytes=settings.DOWNLOAD_MAX_BYTES, stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
+        max_duration=settings.MAX_VIDEO_SECONDS, video=burned,
+    )
+
+    services.job_advance(job.id, states.CONVERTING)
+    if burned:
+        burn.probe_video(source)  # no picture to draw on: fail now, not after recognition
+    seconds = audio.probe_audio(source)
+    if duration is None:  # direct links often carry no length until the file is read
+        duration = math.ceil(seconds)
+        if duration > settings.MAX_VIDEO_SECONDS:
+            raise fetch.FetchError(fetch.too_long_message(duration, settings.MAX_VIDEO_SECONDS))
+        if not _charge(job.id, states.CONVERTING, duration):
+            return False
+    job.refresh_from_db(fields=["is_preview", "preview_minutes"])
+    max_seconds = job.preview_minutes * 60 if job.is_preview else None
+    wav = directory / "audio.wav"
+    audio.to_wav(source, wav, timeout=settings.FFMPEG_TIMEOUT_SECONDS, max_seconds=max_seconds)
+
+    if burned and max_seconds is not None:
+        source = audio.cut_media(source, directory / f"preview{source.suffix}", seconds=max_seconds,
+                                 timeout=settings.FFMPEG_TIMEOUT_SECONDS)
+
+    services.job_advance(job.id, states.UPLOADING)
+    files.store(wav, files.audio_name(job.id))
+    if burned:
+        services.job_advance(job.id, states.UPLOADING, 0.5)
+        files.store(source, files.source_name(job.id))
+    services.job_advance(job.id, states.UPLOADING, 1.0)
+    return True

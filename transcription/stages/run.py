@@ -1,0 +1,89 @@
+"""What every stage shares: it runs only for a job that has not ended and that no other worker
+runs (the claim), in a scratch folder of its own, and any error ends the job with a message for
+the client.
+
+Everything a job writes to local disk lives in WORK_DIR/<job id>/ and is removed when the stage
+ends, whatever happens. A stage re-delivered after a lost worker starts again from what the job
+already has.
+"""
+from __future__ import annotations
+
+import logging
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from django.conf import settings
+from django.core.files.storage import default_storage
+
+from .. import files, services, states
+from ..claims import JobClaim
+from ..models import Job
+from ..pipeline import audio, burn, fetch, whisper_model
+
+logger = logging.getLogger(__name__)
+
+INTERNAL_ERROR = "An internal error stopped this job; its minutes have been refunded. Please try again."
+
+# Errors whose message is written for the client and becomes the job's `error` as is.
+CLIENT_ERRORS = (fetch.FetchError, audio.AudioError, whisper_model.ModelUnavailable, burn.BurnError)
+
+Stage = Callable[[Job, Path], bool]
+
+
+def run_stage(job_id, stage: Stage) -> bool:
+    """Run `stage(job, scratch folder)` for a job that has not ended and that no other worker is
+    running; fail the job on any error. True when the stage says the job goes on."""
+    job = Job.objects.filter(pk=job_id).first()
+    if job is None or job.state in states.FINAL_STATES:
+        return False
+    claim = JobClaim(job_id)
+    if not claim.take():
+        logger.warning("job %s: another worker is running it; this delivery of the task is dropped", job_id)
+        return False
+    directory = _work_dir(job_id)
+    try:
+        with claim:
+            return stage(job, directory)
+    except CLIENT_ERRORS as error:
+        services.job_fail(job_id, str(error))
+    except states.InvalidTransition as error:
+        logger.warning("job %s: %s", job_id, error)
+    except Exception:
+        logger.exception("job %s failed unexpectedly", job_id)
+        services.job_fail(job_id, INTERNAL_ERROR)
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+        _delete_shared_copies(job_id)
+        claim.release()
+    return False
+
+
+def _work_dir(job_id) -> Path:
+    directory = Path(settings.WORK_DIR) / str(job_id)
+    shutil.rmtree(directory, ignore_errors=True)  # a retried stage starts clean
+    directory.mkdir(parents=True)
+    return directory
+
+
+def _delete_shared_copies(job_id) -> None:
+    """The audio is only needed until the speech stage is over, the source video until the job ends."""
+    state = Job.objects.filter(pk=job_id).values_list("state", flat=True).first()
+    if state is None or state in states.FINAL_STATES or state == states.BURNING:
+        default_storage.delete(files.audio_name(job_id))
+    if state is None or state in states.FINAL_STATES:
+        default_storage.delete(files.source_name(job_id))
+
+
+class Throttled:
+    """Calls `update(fraction)` at most once a second: progress is a database write."""
+
+    def __init__(self, update: Callable[[float], None]):
+        self.update, self.last = update, 0.0
+
+    def __call__(self, fraction: float) -> None:
+        now = time.monotonic()
+        if now - self.last >= 1.0 or fraction >= 1.0:
+            self.last = now
+            self.update(fraction)

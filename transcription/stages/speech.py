@@ -1,0 +1,69 @@
+"""The speech stage (asr queue): processing -> merging -> aligning, then the translations
+(translation.py), then done, or burning for a burned job.
+
+A re-delivered job in `translating` already has its subtitles: only the missing translations are
+made.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+
+from .. import files, services, states
+from ..models import Job
+from ..pipeline import asr, audio, captions, speakers, whisper_model
+from ..pipeline.types import Transcript
+from . import translation
+from .run import Throttled, run_stage
+
+
+def run(job_id) -> bool:
+    """True when the job goes on to the burn worker."""
+    return run_stage(job_id, _speech_stages)
+
+
+def _speech_stages(job: Job, directory: Path) -> bool:
+    if job.state == states.BURNING:  # a late re-delivery: the burn worker has it
+        return False
+    wav = files.fetch(files.audio_name(job.id), directory / "audio.wav")
+    if job.state != states.TRANSLATING:
+        _recognise(job, wav)
+        job.refresh_from_db()
+    translation.translate_all(job, wav)
+    if job.type == "burned":
+        services.job_advance(job.id, states.BURNING)
+        return True
+    services.job_finish(job.id)
+    return False
+
+
+def _recognise(job: Job, wav: Path) -> None:
+    services.job_advance(job.id, states.PROCESSING)
+    model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR)
+    chunks = audio.plan_chunks(wav)
+    total = sum(end - start for start, end in chunks) or 1.0
+    parts: list[Transcript] = []
+    done = 0.0
+    for start, end in chunks:
+        progress = Throttled(lambda f, start=start, end=end: services.job_progress(job.id, (done + f * (end - start)) / total))
+        parts.append(asr.transcribe(model, wav, start=start, end=end, language=job.language_code, verbatim=job.verbatim,
+                                    on_progress=progress))
+        done += end - start
+
+    if len(parts) > 1:
+        services.job_advance(job.id, states.MERGING)
+    transcript = asr.merge(parts)
+
+    services.job_advance(job.id, states.ALIGNING, detected_language=transcript.language)
+    segments = speakers.assign_speakers(transcript.segments, speakers.diarize(wav))
+    segments = captions.clean_words(
+        segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language
+    )
+    cues = captions.build_cues(segments, language=transcript.language)
+    results = {
+        "txt": captions.transcript_text(segments),
+        "srt": captions.to_srt(cues),
+        "webvtt": captions.to_webvtt(cues),
+    }
+    services.job_advance(job.id, states.ALIGNING, 1.0, **results)

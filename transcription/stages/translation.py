@@ -1,0 +1,68 @@
+"""Translations, on the asr worker right after `aligning` (they need the audio and the speech
+model for speech -> English). One translation that cannot be made fails alone, refunded by
+services.translation_fail; the job goes on.
+"""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from django.conf import settings
+
+from .. import services, states
+from ..models import Job
+from ..pipeline import asr, audio, burn, captions, translate, whisper_model
+
+logger = logging.getLogger(__name__)
+
+TRANSLATION_INTERNAL_ERROR = "An internal error stopped this translation; its minutes have been refunded."
+
+# Errors whose message is written for the client and becomes the translation's `error` as is.
+TRANSLATION_ERRORS = (translate.TranslationUnavailable, translate.TranslationFailed, burn.BurnError)
+
+
+def translate_all(job: Job, wav: Path) -> None:
+    """Make each requested translation still missing. A burned job's translations stay
+    `translating` with their subtitles until the burn worker draws them."""
+    waiting = [t for t in job.translations.all() if t.state == states.TRANSLATION_PENDING
+               or (t.state == states.TRANSLATION_TRANSLATING and not t.srt)]
+    if not waiting:
+        return
+    services.job_advance(job.id, states.TRANSLATING)
+    source_cues = captions.from_srt(job.srt or "")
+    finished = states.TRANSLATION_TRANSLATING if job.type == "burned" else states.TRANSLATION_DONE
+    for index, translation in enumerate(waiting):
+        services.translation_advance(translation.id, states.TRANSLATION_TRANSLATING)
+        try:
+            cues = _translated_cues(job, translation.language_code, source_cues, wav)
+        except TRANSLATION_ERRORS as error:
+            services.translation_fail(translation.id, str(error))
+        except Exception:
+            logger.exception("job %s: translation to %s failed unexpectedly", job.id, translation.language_code)
+            services.translation_fail(translation.id, TRANSLATION_INTERNAL_ERROR)
+        else:
+            services.translation_advance(translation.id, finished, srt=captions.to_srt(cues),
+                                         webvtt=captions.to_webvtt(cues))
+        services.job_progress(job.id, (index + 1) / len(waiting))
+
+
+def _translated_cues(job: Job, target: str, source_cues: list[captions.Cue], wav: Path) -> list[captions.Cue]:
+    """The job's cues in `target`: same count, same times. Text translators first (CTranslate2
+    models named by TRANSLATION_MODELS, then Apertium); English from any language also comes
+    from the speech model's own translate task."""
+    source = job.detected_language or job.language_code or "en"
+    if target == source:
+        return source_cues
+    translator = translate.find_translator(source, target, ct2_models=settings.TRANSLATION_MODELS,
+                                           timeout=settings.TRANSLATION_TIMEOUT_SECONDS)
+    if translator is not None:
+        return translate.translate_cues(source_cues, translator, language=target)
+    model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR) if target == "en" else None
+    if model is not None and model.model.is_multilingual:  # an English-only model cannot translate
+        words = []
+        for start, end in audio.plan_chunks(wav):
+            part = asr.transcribe(model, wav, start=start, end=end, language=source, verbatim=job.verbatim,
+                                  task="translate")
+            words += [word for segment in part.segments for word in segment.words]
+        return translate.align_translated_words(source_cues, words)
+    raise translate.TranslationUnavailable(translate.unavailable_message(source, target))
