@@ -1,10 +1,11 @@
-# Two commands: `make run` (set up and start the service) and `make test` (the whole suite).
-# Both install what is missing first: Debian packages, a .venv, the project.
+# Two commands: `make run` (set up and start the service) and `make test` (lint, then the whole suite).
+# Both install what is missing first: Debian packages, a .venv, the project. `make lint` alone: ruff
+# (lint and format check) and the import-linter contracts.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run test bench-polls bench-asr bench-memory bench-burn clean
+.PHONY: install run lint test bench-polls bench-asr bench-memory bench-burn clean
 
 install: $(VENV)/.installed
 
@@ -19,7 +20,11 @@ $(VENV)/.installed: pyproject.toml bin/install-system-packages
 run: install
 	bin/run
 
+lint: install
+	bin/lint
+
 test: install
+	bin/lint
 	bin/test $(ARGS)
 
 bench-polls: install
