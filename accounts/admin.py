@@ -18,7 +18,6 @@ from audit.admin import AuditEventInline
 from billing.admin import LedgerEntryInline
 from billing.models import LedgerEntry
 from billing.pricing import format_minutes
-from config.admin import ReadOnlyAdminMixin
 from billing.services import grant_staff_minutes
 from transcription import states
 from transcription.models import Job

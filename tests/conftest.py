@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+from tests.staff import support_client, support_user  # noqa: F401 (fixtures for every test module)
+
 
 def pytest_configure(config):
     engine = settings.DATABASES["default"]["ENGINE"]

@@ -407,7 +407,7 @@ def main() -> int:
             if headers.get("X-RateLimit-Limit") != str(POLL_LIMIT):
                 raise RuntimeError(f"the server did not take the raised poll limit: {headers}")
             log(f"poll answers 200 with {len(body)} bytes; warming up {args.warmup} s per target")
-            for name, (url, token) in targets.items():
+            for url, token in targets.values():
                 wrk(url, args.warmup, args, token)
             order = []
             for i in range(args.rounds):  # ABBA: poll bare bare poll ..., so drift hits both alike

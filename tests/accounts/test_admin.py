@@ -15,7 +15,7 @@ from accounts.tokens import token_digest
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from billing.services import grant_staff_minutes
-from tests.staff import support_client, support_group, support_user  # noqa: F401 (fixtures)
+from tests.staff import support_group
 from transcription.models import Job
 
 pytestmark = pytest.mark.django_db

@@ -3,7 +3,6 @@ real speech model, on media served from 127.0.0.1."""
 import json
 import re
 import subprocess
-import time
 
 import pysubs2
 import pytest

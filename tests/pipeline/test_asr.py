@@ -16,7 +16,7 @@ from transcription.pipeline.asr import (
     whisper_language,
 )
 from transcription.pipeline.types import Transcript
-from tests.support import wer
+from tests.support import normalize, wer
 from transcription.pipeline.whisper_model import load_model
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")

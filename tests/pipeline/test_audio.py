@@ -142,7 +142,7 @@ def gapped_wav(media):
 def _assert_cover(chunks, total, max_chunk):
     assert chunks[0][0] == 0.0
     assert chunks[-1][1] == pytest.approx(total)
-    for (a, b), (c, _) in zip(chunks, chunks[1:]):
+    for (_, b), (c, _) in zip(chunks, chunks[1:]):
         assert b == c  # contiguous
     for a, b in chunks:
         assert 0 < b - a <= max_chunk + 1e-9

@@ -10,7 +10,6 @@ from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from transcription.services import job_charge
 from tests.support import queued
-from tests.staff import support_client, support_user  # noqa: F401 (fixtures)
 from transcription import services, states
 from transcription.admin import format_duration, stage_durations
 from transcription.models import Job, Translation

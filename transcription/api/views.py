@@ -41,7 +41,7 @@ def parse_path_id(value: str) -> uuid.UUID:
 
 def parse_query(serializer_class, request) -> dict:
     data = {}
-    for name, field in serializer_class().fields.items():
+    for name in serializer_class().fields:
         values = request.query_params.getlist(name)
         if not values:
             continue
