@@ -18,7 +18,7 @@ from audit.services import audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
 from . import dispatch, poll_cache, states
-from .languages import normalize_language
+from .pipeline.languages import normalize_language
 from .models import Batch, Job, Translation
 
 logger = logging.getLogger(__name__)

@@ -94,6 +94,7 @@ def main() -> None:
     from tests.worker import running_worker
     from transcription.models import Job
     from transcription.pipeline import asr, audio, captions, speakers, whisper_model
+    from transcription.pipeline.wav import wav_duration
 
     t0 = time.perf_counter()
     call_command("migrate", verbosity=0)
@@ -150,7 +151,7 @@ def main() -> None:
     t0 = time.perf_counter()
     audio.to_wav(media / "speech.mp4", wav, timeout=3600)
     to_wav_s = time.perf_counter() - t0
-    audio_s = audio.wav_duration(wav)
+    audio_s = wav_duration(wav)
     model = whisper_model.load_model(args.model, args.cache_dir)
     warm_16k = tmp / "warm16k.wav"
     audio.to_wav(media / "warm.mp4", warm_16k, timeout=600)

@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from transcription.pipeline.asr import read_wav_slice  # noqa: E402
+from transcription.pipeline.wav import read_slice  # noqa: E402
 from transcription.pipeline.whisper_model import load_model  # noqa: E402
 
 LIBRIVOX = "/usr/share/pocketsphinx/test/data/librivox"
@@ -130,7 +130,7 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="asr-rtf-") as tmp:
         wav, repeats = build_audio(Path(tmp), args.minutes)
-        audio = read_wav_slice(wav)
+        audio = read_slice(wav)
     reference = reference_text(repeats)
     t0 = time.perf_counter()
     model = load_model(args.model, args.cache_dir, args.device)

@@ -8,13 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transcription.pipeline.asr import (
-    DEFAULT_BATCHED,
-    SUPPORTED_LANGUAGES,
-    read_wav_slice,
-    transcribe,
-    whisper_language,
-)
+from transcription.pipeline.asr import DEFAULT_BATCHED, transcribe
+from transcription.pipeline.languages import WHISPER_LANGUAGES as SUPPORTED_LANGUAGES
+from transcription.pipeline.languages import whisper_language
+from transcription.pipeline.wav import read_slice as read_wav_slice
 from transcription.pipeline.types import Transcript
 from tests.support import normalize, wer
 from transcription.pipeline.whisper_model import load_model
@@ -184,6 +181,12 @@ def test_read_wav_slice(two_clips, tmp_path):
         w.writeframes(b"\0" * 4000)
     with pytest.raises(ValueError, match="16 kHz mono"):
         read_wav_slice(stereo)
+
+
+def test_the_speech_model_knows_exactly_the_languages_the_language_module_lists():
+    from faster_whisper.tokenizer import _LANGUAGE_CODES
+
+    assert frozenset(_LANGUAGE_CODES) == SUPPORTED_LANGUAGES
 
 
 def test_default_batched_is_bool():

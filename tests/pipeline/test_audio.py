@@ -12,6 +12,7 @@ import pytest
 from tests.media_server import media_duration, write_wav
 from transcription.pipeline import audio
 from transcription.pipeline.audio import AudioError
+from transcription.pipeline.wav import wav_duration
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +89,7 @@ def test_to_wav_16k_mono(media, tmp_path):
     rate, channels, width, seconds = _wav_params(out)
     assert (rate, channels, width) == (16000, 1, 2)
     assert seconds == pytest.approx(media_duration(media / "speech.wav"), abs=0.05)
-    assert audio.wav_duration(out) == pytest.approx(seconds)
+    assert wav_duration(out) == pytest.approx(seconds)
 
 
 def test_to_wav_stereo_44k_and_preview(media, tmp_path):
@@ -149,7 +150,7 @@ def _assert_cover(chunks, total, max_chunk):
 
 
 def test_wav_duration(gapped_wav):
-    assert audio.wav_duration(gapped_wav) == pytest.approx(70.0)
+    assert wav_duration(gapped_wav) == pytest.approx(70.0)
 
 
 @pytest.mark.parametrize("search_window", [10.0, 60.0])
@@ -164,7 +165,7 @@ def test_plan_chunks_cuts_at_silences(gapped_wav, search_window):
 
 def test_plan_chunks_short_file(media, tmp_path):
     out = audio.to_wav(media / "speech.mp4", tmp_path / "s.wav", timeout=60)
-    d = audio.wav_duration(out)
+    d = wav_duration(out)
     assert audio.plan_chunks(out) == [(0.0, d)]
     assert audio.plan_chunks(out, max_chunk=d + 0.01) == [(0.0, d)]
 

@@ -19,11 +19,11 @@ from transcription.pipeline.translate import (
     TranslationUnavailable,
     align_translated_words,
     find_translator,
-    language_label,
     nllb_code,
     translate_cues,
     unavailable_message,
 )
+from transcription.pipeline.languages import language_label
 from transcription.pipeline.types import Word
 
 from .tiny_marian import build_tiny_marian

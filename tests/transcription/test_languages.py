@@ -1,6 +1,6 @@
 import pytest
 
-from transcription.languages import UnknownLanguage, normalize_language, speech_language
+from transcription.pipeline.languages import UnknownLanguage, normalize_language, whisper_language
 
 
 @pytest.mark.parametrize("text,code", [("Spanish", "es"), ("spanish", "es"), ("es", "es"), ("SPA", "es"),
@@ -16,7 +16,7 @@ def test_unknown_languages_are_refused(text):
 
 
 def test_speech_codes_follow_the_recogniser():
-    assert speech_language("eng") == "en"
-    assert speech_language("jav") == "jw"  # Whisper's code for Javanese
+    assert whisper_language("eng") == "en"
+    assert whisper_language("jav") == "jw"  # Whisper's code for Javanese
     with pytest.raises(UnknownLanguage):
-        speech_language("tlh")  # a real language Whisper does not know
+        whisper_language("tlh")  # a real language Whisper does not know

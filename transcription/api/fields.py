@@ -4,7 +4,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from transcription.languages import UnknownLanguage, normalize_language, speech_language
+from transcription.pipeline.languages import UnknownLanguage, normalize_language, whisper_language
 
 
 class StrictCharField(serializers.CharField):
@@ -48,7 +48,7 @@ class LanguageCodeField(StrictCharField):
     def to_internal_value(self, data):
         value = super().to_internal_value(data)
         try:
-            speech_language(value)
+            whisper_language(value)
         except UnknownLanguage as error:
             self.fail("unknown_language", message=str(error))
         return value

@@ -6,106 +6,32 @@ Nothing here knows about Django. Get the model from
 from __future__ import annotations
 
 import os
-import wave
 from typing import TYPE_CHECKING, Callable
 
-import langcodes
-import numpy as np
-from faster_whisper.tokenizer import _LANGUAGE_CODES
-
 from .captions import ends_sentence
+from .languages import whisper_language
 from .types import Segment, Transcript, Word
+from .wav import SAMPLE_RATE, read_slice
 
 if TYPE_CHECKING:  # pragma: no cover
     from faster_whisper import WhisperModel
 
 __all__ = [
     "DEFAULT_BATCHED",
-    "SAMPLE_RATE",
-    "SUPPORTED_LANGUAGES",
     "VERBATIM_PROMPT",
     "merge",
-    "read_wav_slice",
     "transcribe",
-    "whisper_language",
 ]
-
-SAMPLE_RATE = 16_000
 
 # Chosen by bench/asr/rtf.py (base, int8, 2-core CPU, 5.4 min of speech): batched
 # RTF 0.087 vs plain 0.219 (CPU s/audio s 0.082 vs 0.121), same WER. See bench/asr/README.md.
 DEFAULT_BATCHED = True
 DEFAULT_BATCH_SIZE = 8
 
-# The language codes Whisper knows (mostly ISO 639-1; "haw" and "yue" are 639-3,
-# and Whisper writes Javanese as "jw").
-SUPPORTED_LANGUAGES: frozenset[str] = frozenset(_LANGUAGE_CODES)
-
 # Prompt that makes Whisper keep fillers and disfluencies instead of cleaning them up.
 VERBATIM_PROMPT = "Umm, let me think like, hmm... Okay, here's what I'm, like, thinking."
 
-# Standard codes whose Whisper spelling differs.
-_ALIASES = {
-    "jv": "jw",  # Javanese
-    "nb": "no",  # Norwegian Bokmål -> Whisper's "Norwegian"
-    "fil": "tl",  # Filipino (langcodes turns "tl"/"tgl" into "fil")
-}
-
 ProgressCallback = Callable[[float], None]
-
-
-def whisper_language(code: str) -> str:
-    """Map an ISO 639-1 / 639-3 (or BCP 47) language code to Whisper's code.
-
-    ``"spa" -> "es"``, ``"eng" -> "en"``, ``"en-US" -> "en"``, ``"cmn" -> "zh"``.
-    Raises ``ValueError`` for codes Whisper does not support.
-    """
-    if not isinstance(code, str) or not code.strip():
-        raise ValueError(f"Empty or invalid language code: {code!r}")
-    raw = code.strip().replace("_", "-")
-    if raw.lower() in SUPPORTED_LANGUAGES:
-        return raw.lower()
-    for macro in (False, True):
-        try:
-            lang = langcodes.Language.get(langcodes.standardize_tag(raw, macro=macro)).language
-        except (ValueError, langcodes.tag_parser.LanguageTagError):
-            break
-        if lang:
-            lang = _ALIASES.get(lang, lang)
-            if lang in SUPPORTED_LANGUAGES:
-                return lang
-    raise ValueError(f"Language code {code!r} is not supported by Whisper.")
-
-
-def read_wav_slice(wav_path: str | os.PathLike, start: float = 0.0, end: float | None = None) -> np.ndarray:
-    """Read samples ``[start, end)`` (seconds) of a 16 kHz mono s16le WAV as float32 in [-1, 1].
-
-    Only the slice is read, in blocks, so memory use depends on the slice length,
-    not the file length. ``end`` past the end of the file (or None) means "to the end".
-    """
-    with wave.open(os.fspath(wav_path), "rb") as w:
-        if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != SAMPLE_RATE:
-            raise ValueError(
-                f"{wav_path}: expected 16 kHz mono 16-bit PCM WAV, got "
-                f"{w.getframerate()} Hz, {w.getnchannels()} channel(s), "
-                f"{8 * w.getsampwidth()}-bit"
-            )
-        total = w.getnframes()
-        first = min(max(0, int(round(start * SAMPLE_RATE))), total)
-        last = total if end is None else min(max(first, int(round(end * SAMPLE_RATE))), total)
-        out = np.empty(last - first, dtype=np.float32)
-        w.setpos(first)
-        pos, block = 0, SAMPLE_RATE * 60
-        while pos < len(out):
-            data = w.readframes(min(block, len(out) - pos))
-            if not data:
-                break
-            chunk = np.frombuffer(data, dtype="<i2")
-            out[pos : pos + len(chunk)] = chunk
-            pos += len(chunk)
-    out = out[:pos]
-    out *= 1.0 / 32768.0
-    return out
 
 
 def _convert(seg, offset: float) -> Segment:
@@ -161,7 +87,7 @@ def transcribe(
     ``wav_path`` must be 16 kHz mono s16le. Only ``[start, end)`` seconds are read;
     timestamps in the result are absolute (relative to the start of the file).
     ``language`` is None (detect), or an ISO 639-1/639-3 code (see
-    ``whisper_language``). ``verbatim`` asks Whisper to keep fillers ("um", "uh").
+    ``languages.whisper_language``). ``verbatim`` asks Whisper to keep fillers ("um", "uh").
     ``on_progress(fraction)`` is called as segments arrive with the fraction of the
     slice covered so far, and with 1.0 at the end.
 
@@ -172,8 +98,8 @@ def transcribe(
         raise ValueError(f"task must be 'transcribe' or 'translate', not {task!r}")
     lang = whisper_language(language) if language else None
 
-    audio = read_wav_slice(wav_path, start, end)
-    offset = round(max(0.0, start) * SAMPLE_RATE) / SAMPLE_RATE  # as read_wav_slice
+    audio = read_slice(wav_path, start, end)
+    offset = round(max(0.0, start) * SAMPLE_RATE) / SAMPLE_RATE  # as read_slice
     duration = len(audio) / SAMPLE_RATE
     if len(audio) == 0:
         if on_progress:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["AudioError", "probe_audio", "to_wav", "plan_chunks", "wav_duration", "SAMPLE_RATE"]
+from .wav import SAMPLE_RATE, open_wav, read_samples
 
-SAMPLE_RATE = 16000
+__all__ = ["AudioError", "probe_audio", "to_wav", "plan_chunks", "cut_media"]
 # Recognition runs chunk by chunk. The recogniser's memory grows with the chunk (its features for
 # the whole slice are built at once: about 12.5 MB a minute with tiny.en), so chunks of 10 minutes
 # keep a 12-hour video's peak at a 10-minute video's (bench/memory).
@@ -121,37 +121,16 @@ def to_wav(
     return dst
 
 
-def wav_duration(path: str | os.PathLike) -> float:
-    """Length of a PCM WAV file in seconds (from its header)."""
-    try:
-        with wave.open(os.fspath(path), "rb") as w:
-            return w.getnframes() / float(w.getframerate())
-    except (wave.Error, EOFError) as e:
-        raise AudioError(MSG_UNREADABLE) from e
-
-
 def _rms_frames(w: wave.Wave_read, start: int, stop: int, frame: int) -> np.ndarray:
-    """RMS of consecutive ``frame``-sample frames from sample ``start`` to ``stop``
-    (the last partial frame dropped), reading one frame at a time."""
-    width = w.getsampwidth()
-    channels = w.getnchannels()
-    dtype = {1: np.uint8, 2: "<i2", 4: "<i4"}.get(width)
-    if dtype is None:
-        raise AudioError(f"Unsupported WAV sample width: {width * 8} bits.")
+    """RMS of consecutive ``frame``-sample frames from sample ``start`` to ``stop`` (the last
+    partial frame dropped), reading one frame at a time."""
     w.setpos(start)
     out = []
-    pos = start
-    while pos + frame <= stop:
-        raw = w.readframes(frame)
-        if len(raw) < frame * width * channels:
+    for _ in range((stop - start) // frame):
+        samples = read_samples(w, frame).astype(np.float64)
+        if len(samples) < frame:
             break
-        x = np.frombuffer(raw, dtype=dtype).astype(np.float64)
-        if width == 1:
-            x -= 128.0
-        if channels > 1:
-            x = x.reshape(-1, channels).mean(axis=1)
-        out.append(math.sqrt(float(np.mean(x * x))))
-        pos += frame
+        out.append(math.sqrt(float(np.mean(samples * samples))))
     return np.asarray(out)
 
 
@@ -174,8 +153,8 @@ def plan_chunks(
     if max_chunk <= 0:
         raise ValueError("max_chunk must be positive")
     try:
-        w = wave.open(os.fspath(wav_path), "rb")
-    except (wave.Error, EOFError) as e:
+        w = open_wav(wav_path)
+    except (wave.Error, EOFError, ValueError) as e:
         raise AudioError(MSG_UNREADABLE) from e
     with w:
         rate = w.getframerate()

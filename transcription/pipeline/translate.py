@@ -53,6 +53,7 @@ from typing import Protocol
 import langcodes
 
 from .captions import MAX_LINE_CHARS, MAX_LINES, Cue, wrap_lines
+from .languages import language_label, short_code
 from .types import Word
 
 __all__ = [
@@ -61,9 +62,7 @@ __all__ = [
     "Translator",
     "ApertiumTranslator",
     "CT2Translator",
-    "language_label",
     "unavailable_message",
-    "normalize_language",
     "apertium_modes",
     "find_translator",
     "translate_cues",
@@ -109,26 +108,6 @@ class Translator(Protocol):
         ...
 
 
-def normalize_language(code: str) -> str:
-    """The shortest code for a language tag: "eng" -> "en", "pt_BR" -> "pt", "ast" -> "ast".
-    Unknown but well-formed codes come back lowercased."""
-    try:
-        return langcodes.Language.get(code.strip().replace("_", "-")).language or code.strip().lower()
-    except (ValueError, LookupError, AttributeError):
-        return code.strip().lower()
-
-
-def language_label(code: str) -> str:
-    """English name of a language code ("es" -> "Spanish"); the code itself when unknown."""
-    try:
-        language = langcodes.Language.get(code.strip().replace("_", "-"))
-        if not language.is_valid():
-            return code
-        return language.display_name()
-    except (ValueError, LookupError, AttributeError):
-        return code
-
-
 def unavailable_message(source: str, target: str) -> str:
     return (f"Translation from {language_label(source)} to {language_label(target)} "
             "is not available on this server.")
@@ -168,7 +147,7 @@ def apertium_modes() -> dict[tuple[str, str], str]:
         parts = mode.split("-")
         if len(parts) != 2 or not all(re.fullmatch(r"[a-z]{2,3}", part) for part in parts):
             continue
-        pair = (normalize_language(parts[0]), normalize_language(parts[1]))
+        pair = (short_code(parts[0]), short_code(parts[1]))
         modes.setdefault(pair, mode)
     return modes
 
@@ -220,7 +199,7 @@ class ApertiumTranslator:
         for index, text in zip(todo, current):
             # strip the marks, but not ones the customer wrote ("#hashtag", "@name")
             keep = set(clean[index]) & set("*#@")
-            out[index] = _MARK.sub(lambda m: "".join(ch for ch in m.group(0) if ch in keep), text)
+            out[index] = _MARK.sub(lambda m, keep=keep: "".join(ch for ch in m.group(0) if ch in keep), text)
             out[index] = re.sub(r"\s+", " ", out[index]).strip()
         return out
 
@@ -266,7 +245,7 @@ NLLB_CODES = {
 
 def nllb_code(code: str) -> str | None:
     """NLLB-200 language token for an ISO code ("es" -> "spa_Latn"); None when unknown."""
-    code = normalize_language(code)
+    code = short_code(code)
     if code in NLLB_CODES:
         return NLLB_CODES[code]
     try:
@@ -330,7 +309,7 @@ class CT2Translator:
 
     def __init__(self, folder: str | Path, *, source: str, target: str):
         self.folder = Path(folder)
-        self.source, self.target = normalize_language(source), normalize_language(target)
+        self.source, self.target = short_code(source), short_code(target)
         self.name = f"ctranslate2 {self.folder.name}"
 
     @property
@@ -394,7 +373,7 @@ def _ct2_folder(source: str, target: str, ct2_models: dict[str, str] | None) -> 
         if key == "*" or "-" not in key:
             continue
         left, right = key.split("-", 1)
-        if (normalize_language(left), normalize_language(right)) == (source, target):
+        if (short_code(left), short_code(right)) == (source, target):
             return folder
     folder = (ct2_models or {}).get("*")
     if folder and nllb_code(source) and nllb_code(target):
@@ -412,7 +391,7 @@ def find_translator(source: str, target: str, *, ct2_models: dict[str, str] | No
     through Spanish. Never raises and loads nothing: a broken CTranslate2 folder shows up as
     TranslationFailed from ``translate``. The same language both sides gives a translator that
     copies."""
-    source, target = normalize_language(source), normalize_language(target)
+    source, target = short_code(source), short_code(target)
     if source == target:
         return _Identity()
     folder = _ct2_folder(source, target, ct2_models)

@@ -1,0 +1,66 @@
+"""The WAV files stages hand each other: 16 kHz mono 16-bit PCM, as audio.to_wav writes them.
+
+Read a block or a slice at a time, so memory never grows with the recording's length. Samples come
+back as float32 in [-1, 1].
+"""
+from __future__ import annotations
+
+import os
+import wave
+from collections.abc import Iterator
+
+import numpy as np
+
+SAMPLE_RATE = 16_000  # what the speech model, the VAD and the speaker encoder all take
+
+
+def open_wav(path: str | os.PathLike) -> wave.Wave_read:
+    """Open a pipeline WAV; ValueError names what it is instead when it is not 16 kHz mono 16-bit."""
+    w = wave.open(os.fspath(path), "rb")
+    if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != SAMPLE_RATE:
+        rate, channels, width = w.getframerate(), w.getnchannels(), w.getsampwidth()
+        w.close()
+        raise ValueError(
+            f"{path}: expected 16 kHz mono 16-bit PCM WAV, got {rate} Hz, {channels} channel(s), {8 * width}-bit"
+        )
+    return w
+
+
+def read_samples(w: wave.Wave_read, count: int) -> np.ndarray:
+    """The next `count` samples (fewer at the end of the file)."""
+    return np.frombuffer(w.readframes(count), dtype="<i2").astype(np.float32) / 32768.0
+
+
+def read_slice(path: str | os.PathLike, start: float = 0.0, end: float | None = None) -> np.ndarray:
+    """Samples ``[start, end)`` (seconds); ``end`` past the end of the file (or None) means "to the
+    end". Only the slice is read, a minute at a time."""
+    with open_wav(path) as w:
+        total = w.getnframes()
+        first = min(max(0, int(round(start * SAMPLE_RATE))), total)
+        last = total if end is None else min(max(first, int(round(end * SAMPLE_RATE))), total)
+        out = np.empty(last - first, dtype=np.float32)
+        w.setpos(first)
+        position, block = 0, SAMPLE_RATE * 60
+        while position < len(out):
+            chunk = read_samples(w, min(block, len(out) - position))
+            if not len(chunk):
+                break
+            out[position : position + len(chunk)] = chunk
+            position += len(chunk)
+    return out[:position]
+
+
+def read_blocks(path: str | os.PathLike, block_samples: int) -> Iterator[np.ndarray]:
+    """The whole file, `block_samples` samples at a time."""
+    with open_wav(path) as w:
+        while True:
+            block = read_samples(w, block_samples)
+            if not len(block):
+                return
+            yield block
+
+
+def wav_duration(path: str | os.PathLike) -> float:
+    """Length in seconds, from the header."""
+    with open_wav(path) as w:
+        return w.getnframes() / SAMPLE_RATE
