@@ -93,7 +93,7 @@ def main() -> None:
     from tests.media_server import MediaServer
     from tests.worker import running_worker
     from transcription.models import Job
-    from transcription.pipeline import asr, audio, captions, speakers, whisper_model
+    from transcription.pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whisper_model
     from transcription.pipeline.wav import wav_duration
 
     t0 = time.perf_counter()
@@ -172,9 +172,9 @@ def main() -> None:
 
     def _captions():
         segs = speakers.assign_speakers(transcript.segments, turns)
-        segs = captions.clean_words(segs, verbatim=False, tag_audio_events=False, language=transcript.language)
+        segs = cleaning.clean_words(segs, verbatim=False, tag_audio_events=False, language=transcript.language)
         cues = captions.build_cues(segs, language=transcript.language)
-        return captions.transcript_text(segs), captions.to_srt(cues), captions.to_webvtt(cues)
+        return paragraphs.transcript_text(segs), captions.to_srt(cues), captions.to_webvtt(cues)
 
     _, captions_s = timed(_captions)
 

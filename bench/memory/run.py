@@ -2,7 +2,7 @@
 
 Runs the speech stages the way the worker's ``transcription.stages.speech`` does, without Django:
 ``audio.plan_chunks`` -> ``asr.transcribe`` per chunk -> ``asr.merge`` -> ``speakers.diarize``
--> ``speakers.assign_speakers`` -> ``captions.clean_words`` / ``build_cues`` / ``to_srt`` /
+-> ``speakers.assign_speakers`` -> ``cleaning.clean_words`` / ``build_cues`` / ``to_srt`` /
 ``to_webvtt`` / ``transcript_text``, in a fresh subprocess per length, and records the child's
 peak RSS (``ru_maxrss`` of the finished child and ``VmHWM`` polled from /proc). The child also
 reports the peak of each stage (it resets the high-water mark with ``/proc/self/clear_refs``
@@ -96,7 +96,7 @@ def _status_kb(pid: int | str, field: str) -> int:
 
 
 def child(wav: str, model_name: str, cache_dir: str) -> None:
-    from transcription.pipeline import asr, audio, captions, speakers, whisper_model
+    from transcription.pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whisper_model
 
     can_reset = True
 
@@ -132,9 +132,9 @@ def child(wav: str, model_name: str, cache_dir: str) -> None:
     segments = stage("assign_speakers", lambda: speakers.assign_speakers(transcript.segments, turns))
 
     def _captions():
-        segs = captions.clean_words(segments, verbatim=False, tag_audio_events=False, language=transcript.language)
+        segs = cleaning.clean_words(segments, verbatim=False, tag_audio_events=False, language=transcript.language)
         cues = captions.build_cues(segs, language=transcript.language)
-        return {"txt": captions.transcript_text(segs), "srt": captions.to_srt(cues), "webvtt": captions.to_webvtt(cues)}
+        return {"txt": paragraphs.transcript_text(segs), "srt": captions.to_srt(cues), "webvtt": captions.to_webvtt(cues)}
 
     results = stage("captions", _captions)
     print(json.dumps({

@@ -14,15 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transcription.pipeline.captions import (
-    Cue,
-    build_cues,
-    clean_words,
-    ends_sentence,
-    to_srt,
-    to_webvtt,
-    transcript_text,
-)
+from transcription.pipeline.captions import Cue, build_cues, to_srt, to_webvtt
+from transcription.pipeline.cleaning import clean_words
+from transcription.pipeline.paragraphs import transcript_text
+from transcription.pipeline.words import ends_sentence
 from transcription.pipeline.types import Segment, Word
 
 from .synth import ARTICLES_ETC, transcript

@@ -11,7 +11,8 @@ import shutil
 
 import pytest
 
-from transcription.pipeline.captions import Cue, from_srt, to_srt, wrap_lines
+from transcription.pipeline.captions import Cue, from_srt, to_srt
+from transcription.pipeline.linebreaks import wrap_lines
 from transcription.pipeline.translate import (
     ApertiumTranslator,
     CT2Translator,

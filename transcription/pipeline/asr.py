@@ -8,10 +8,10 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Callable
 
-from .captions import ends_sentence
 from .languages import whisper_language
 from .types import Segment, Transcript, Word
 from .wav import SAMPLE_RATE, read_slice
+from .words import ends_sentence
 
 if TYPE_CHECKING:  # pragma: no cover
     from faster_whisper import WhisperModel

@@ -31,7 +31,7 @@ Cue boundaries must survive translation. Apertium gets one ``<p>`` block per cue
 format (never plain text mode, which moves words across lines) and the number of blocks that come
 back is checked; CTranslate2 translates a batch with one entry per cue. A cue made of two
 speaker-dash lines is translated line by line so each speaker keeps their line; any other cue is
-translated as one sentence and re-wrapped (``captions.wrap_lines``: at most 2 balanced lines).
+translated as one sentence and re-wrapped (``linebreaks.wrap_lines``: at most 2 balanced lines).
 """
 from __future__ import annotations
 
@@ -52,8 +52,9 @@ from typing import Protocol
 
 import langcodes
 
-from .captions import MAX_LINE_CHARS, MAX_LINES, Cue, wrap_lines
+from .captions import Cue
 from .languages import language_label, short_code
+from .linebreaks import MAX_LINE_CHARS, MAX_LINES, wrap_lines
 from .types import Word
 
 __all__ = [

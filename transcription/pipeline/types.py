@@ -46,3 +46,10 @@ class SpeakerTurn:
     start: float
     end: float
     speaker: int  # 1-based, in order of first appearance
+
+
+def renumber_speakers(speakers: list[int | None]) -> list[int]:
+    """Speaker labels as people read them: 1, 2, ... in order of first appearance; None (no
+    speaker found) counts as speaker 1. The one numbering every output uses."""
+    numbers: dict[int, int] = {}
+    return [numbers.setdefault(1 if speaker is None else speaker, len(numbers) + 1) for speaker in speakers]

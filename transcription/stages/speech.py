@@ -12,7 +12,7 @@ from django.conf import settings
 
 from .. import files, services, states
 from ..models import Job
-from ..pipeline import asr, audio, captions, speakers, whisper_model
+from ..pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whisper_model
 from ..pipeline.types import Transcript
 from . import translation
 from .run import Throttled, run_stage
@@ -46,7 +46,9 @@ def _recognise(job: Job, wav: Path) -> None:
     parts: list[Transcript] = []
     done = 0.0
     for start, end in chunks:
-        progress = Throttled(lambda f, start=start, end=end: services.job_progress(job.id, (done + f * (end - start)) / total))
+        progress = Throttled(
+            lambda f, start=start, end=end, done=done: services.job_progress(job.id, (done + f * (end - start)) / total)
+        )
         parts.append(asr.transcribe(model, wav, start=start, end=end, language=job.language_code, verbatim=job.verbatim,
                                     on_progress=progress))
         done += end - start
@@ -57,12 +59,12 @@ def _recognise(job: Job, wav: Path) -> None:
 
     services.job_advance(job.id, states.ALIGNING, detected_language=transcript.language)
     segments = speakers.assign_speakers(transcript.segments, speakers.diarize(wav))
-    segments = captions.clean_words(
+    segments = cleaning.clean_words(
         segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language
     )
     cues = captions.build_cues(segments, language=transcript.language)
     results = {
-        "txt": captions.transcript_text(segments),
+        "txt": paragraphs.transcript_text(segments),
         "srt": captions.to_srt(cues),
         "webvtt": captions.to_webvtt(cues),
     }

@@ -1,0 +1,165 @@
+"""Where a subtitle's text breaks into lines: the one scorer, used for the two lines of a cue built
+from timed words (captions.build_cues) and for text re-wrapped after translation (wrap_lines).
+
+A break between two lines costs what their imbalance and the word before it say; the cheapest set
+of breaks wins. Lines are balanced or bottom-heavy; a line never ends after an article,
+preposition or conjunction when anything else fits, preferably ends at a sentence or clause end or
+a pause, never leaves one short word alone, and a last line is never only digits (SRT readers
+take it for the next cue's number).
+"""
+from __future__ import annotations
+
+import math
+import re
+
+from .words import (
+    ATTACHING_PUNCT,
+    CLAUSE_END,
+    NO_BREAK_AFTER,
+    NO_BREAK_ALL,
+    OPENING_PUNCT,
+    WEAK_BREAK_AFTER,
+    WEAK_BREAK_ALL,
+    ends_sentence,
+    is_nospace_char,
+    language_key,
+)
+
+MAX_LINE_CHARS = 42
+MAX_LINES = 2
+
+# The scorer's weights, in the units of one character of imbalance.
+TOP_LONGER_PER_CHAR = 0.7  # a top line longer than the bottom one, per character
+BOTTOM_LONGER_PER_CHAR = 0.25  # a bottom-heavy pair is the better shape
+AFTER_FUNCTION_WORD = 1000.0  # ending a line on "the", "of", "and": only when nothing else fits
+AFTER_WEAK_WORD = 8.0  # on a pronoun, auxiliary or intensifier ("we | are", "so | much")
+AT_SENTENCE_END = -20.0
+AT_CLAUSE_END = -10.0
+AT_PAUSE = -6.0  # a pause in the speech (cues from timed words only)
+INSIDE_GLUED_RUN = 40.0  # between two tokens written without a space (CJK, a cut long word)
+LONE_SHORT_WORD = 30.0  # a line holding one word shorter than SHORT_WORD_CHARS
+SHORT_WORD_CHARS = 10
+DIGITS_LAST_LINE = 500.0
+OVER_LINE_PER_CHAR = 100.0  # wrap_lines only: text too long for its lines overflows them rather than lose words
+
+
+def ends_on(text: str, words: set[str]) -> bool:
+    """Whether `text` is one of `words` with no punctuation of its own ("the", not "the,")."""
+    if not text[-1:].isalnum() and text[-1:] != "'":
+        return False
+    return text.lower().strip("\"“‘«¿¡(") in words
+
+
+def break_cost(top_chars: int, bottom_chars: int, last_word: str, *, no_break: set[str], weak_break: set[str],
+               pause: bool = False, glued: bool = False, lone_top: bool = False, lone_bottom: bool = False,
+               digits_bottom: bool = False) -> float:
+    """The cost of breaking between a line of `top_chars` ending with `last_word` and the next line
+    of `bottom_chars`: imbalance plus what the word before the break says. `lone_*`: the line is
+    one short word; `digits_bottom`: the next line is the last and only digits."""
+    if top_chars > bottom_chars:
+        cost = (top_chars - bottom_chars) * TOP_LONGER_PER_CHAR
+    else:
+        cost = (bottom_chars - top_chars) * BOTTOM_LONGER_PER_CHAR
+    if ends_on(last_word, no_break):
+        cost += AFTER_FUNCTION_WORD
+    elif ends_on(last_word, weak_break):
+        cost += AFTER_WEAK_WORD
+    if ends_sentence(last_word):
+        cost += AT_SENTENCE_END
+    elif CLAUSE_END.search(last_word):
+        cost += AT_CLAUSE_END
+    elif pause:
+        cost += AT_PAUSE
+    if glued:
+        cost += INSIDE_GLUED_RUN
+    cost += LONE_SHORT_WORD * (lone_top + lone_bottom)
+    if digits_bottom:
+        cost += DIGITS_LAST_LINE
+    return cost
+
+
+def function_words(language: str | None) -> tuple[set[str], set[str]]:
+    """(no-break words, weak-break words) of a language; every known language's when None or unknown."""
+    key = language_key(language)
+    if key in NO_BREAK_AFTER:
+        return NO_BREAK_AFTER[key], WEAK_BREAK_AFTER.get(key, set())
+    return NO_BREAK_ALL, WEAK_BREAK_ALL
+
+
+def _wrap_tokens(text: str) -> list[tuple[str, bool]]:
+    """(token, glued to the previous one) for ``text``: its words, and single characters inside a
+    run of a script written without spaces, so that such text can break anywhere."""
+    tokens: list[tuple[str, bool]] = []
+    for word in text.split():
+        glue, piece = False, ""
+        for ch in word:
+            if (piece and ch not in ATTACHING_PUNCT and (is_nospace_char(ch) or is_nospace_char(piece[-1]))
+                    and not all(c in OPENING_PUNCT for c in piece)):
+                tokens.append((piece, glue))
+                glue, piece = True, ""
+            piece += ch
+        tokens.append((piece, glue))
+    return tokens
+
+
+def wrap_lines(text: str, max_chars: int = MAX_LINE_CHARS, max_lines: int = MAX_LINES, *,
+               language: str | None = None) -> list[str]:
+    """``text`` on as few lines as fit ``max_chars`` each (at most ``max_lines``), broken where
+    ``break_cost`` is lowest over all the breaks. ``language`` picks the function words (all the
+    known languages' when None). Text too long for ``max_lines`` lines still gets exactly
+    ``max_lines`` lines (longer than ``max_chars``) rather than losing words; a word longer than a
+    line is never cut. "" gives [].
+    """
+    text = re.sub(r"\s+", " ", text).strip()
+    if not text:
+        return []
+    if len(text) <= max_chars or max_lines <= 1:
+        return [text]
+    tokens = _wrap_tokens(text)
+    n = len(tokens)
+    no_break, weak_break = function_words(language)
+    prefix = [0]
+    for index, (tok, glue) in enumerate(tokens):
+        prefix.append(prefix[-1] + (0 if index == 0 or glue else 1) + len(tok))
+
+    def length(i: int, j: int) -> int:
+        return prefix[j] - prefix[i] - (0 if i == 0 or tokens[i][1] else 1)
+
+    def lone(i: int, j: int) -> bool:
+        return j - i == 1 and length(i, j) < SHORT_WORD_CHARS
+
+    def overflow(i: int, j: int) -> float:
+        return max(0, length(i, j) - max_chars) * OVER_LINE_PER_CHAR
+
+    fewest = min(max_lines, n, max(2, math.ceil(len(text) / max_chars)))
+    lines: list[str] = [text]
+    for count in range(fewest, min(max_lines, n) + 1):
+        # cost[(i, j)]: the best lines so far whose last line holds tokens i..j-1
+        cost: dict[tuple[int, int], float] = {(0, j): overflow(0, j) for j in range(1, n - count + 2)}
+        back: list[dict[tuple[int, int], tuple[int, int]]] = []
+        for line in range(2, count + 1):
+            last_line = line == count
+            step: dict[tuple[int, int], float] = {}
+            came: dict[tuple[int, int], tuple[int, int]] = {}
+            for (h, i), before in cost.items():
+                for j in ([n] if last_line else range(i + 1, n - (count - line) + 1)):
+                    if j <= i:
+                        continue
+                    total = before + overflow(i, j) + break_cost(
+                        length(h, i), length(i, j), tokens[i - 1][0], no_break=no_break, weak_break=weak_break,
+                        glued=tokens[i][1], lone_top=line == 2 and lone(h, i), lone_bottom=lone(i, j),
+                        digits_bottom=last_line and j - i == 1 and tokens[i][0].isdigit(),
+                    )
+                    if total < step.get((i, j), math.inf):
+                        step[(i, j)], came[(i, j)] = total, (h, i)
+            cost = step
+            back.append(came)
+        bounds = [min(cost, key=cost.__getitem__)]
+        for came in reversed(back):
+            bounds.append(came[bounds[-1]])
+        bounds.reverse()
+        lines = ["".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j))
+                 for i, j in bounds]
+        if all(len(line) <= max_chars for line in lines):
+            break
+    return lines
