@@ -10,7 +10,7 @@ import pytest
 
 from tests.media_server import media_duration
 from transcription.pipeline import audio, fetch
-from transcription.pipeline.fetch import FetchError
+from transcription.pipeline.fetch import FetchError, errors, guard
 
 LOOPBACK = ["127.0.0.1/32"]  # "trust the test server" for the redirect tests
 
@@ -129,16 +129,16 @@ def test_redirect_to_allowed_address_is_followed(media_server):
 def test_connection_level_check(media_server):
     """The socket factory checks the addresses it actually connects to (so a DNS
     answer that changes between the URL check and the connection is caught)."""
-    session = fetch._Session(fetch._AddressPolicy(False, LOOPBACK))
+    session = guard.Session(guard.AddressPolicy(False, LOOPBACK))
     sock = session.connect(("127.0.0.1", media_server.port), timeout=5)
     sock.close()
-    with pytest.raises(fetch._Blocked):
+    with pytest.raises(guard.Blocked):
         session.connect(("127.0.0.2", media_server.port), timeout=5)
     assert "private network address" in str(session.failure)
-    narrow = fetch._Session(fetch._AddressPolicy(False, ["127.0.0.2/32"]))
-    with pytest.raises(fetch._Blocked):
+    narrow = guard.Session(guard.AddressPolicy(False, ["127.0.0.2/32"]))
+    with pytest.raises(guard.Blocked):
         narrow.connect(("localhost", media_server.port), timeout=5)  # checked after resolution
-    open_session = fetch._Session(fetch._AddressPolicy(True))
+    open_session = guard.Session(guard.AddressPolicy(True))
     open_session.connect(("localhost", media_server.port), timeout=5).close()
 
 
@@ -193,12 +193,13 @@ def test_probe_refuses_live_hls_quickly(media_server, tmp_path):
 
 def test_probe_refuses_over_12_hours(media_server, tmp_path):
     url = media_server.url("/long/index.m3u8")  # 4800 x 10 s, with #EXT-X-ENDLIST
+    twelve_hours = 12 * 3600  # MAX_VIDEO_SECONDS' default, which the worker passes
     with pytest.raises(FetchError) as e:
-        fetch.probe(url, allow_private=True)
+        fetch.probe(url, allow_private=True, max_duration=twelve_hours)
     assert str(e.value) == "The video is 13 h 20 min long; the limit is 12 hours."
     assert fetch.probe(url, allow_private=True, max_duration=None).duration == 48000
     with pytest.raises(FetchError, match="limit is 12 hours"):
-        fetch.download(url, tmp_path, allow_private=True)
+        fetch.download(url, tmp_path, allow_private=True, max_duration=twelve_hours)
     with pytest.raises(FetchError) as e:
         fetch.probe(url, allow_private=True, max_duration=5400)
     assert str(e.value) == "The video is 13 h 20 min long; the limit is 90 minutes."
@@ -354,5 +355,5 @@ def test_too_long_message(duration, limit, message):
 def test_ytdlp_error_messages_are_translated(ytdlp_message, message):
     import yt_dlp
 
-    session = fetch._Session(fetch._AddressPolicy(True))
-    assert str(fetch._map_error(yt_dlp.utils.DownloadError(ytdlp_message), session)) == message
+    session = guard.Session(guard.AddressPolicy(True))
+    assert str(errors.map_error(yt_dlp.utils.DownloadError(ytdlp_message), session)) == message

@@ -1,0 +1,363 @@
+"""Look up and download the media behind a user-supplied address, with yt-dlp.
+
+Nothing here knows about Django.  Everything that goes wrong ends as a
+:class:`FetchError` whose message can be shown to the user as it is (errors.py).
+The address guard is guard.py, the watchdog that stops overrunning fetches watchdog.py.
+
+Safety
+------
+The address comes from a user, so when ``allow_private`` is False no request may
+reach a loopback, private, link-local, multicast, reserved or unspecified
+address, neither directly nor through a redirect, nor through a DNS name that
+resolves to one.  yt-dlp makes its requests through ``yt_dlp.networking``; every
+:class:`YoutubeDL` made here gets a single request handler of ours, a subclass of
+yt-dlp's urllib handler, that
+
+* checks the URL of every request (``RequestHandler._send``),
+* checks the URL of every redirect hop (a urllib *request processor*: urllib runs
+  the processors again for each redirected request, before any connection), and
+* checks the address every socket actually connects to (the connection factory
+  resolves the name once, checks all addresses, then connects to those very
+  addresses, so DNS rebinding between check and connect does not help).
+
+The same handler records every socket it opens, so a download that overruns its
+time limit or stalls can be stopped at once by shutting those sockets down.
+
+yt-dlp may run ffmpeg itself (HLS features its native downloader lacks, fix-ups).
+ffmpeg's own HTTP client is not guarded, so when ``allow_private`` is False yt-dlp
+is pointed at an empty ``ffmpeg_location``: such downloads fail instead of
+escaping the checks.  ``fixup`` is off in any case: the pipeline converts the
+file with its own ffmpeg run later (see ``audio.to_wav``).
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+import yt_dlp
+from yt_dlp.networking import Request
+from yt_dlp.networking.exceptions import HTTPError as YtHTTPError
+
+from ..types import MediaInfo
+from .errors import (  # noqa: F401 - the messages callers compare errors with
+    MSG_AGE,
+    MSG_BOT_CHECK,
+    MSG_DRM,
+    MSG_FORBIDDEN,
+    MSG_GEO,
+    MSG_GONE,
+    MSG_INVALID,
+    MSG_LIVE,
+    MSG_LOGIN,
+    MSG_MEMBERS,
+    MSG_NO_FILE,
+    MSG_NO_MEDIA,
+    MSG_NOT_FOUND,
+    MSG_PLAYLIST,
+    MSG_POST_LIVE,
+    MSG_PRIVATE,
+    MSG_PRIVATE_VIDEO,
+    MSG_REMOVED,
+    MSG_SCHEME,
+    MSG_TIMEOUT_PROBE,
+    MSG_UNAVAILABLE,
+    MSG_UNSUPPORTED,
+    MSG_UPCOMING,
+    FetchError,
+    download_timeout_message,
+    map_error,
+    stalled_message,
+    too_big_message,
+    too_long_message,
+)
+from .guard import VIDEO_FORMAT, AddressPolicy, Abort, Blocked, GuardedYoutubeDL, Session, check_url, ydl_params
+from .watchdog import run_watched
+
+__all__ = ["FetchError", "check_url", "probe", "download", "extract_listing", "too_long_message"]
+
+_FFPROBE_FORMATS = "mov,mp4,m4a,matroska,webm,mp3,ogg,wav,w64,flac,aac,mpegts,avi,flv,asf,aiff,caf,amr,au,wv"
+
+
+def _refuse_live(info: dict) -> None:
+    status = info.get("live_status")
+    if status == "is_upcoming":
+        raise FetchError(MSG_UPCOMING)
+    if info.get("is_live") or status == "is_live":
+        raise FetchError(MSG_LIVE)
+    if status == "post_live":
+        raise FetchError(MSG_POST_LIVE)
+
+
+def _refuse_playlist(info: dict) -> None:
+    if info.get("_type") in ("playlist", "multi_video"):
+        raise FetchError(MSG_PLAYLIST)
+
+
+def _duration(info: dict) -> float | None:
+    d = info.get("duration")
+    try:
+        return float(d) if d is not None and float(d) > 0 else None
+    except (TypeError, ValueError):
+        return None
+
+
+def _single_video(ydl: GuardedYoutubeDL, info: dict) -> dict:
+    """A page holding exactly one video may come back as a one-entry playlist."""
+    if info.get("_type") in ("playlist", "multi_video"):
+        entries = list(info.get("entries") or [])
+        if len(entries) == 1 and entries[0]:
+            entry = entries[0]
+            if entry.get("_type") in ("url", "url_transparent"):
+                return ydl.extract_info(entry["url"], download=False, ie_key=entry.get("ie_key"))
+            return entry
+        if not entries:
+            raise FetchError(MSG_NO_MEDIA)
+    return info
+
+
+def _to_media_info(info: dict, url: str, duration: float | None) -> MediaInfo:
+    return MediaInfo(
+        id=str(info.get("id") or ""),
+        title=str(info.get("title") or info.get("id") or url),
+        webpage_url=str(info.get("webpage_url") or url),
+        duration=duration,
+        is_live=False,
+        extractor=str(info.get("extractor_key") or info.get("extractor") or ""),
+        language=info.get("language") or None,
+    )
+
+
+# --------------------------------------------------------------------------- ffprobe on a remote file
+
+
+def _final_url(ydl: GuardedYoutubeDL, url: str, headers: dict) -> str:
+    """Follow redirects through the guarded handler; the URL the data comes from."""
+    for method, extra in (("HEAD", {}), ("GET", {"Range": "bytes=0-0"})):
+        try:
+            with ydl.urlopen(Request(url, headers={**headers, **extra}, method=method)) as resp:
+                return resp.url
+        except Blocked:
+            raise
+        except YtHTTPError:
+            continue
+    return url
+
+
+def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout: float) -> float | None:
+    """Duration of a direct media file by ffprobe, or None.  When private addresses
+    are refused, ffprobe gets the already-checked final URL, no redirects, only
+    http(s) and demuxers that do not open other URLs."""
+    if shutil.which("ffprobe") is None:
+        return None
+    url = fmt.get("url")
+    if not url:
+        return None
+    headers = {k: v for k, v in (fmt.get("http_headers") or {}).items() if k.lower() in ("user-agent", "referer", "cookie")}
+    cmd = ["ffprobe", "-v", "error", "-rw_timeout", str(int(timeout * 1_000_000))]
+    if not session.policy.allow_private:
+        url = _final_url(ydl, url, headers)
+        session.check_request_url(url)
+        cmd += ["-max_redirects", "0", "-protocol_whitelist", "http,https,tcp,tls",
+                "-format_whitelist", _FFPROBE_FORMATS]
+    if headers:
+        cmd += ["-headers", "".join(f"{k}: {v}\r\n" for k, v in headers.items())]
+    cmd += ["-show_entries", "format=duration", "-of", "json", url]
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    session.register_process(proc)
+    try:
+        out, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None
+    if proc.returncode != 0:
+        return None
+    try:
+        return _duration({"duration": json.loads(out or b"{}").get("format", {}).get("duration")})
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- public API
+
+
+def probe(
+    url: str,
+    *,
+    allow_private: bool,
+    max_duration: float | None = None,
+    timeout: float = 30,
+    allowed_networks: Sequence[str] = (),
+) -> MediaInfo:
+    """What is at ``url`` (yt-dlp metadata only, nothing downloaded).
+
+    ``timeout`` is yt-dlp's socket timeout and ffprobe's; the whole probe is
+    stopped after ``3 * timeout`` seconds.  Refuses (``FetchError``) live and
+    upcoming broadcasts, playlists, media longer than ``max_duration`` seconds,
+    private or removed videos, pages without media, and any request to a private
+    address unless ``allow_private``.  For direct files whose length yt-dlp does
+    not know, ffprobe reads it from the server; ``duration`` stays None when that
+    fails too.
+    """
+    policy = AddressPolicy(allow_private, allowed_networks)
+    policy.check_url(url)
+    session = Session(policy)
+
+    def work() -> MediaInfo:
+        no_ffmpeg = None if allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
+        try:
+            with GuardedYoutubeDL(ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=no_ffmpeg), session) as ydl:
+                info = ydl.extract_info(url, download=False)
+                if not info:
+                    raise FetchError(MSG_NO_MEDIA)
+                info = _single_video(ydl, info)
+                _refuse_playlist(info)
+                _refuse_live(info)
+                duration = _duration(info)
+                if duration is None and str(info.get("protocol", "")).startswith("http") \
+                        and "+" not in str(info.get("protocol")):
+                    duration = _remote_duration(ydl, session, info, timeout)
+                if max_duration is not None and duration is not None and duration > max_duration:
+                    raise FetchError(too_long_message(duration, max_duration))
+                return _to_media_info(info, url, duration)
+        finally:
+            if no_ffmpeg:
+                shutil.rmtree(no_ffmpeg, ignore_errors=True)
+
+    return run_watched(session, work, deadline=3 * timeout, on_deadline=FetchError(MSG_TIMEOUT_PROBE))
+
+
+def download(
+    url: str,
+    dest_dir: str | os.PathLike,
+    *,
+    allow_private: bool,
+    timeout: float = 3 * 3600,
+    max_bytes: int = 2 * 1024**3,
+    stall_timeout: float = 60,
+    max_duration: float | None = None,
+    allowed_networks: Sequence[str] = (),
+    video: bool = False,
+) -> Path:
+    """Download the best audio (or, failing that, the best single file) of ``url``
+    into ``dest_dir`` and return the file's path; with ``video`` the best single file
+    with picture and sound.
+
+    Stopped with ``FetchError`` after ``timeout`` seconds in all, after
+    ``stall_timeout`` seconds without any data (also yt-dlp's socket timeout), or
+    as soon as the file is known to exceed ``max_bytes`` (announced size or bytes
+    received).  Live broadcasts, playlists and media known to be longer than
+    ``max_duration`` are refused before downloading.  Partial files are removed
+    on failure.
+    """
+    policy = AddressPolicy(allow_private, allowed_networks)
+    policy.check_url(url)
+    dest = Path(dest_dir)
+    dest.mkdir(parents=True, exist_ok=True)
+    before = set(dest.iterdir())
+    session = Session(policy)
+
+    def refuse(error: FetchError):
+        session.fail(error)
+        raise Abort()
+
+    def match_filter(info: dict, *, incomplete: bool = False):
+        if session.cancelled.is_set():
+            raise Abort()
+        try:
+            _refuse_playlist(info)
+            _refuse_live(info)
+        except FetchError as e:
+            refuse(e)
+        duration = _duration(info)
+        if max_duration is not None and duration is not None and duration > max_duration:
+            refuse(FetchError(too_long_message(duration, max_duration)))
+        if not incomplete:
+            size = info.get("filesize") or info.get("filesize_approx")
+            if size and size > max_bytes:
+                refuse(FetchError(too_big_message(max_bytes)))
+            session.start_download()
+        return None
+
+    def progress(d: dict):
+        if session.cancelled.is_set():
+            raise Abort()
+        got = d.get("downloaded_bytes") or 0
+        session.progress(got)
+        total = d.get("total_bytes") or 0
+        if got > max_bytes or total > max_bytes:
+            session.abort(FetchError(too_big_message(max_bytes)))
+            raise Abort()
+
+    def work() -> Path:
+        no_ffmpeg = None if allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
+        try:
+            params = ydl_params(session, socket_timeout=stall_timeout, no_ffmpeg_dir=no_ffmpeg)
+            params.update({
+                "outtmpl": {"default": str(dest / "media.%(ext)s")},
+                **({"format": VIDEO_FORMAT} if video else {}),
+                "match_filter": match_filter,
+                "progress_hooks": [progress],
+            })
+            with GuardedYoutubeDL(params, session) as ydl:
+                info = ydl.extract_info(url, download=True)
+                if not info:
+                    raise FetchError(MSG_NO_MEDIA)
+                if info.get("_type") in ("playlist", "multi_video"):
+                    entries = list(info.get("entries") or [])
+                    if len(entries) != 1:
+                        raise FetchError(MSG_PLAYLIST if entries else MSG_NO_MEDIA)
+                    info = entries[0]
+                    if info.get("_type") in ("url", "url_transparent"):
+                        info = ydl.extract_info(info["url"], download=True, ie_key=info.get("ie_key"))
+                errors = ydl.params["logger"].errors
+                for d in info.get("requested_downloads") or []:
+                    path = d.get("filepath") or d.get("_filename")
+                    if path and Path(path).is_file():
+                        return Path(path)
+                if errors:
+                    raise map_error(yt_dlp.utils.DownloadError(errors[-1]), session)
+                raise FetchError(MSG_NO_FILE)
+        finally:
+            if no_ffmpeg:
+                shutil.rmtree(no_ffmpeg, ignore_errors=True)
+
+    try:
+        return run_watched(
+            session, work,
+            deadline=timeout, on_deadline=FetchError(download_timeout_message(timeout)),
+            stall=stall_timeout, on_stall=FetchError(stalled_message(stall_timeout)),
+        )
+    except FetchError:
+        for p in set(dest.iterdir()) - before:
+            try:
+                if p.is_dir():
+                    shutil.rmtree(p, ignore_errors=True)
+                else:
+                    p.unlink()
+            except OSError:
+                pass
+        raise
+
+
+def extract_listing(url: str, *, allow_private: bool, timeout: float = 30, allowed_networks: Sequence[str] = ()) -> dict:
+    """yt-dlp's flat extraction of a playlist or channel page: the entries as the page lists
+    them, none of them resolved or downloaded. Goes through the same address guard as probe()."""
+    policy = AddressPolicy(allow_private, allowed_networks)
+    policy.check_url(url)
+    session = Session(policy)
+
+    def work() -> dict:
+        params = {**ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=None), "noplaylist": False, "playlistend": 1000}
+        with GuardedYoutubeDL(params, session) as ydl:
+            info = ydl.extract_info(url, download=False)
+            if not info:
+                raise FetchError(MSG_NO_MEDIA)
+            return info
+
+    return run_watched(session, work, deadline=3 * timeout, on_deadline=FetchError(MSG_TIMEOUT_PROBE))
