@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parent.parent
 QUEUES = "media,asr,burn"
 
 
-def _database_url() -> str:
+def database_url() -> str:
+    """The URL of the database the tests run on, for processes the tests start."""
     db = connection.settings_dict
     auth = db["USER"] or ""
     if db["PASSWORD"]:
@@ -39,7 +40,7 @@ def running_worker(log_path: Path, **extra_env: str):
     """
     env = {
         **os.environ,
-        "DATABASE_URL": _database_url(),
+        "DATABASE_URL": database_url(),
         "REDIS_URL": settings.REDIS_URL,
         "CONN_MAX_AGE": "0",
         "PYTHONUNBUFFERED": "1",
