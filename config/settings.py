@@ -144,7 +144,12 @@ else:
     # A task acknowledged late is redelivered when its worker dies; the visibility timeout
     # must be longer than the longest stage, or Redis redelivers a task that is still running.
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=4 * 3600)}
+# The outcome of each stage's task (state, worker, a traceback if it crashed) is kept in the
+# database for support staff: the job's admin page lists its tasks (django-celery-results; the
+# job tasks opt in, beat's housekeeping tasks do not). Rows expire after a day (celery's default,
+# cleaned by beat).
 CELERY_RESULT_BACKEND = "django-db"
+CELERY_RESULT_EXTENDED = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
@@ -231,4 +236,5 @@ BURN_TIMEOUT_SECONDS = env.int("BURN_TIMEOUT_SECONDS", default=6 * 60 * 60)
 # model serves fall back to Apertium (Debian packages), then to Whisper's speech -> English.
 TRANSLATION_MODELS = env.dict("TRANSLATION_MODELS", default={})
 TRANSLATION_TIMEOUT_SECONDS = env.int("TRANSLATION_TIMEOUT_SECONDS", default=10 * 60)
-PLAYLIST_MAX_VIDEOS = 25  # the contract's cap on videos per batch and per preview
+# The contract's cap on videos per batch and per preview: a constant, not an environment variable.
+PLAYLIST_MAX_VIDEOS = 25

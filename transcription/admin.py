@@ -14,6 +14,8 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
+from django_celery_results.models import TaskResult
 
 from billing.models import LedgerEntry
 from billing.pricing import format_minutes
@@ -90,6 +92,7 @@ class JobAdmin(admin.ModelAdmin):
         ("Result", {"fields": ["title", "duration", "detected_language", "is_preview", "preview_minutes",
                                "outputs", "burned_video"]}),
         ("Minutes", {"fields": ["charges"]}),
+        ("Tasks", {"fields": ["task_results"]}),
     ]
     readonly_fields = [name for _, section in fieldsets for name in section["fields"]]
 
@@ -158,9 +161,22 @@ class JobAdmin(admin.ModelAdmin):
         if not entries:
             return "Not charged."
         return format_html_join(
-            format_html("<br>"), "{} {} ({}) — {}",
+            mark_safe("<br>"), "{} {} ({}) — {}",
             ((e.created_at.strftime("%Y-%m-%d %H:%M"), e.kind, format_minutes(abs(e.seconds)), e.reason)
              for e in entries),
+        )
+
+    @admin.display(description="Task outcomes (kept a day)")
+    def task_results(self, job):
+        results = TaskResult.objects.filter(task_args__contains=str(job.id)).order_by("date_created")
+        if not results:
+            return "None kept."
+        return format_html_join(
+            mark_safe("<br>"), '{} <a href="{}">{}</a> {} on {}',
+            ((r.date_done.strftime("%Y-%m-%d %H:%M:%S") if r.date_done else "—",
+              reverse("admin:django_celery_results_taskresult_change", args=[r.pk]),
+              (r.task_name or "").rsplit(".", 1)[-1], r.status, r.worker or "—")
+             for r in results),
         )
 
     # --- actions ------------------------------------------------------------------------------

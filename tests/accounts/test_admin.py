@@ -16,6 +16,7 @@ from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from billing.services import grant_staff_minutes
 from tests.staff import support_group
+from tests.factories import JobFactory
 from transcription.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -145,8 +146,8 @@ def test_replace_and_revoke_are_audited_with_the_staff_user(support_client, supp
 
 
 def test_the_account_list_shows_balance_token_and_job_counts(support_client, account, token):
-    Job.objects.create(account=account, url="https://example.com/a", type="transcript", state="failed")
-    Job.objects.create(account=account, url="https://example.com/b", type="transcript")
+    JobFactory(account=account, state="failed")
+    JobFactory(account=account)
     response = support_client.get(CHANGELIST, {"q": "alice"})
     html = response.content.decode()
     row = response.context["cl"].result_list.get()
@@ -203,7 +204,7 @@ def test_audit_events_are_read_only_in_the_admin(admin_client, account):
 
 
 def test_every_admin_page_renders_for_support(support_client, account, token):
-    job = Job.objects.create(account=account, url="https://example.com/v", type="subtitles")
+    job = JobFactory(account=account, type="subtitles")
     for name in ["accounts_account", "audit_auditevent", "billing_plan", "billing_ledgerentry",
                  "transcription_job", "transcription_batch", "transcription_translation"]:
         assert support_client.get(reverse(f"admin:{name}_changelist")).status_code == 200, name

@@ -2,7 +2,7 @@ import json
 import uuid
 
 from tests.support import queued
-from transcription.models import Job
+from tests.factories import JobFactory
 
 JOB_FIELDS = {
     "id", "state", "progress", "type", "verbatim", "quality", "font_size", "background", "created_at", "updated_at",
@@ -72,7 +72,7 @@ def test_an_unknown_id_is_a_404(api):
 
 
 def test_another_accounts_job_is_a_404_not_a_403(api, other_account):
-    job = Job.objects.create(account=other_account, url="https://example.com/v", type="transcript")
+    job = JobFactory(account=other_account)
     assert api.get(f"/v1/api/transcription/{job.id}").status_code == 404
 
 

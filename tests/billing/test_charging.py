@@ -10,15 +10,12 @@ from billing.selectors import account_balance
 from billing.services import job_refund, translation_refund
 from transcription import services
 from transcription.services import job_charge
-from transcription.models import Job, Translation
+from tests.factories import JobFactory
+from transcription.models import Job
 
 
 def make_job(account, seconds, **options):
-    job = Job.objects.create(account=account, url="https://example.com/v", duration=seconds,
-                             type=options.pop("type", "transcript"), **options)
-    for position, language in enumerate(options.get("target_languages") or []):
-        Translation.objects.create(job=job, position=position, language=language, language_code=language)
-    return job
+    return JobFactory(account=account, duration=seconds, **options)
 
 
 @pytest.mark.django_db

@@ -9,7 +9,7 @@ import pytest
 from django.test import override_settings
 
 from billing.selectors import account_balance
-from tests.support import feed, poll_until_done, submit, wer, wait_for_job
+from tests.support import feed, poll_until_done, submit, wait_for_job, wait_until, wer
 from tests.worker import running_worker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
@@ -28,7 +28,7 @@ def worker(django_db_setup, django_db_blocker, worker_log):
         yield process
 
 
-def test_a_transcript_of_real_read_speech(worker, api, account, videos):
+def test_a_transcript_of_real_read_speech(worker, api, account, videos, admin_client):
     job_id = submit(api, "/v1/api/transcribe", {"url": videos["librivox"]})
     body, seen = poll_until_done(api, job_id)
     assert body["state"] == "done", body["error"]
@@ -50,6 +50,17 @@ def test_a_transcript_of_real_read_speech(worker, api, account, videos):
     assert 24 <= body["duration"] <= 27
     assert account_balance(account.pk) == 600 - body["duration"]
     assert Job.objects.get(pk=job_id).detected_language == "en"
+
+    from django_celery_results.models import TaskResult
+
+    def outcomes():
+        found = sorted(TaskResult.objects.filter(task_args__contains=job_id).values_list("task_name", "status"))
+        return found if len(found) == 2 else None  # a task's outcome is stored just after the job ends
+
+    assert wait_until(outcomes, "task outcomes", timeout=30) == [
+        ("transcription.tasks.start_job", "SUCCESS"), ("transcription.tasks.transcribe_job", "SUCCESS")]
+    page = admin_client.get(f"/admin/transcription/job/{job_id}/change/").content.decode()
+    assert "start_job" in page and "transcribe_job" in page, "support staff see the job's task outcomes"
 
 
 def test_subtitles_follow_the_cue_rules(worker, api, videos):

@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from transcription import retention, services
 from transcription.artifacts import absolute_url
-from transcription.models import Job, Translation
+from tests.factories import JobFactory, TranslationFactory
+from transcription.models import Job
 
 pytestmark = pytest.mark.django_db
 
@@ -98,7 +99,7 @@ def test_an_expired_link_is_refused(client, stored):
 
 
 def _job(account, state="done", **fields):
-    return Job.objects.create(account=account, url="https://example.com/v", type="burned", state=state, **fields)
+    return JobFactory(account=account, type="burned", state=state, **fields)
 
 
 def test_retention_deletes_old_videos_and_keeps_recent_ones(client, account, stored):
@@ -106,7 +107,7 @@ def test_retention_deletes_old_videos_and_keeps_recent_ones(client, account, sto
     old_video = stored(f"burned/{old.id}/video.mp4")
     old_translated = stored(f"burned/{old.id}/video.es.mp4")
     Job.objects.filter(pk=old.pk).update(burned_video=old_video)
-    Translation.objects.create(job=old, language="Spanish", language_code="es", state="done", burned_video=old_translated)
+    TranslationFactory(job=old, state="done", burned_video=old_translated)
     Job.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(days=31))
     recent = _job(account)
     recent_video = stored(f"burned/{recent.id}/video.mp4")

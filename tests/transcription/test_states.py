@@ -1,12 +1,13 @@
 import pytest
 
+from tests.factories import JobFactory
 from transcription import services, states
 from transcription.models import Job
 
 
 @pytest.fixture
 def job(account):
-    return Job.objects.create(account=account, url="https://example.com/v", type="transcript")
+    return JobFactory(account=account)
 
 
 def test_a_job_moves_forward_and_its_progress_never_goes_down(job):

@@ -14,13 +14,14 @@ from tests.support import queued, wait_until
 from transcription import services, sweeper
 from transcription.claims import JobClaim
 from transcription.stages import burn
+from tests.factories import JobFactory
 from transcription.models import Job
 
 pytestmark = pytest.mark.django_db
 
 
 def _job(account, state, *, minutes_ago=30, lease=None, attempts=0, type="burned"):
-    job = Job.objects.create(account=account, url="https://example.com/v", type=type, state=state, attempts=attempts)
+    job = JobFactory(account=account, type=type, state=state, attempts=attempts)
     Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(minutes=minutes_ago), lease_until=lease)
     return Job.objects.get(pk=job.pk)
 
