@@ -9,6 +9,7 @@ from billing.services import grant_signup_minutes
 from audit.models import AuditEvent
 from audit.services import audit_record
 
+from .authentication import token_cache_key
 from .models import Account, ApiToken
 from .tokens import PREFIX_LENGTH, new_token, token_digest
 
@@ -16,8 +17,6 @@ from .tokens import PREFIX_LENGTH, new_token, token_digest
 def _forget_token(digest: str) -> None:
     """A removed token must stop working in every web process at once: drop its cached lookup now
     and again after commit (a request racing the transaction may have cached it meanwhile)."""
-    from .authentication import token_cache_key
-
     cache.delete(token_cache_key(digest))
     transaction.on_commit(lambda: cache.delete(token_cache_key(digest)))
 

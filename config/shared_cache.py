@@ -10,6 +10,7 @@ from __future__ import annotations
 import pickle
 from functools import lru_cache
 
+import redis
 from django.conf import settings
 
 
@@ -17,8 +18,6 @@ from django.conf import settings
 def client():
     if not settings.REDIS_URL:
         return None
-    import redis
-
     return redis.Redis.from_url(settings.REDIS_URL)
 
 

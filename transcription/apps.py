@@ -6,6 +6,6 @@ class TranscriptionConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import poll_cache
+        from . import poll_cache  # imports the models: only once the app registry is ready
 
         poll_cache.connect()

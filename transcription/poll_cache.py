@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from config import shared_cache as cache
 from django.db import transaction
+from django.db.models.signals import post_delete, post_save
+
+from .models import Job, Translation
 
 TIMEOUT_SECONDS = 600
 
@@ -43,10 +46,7 @@ def _on_translation_saved(sender, instance, **kwargs):
 
 
 def connect() -> None:
-    from django.db.models.signals import post_delete, post_save
-
-    from .models import Job, Translation
-
+    """Called once the models are ready (TranscriptionConfig.ready)."""
     post_save.connect(_on_job_saved, sender=Job, dispatch_uid="poll_cache_job")
     post_delete.connect(_on_job_saved, sender=Job, dispatch_uid="poll_cache_job_delete")
     post_save.connect(_on_translation_saved, sender=Translation, dispatch_uid="poll_cache_translation")

@@ -15,6 +15,8 @@ from functools import lru_cache
 
 from django.conf import settings
 
+from config import shared_cache
+
 WINDOW_SECONDS = 60
 JOBS = "jobs"
 POLLS = "polls"
@@ -34,9 +36,7 @@ def limit_for(bucket: str) -> int:
 
 class RedisCounter:
     def __init__(self):
-        from config.shared_cache import client
-
-        self.client = client()
+        self.client = shared_cache.client()
 
     def incr(self, key: str, ttl: int) -> int:
         pipe = self.client.pipeline(transaction=True)
