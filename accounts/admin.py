@@ -3,6 +3,7 @@
 A new token appears once, in the admin's message after the action, and never again (only its
 digest is stored). Every token action and grant is audited by the services it calls.
 """
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin.utils import unquote
@@ -29,8 +30,10 @@ from .services import token_issue, token_revoke
 def _subquery_total(queryset, expression):
     """An integer per account from a related table, as a subquery (joins would multiply rows)."""
     return Coalesce(
-        Subquery(queryset.order_by().values("account").annotate(total=expression).values("total"),
-                 output_field=IntegerField()),
+        Subquery(
+            queryset.order_by().values("account").annotate(total=expression).values("total"),
+            output_field=IntegerField(),
+        ),
         Value(0),
     )
 
@@ -38,7 +41,8 @@ def _subquery_total(queryset, expression):
 class GrantMinutesForm(forms.Form):
     minutes = forms.IntegerField(label="Minutes to grant", min_value=1, max_value=1_000_000)
     reason = forms.CharField(
-        label="Reason", max_length=300,
+        label="Reason",
+        max_length=300,
         help_text="Required. The account holder sees it in their usage history.",
     )
 
@@ -46,8 +50,16 @@ class GrantMinutesForm(forms.Form):
 @admin.register(Account)
 class AccountAdmin(admin.ModelAdmin):
     list_display = [
-        "email", "plan", "balance", "token_prefix", "token_created", "token_last_used",
-        "jobs_total", "jobs_active", "jobs_failed", "created_at",
+        "email",
+        "plan",
+        "balance",
+        "token_prefix",
+        "token_created",
+        "token_last_used",
+        "jobs_total",
+        "jobs_active",
+        "jobs_failed",
+        "created_at",
     ]
     list_filter = ["plan"]
     search_fields = ["user__email"]
@@ -59,8 +71,17 @@ class AccountAdmin(admin.ModelAdmin):
         ("Jobs", {"fields": ["jobs_total", "jobs_active", "jobs_failed", "jobs_link"]}),
     ]
     readonly_fields = [
-        "email", "user", "created_at", "balance", "token_prefix", "token_created", "token_last_used",
-        "jobs_total", "jobs_active", "jobs_failed", "jobs_link",
+        "email",
+        "user",
+        "created_at",
+        "balance",
+        "token_prefix",
+        "token_created",
+        "token_last_used",
+        "jobs_total",
+        "jobs_active",
+        "jobs_failed",
+        "jobs_link",
     ]
     inlines = [LedgerEntryInline, AuditEventInline]
     actions = ["issue_token", "replace_token", "revoke_token", "grant_minutes"]
@@ -75,15 +96,20 @@ class AccountAdmin(admin.ModelAdmin):
         return False
 
     def get_queryset(self, request):
-        return super().get_queryset(request).select_related("user", "plan", "api_token").annotate(
-            balance_seconds=_subquery_total(LedgerEntry.objects.filter(account=OuterRef("pk")), Sum("seconds")),
-            jobs_total_count=_subquery_total(Job.objects.filter(account=OuterRef("pk")), Count("pk")),
-            jobs_active_count=_subquery_total(
-                Job.objects.filter(account=OuterRef("pk")).exclude(state__in=states.FINAL_STATES), Count("pk")
-            ),
-            jobs_failed_count=_subquery_total(
-                Job.objects.filter(account=OuterRef("pk"), state=states.FAILED), Count("pk")
-            ),
+        return (
+            super()
+            .get_queryset(request)
+            .select_related("user", "plan", "api_token")
+            .annotate(
+                balance_seconds=_subquery_total(LedgerEntry.objects.filter(account=OuterRef("pk")), Sum("seconds")),
+                jobs_total_count=_subquery_total(Job.objects.filter(account=OuterRef("pk")), Count("pk")),
+                jobs_active_count=_subquery_total(
+                    Job.objects.filter(account=OuterRef("pk")).exclude(state__in=states.FINAL_STATES), Count("pk")
+                ),
+                jobs_failed_count=_subquery_total(
+                    Job.objects.filter(account=OuterRef("pk"), state=states.FAILED), Count("pk")
+                ),
+            )
         )
 
     # --- columns and read-only fields -------------------------------------------------------
@@ -143,9 +169,11 @@ class AccountAdmin(admin.ModelAdmin):
         self.message_user(
             request,
             format_html(
-                "{} API token for {}: <code class=\"new-token\">{}</code> — copy it now and pass it on "
+                '{} API token for {}: <code class="new-token">{}</code> — copy it now and pass it on '
                 "safely; it is not stored and will not be shown again.",
-                verb, account.user.email, token,
+                verb,
+                account.user.email,
+                token,
             ),
             messages.SUCCESS,
         )
@@ -211,7 +239,8 @@ class AccountAdmin(admin.ModelAdmin):
                 form.add_error(None, str(error))
             else:
                 self.message_user(
-                    request, f"Granted {format_minutes(minutes * 60)} to {account.user.email}: {reason.strip()}",
+                    request,
+                    f"Granted {format_minutes(minutes * 60)} to {account.user.email}: {reason.strip()}",
                     messages.SUCCESS,
                 )
                 return HttpResponseRedirect(reverse("admin:accounts_account_change", args=[account.pk]))
@@ -226,4 +255,3 @@ class AccountAdmin(admin.ModelAdmin):
             "media": self.media + form.media,
         }
         return TemplateResponse(request, "admin/accounts/account/grant_minutes.html", context)
-

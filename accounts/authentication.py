@@ -1,8 +1,9 @@
 from datetime import timedelta
 
-from config import shared_cache as cache
 from django.utils import timezone
 from rest_framework import authentication, exceptions
+
+from config import shared_cache as cache
 
 from .models import Account, ApiToken
 from .tokens import looks_like_token, token_digest

@@ -7,7 +7,8 @@ class EmailAuthenticationForm(AuthenticationForm):
     """Django's sign-in form; the username of an account's login is its email address."""
 
     username = forms.CharField(
-        label="Email", max_length=254,
+        label="Email",
+        max_length=254,
         widget=forms.EmailInput(attrs={"autofocus": True, "autocomplete": "email"}),
     )
 
@@ -15,7 +16,8 @@ class EmailAuthenticationForm(AuthenticationForm):
 class SignupForm(forms.Form):
     email = forms.EmailField(label="Email", max_length=254, widget=forms.EmailInput(attrs={"autocomplete": "email"}))
     password = forms.CharField(
-        label="Password", strip=False,
+        label="Password",
+        strip=False,
         widget=forms.PasswordInput(attrs={"autocomplete": "new-password"}),
         help_text="At least 8 characters, not a common password.",
     )
@@ -33,8 +35,9 @@ class SignupForm(forms.Form):
         if password:
             User = get_user_model()
             try:
-                password_validation.validate_password(password, User(username=cleaned.get("email") or "",
-                                                                      email=cleaned.get("email") or ""))
+                password_validation.validate_password(
+                    password, User(username=cleaned.get("email") or "", email=cleaned.get("email") or "")
+                )
             except forms.ValidationError as error:
                 self.add_error("password", error)
         return cleaned

@@ -29,4 +29,3 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.prefix}…"
-

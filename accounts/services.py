@@ -1,13 +1,13 @@
 """Writes for accounts and tokens."""
+
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from config import shared_cache as cache
 from django.db import transaction
-
-from billing.services import grant_signup_minutes
 
 from audit.models import AuditEvent
 from audit.services import audit_record
+from billing.services import grant_signup_minutes
+from config import shared_cache as cache
 
 from .authentication import token_cache_key
 from .models import Account, ApiToken
@@ -55,7 +55,9 @@ def token_issue(account: Account, *, by=None) -> str:
         audit_record(account, AuditEvent.Action.TOKEN_ISSUED, by=by, detail=f"New token {created.prefix}…")
     else:
         audit_record(
-            account, AuditEvent.Action.TOKEN_REPLACED, by=by,
+            account,
+            AuditEvent.Action.TOKEN_REPLACED,
+            by=by,
             detail=f"Token {previous.prefix}… replaced by {created.prefix}…",
         )
     return token

@@ -3,6 +3,7 @@
 SHA-256 without salt is enough here because tokens are 256-bit random strings, not passwords:
 there is nothing to guess, and an unsalted digest lets us find the token with one indexed lookup.
 """
+
 import hashlib
 import secrets
 

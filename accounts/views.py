@@ -4,6 +4,7 @@ Server-rendered, with Django's session authentication and CSRF. A new token is r
 response of the POST that made it and stored nowhere (only its digest): it is seen once. Pages
 that can show a token are never cached.
 """
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -40,7 +41,8 @@ def _render_api_page(request, account: Account | None, *, new_token: str | None 
             ledger=[(entry, format_signed_minutes(entry.seconds)) for entry in ledger],
             ledger_limit=LEDGER_ROWS,
             jobs=list(
-                Job.objects.filter(account=account).order_by("-created_at")
+                Job.objects.filter(account=account)
+                .order_by("-created_at")
                 .only("id", "type", "state", "progress", "title", "url", "error", "created_at")[:RECENT_JOBS]
             ),
             jobs_limit=RECENT_JOBS,

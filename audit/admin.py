@@ -1,4 +1,5 @@
 """The audit log in the admin: read-only for everyone, superusers included."""
+
 from django.contrib import admin
 
 from config.admin import ReadOnlyAdminMixin

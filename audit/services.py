@@ -1,4 +1,5 @@
 """The one writer of AuditEvent rows (the services of every app call it inside their own transactions)."""
+
 from .models import AuditEvent
 
 

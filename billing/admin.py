@@ -1,6 +1,7 @@
 """Plans and the ledger in the admin. The ledger is append-only: nobody, not even a superuser,
 changes or deletes an entry here; staff add grants from the account ("Grant minutes"), which
 goes through billing.services.grant_staff_minutes."""
+
 from django.contrib import admin
 
 from config.admin import ReadOnlyAdminMixin
@@ -23,8 +24,19 @@ class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["kind", "source", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["account__user", "created_by", "job"]
     search_fields = ["account__user__email", "reason"]
-    fields = ["account", "kind", "source", "minutes", "seconds", "reason", "job", "translation", "period",
-              "created_by", "created_at"]
+    fields = [
+        "account",
+        "kind",
+        "source",
+        "minutes",
+        "seconds",
+        "reason",
+        "job",
+        "translation",
+        "period",
+        "created_by",
+        "created_at",
+    ]
     readonly_fields = fields
     actions = None  # the only built-in action is "delete selected"
 

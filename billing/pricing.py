@@ -7,6 +7,7 @@ L is the video's length in whole seconds (rounded up by the caller).
   each target language of a burned job: + (1 + m) x L (a translation and one more burned video)
 - a playlist: the sum over its queued videos.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

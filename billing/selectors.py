@@ -24,8 +24,13 @@ class Quote:
         return self.needed_seconds <= self.remaining_seconds
 
 
-def quote(account_id, durations: Iterable[int], job_type: str, quality: str = "default",
-          target_languages: Iterable[str] | None = None) -> Quote:
+def quote(
+    account_id,
+    durations: Iterable[int],
+    job_type: str,
+    quality: str = "default",
+    target_languages: Iterable[str] | None = None,
+) -> Quote:
     """The quote for queuing videos of these lengths (whole seconds) as jobs of one kind: the one
     rule behind the playlist preview, for every front door (REST, MCP). Target languages count
     only where the job type translates (pricing.translation_multiplier)."""

@@ -4,6 +4,7 @@ Charging locks the account row, so two jobs of one account are charged one after
 can never spend the same minute; the database's unique constraints make a retried charge or
 refund a no-op instead of a second entry.
 """
+
 from __future__ import annotations
 
 import calendar
@@ -24,8 +25,11 @@ from .selectors import account_balance
 
 def grant_signup_minutes(account, minutes: int) -> LedgerEntry:
     return LedgerEntry.objects.create(
-        account=account, kind=LedgerEntry.Kind.GRANT, source=LedgerEntry.Source.SIGNUP,
-        seconds=minutes * 60, reason="Sign-up allowance",
+        account=account,
+        kind=LedgerEntry.Kind.GRANT,
+        source=LedgerEntry.Source.SIGNUP,
+        seconds=minutes * 60,
+        reason="Sign-up allowance",
     )
 
 
@@ -39,11 +43,17 @@ def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> Ledge
         raise ValueError("A reason is at most 300 characters.")
     with transaction.atomic():
         entry = LedgerEntry.objects.create(
-            account=account, kind=LedgerEntry.Kind.GRANT, source=LedgerEntry.Source.STAFF,
-            seconds=minutes * 60, reason=reason.strip(), created_by=by,
+            account=account,
+            kind=LedgerEntry.Kind.GRANT,
+            source=LedgerEntry.Source.STAFF,
+            seconds=minutes * 60,
+            reason=reason.strip(),
+            created_by=by,
         )
         audit_record(
-            account, AuditEvent.Action.MINUTES_GRANTED, by=by,
+            account,
+            AuditEvent.Action.MINUTES_GRANTED,
+            by=by,
             detail=f"{minutes} minute{'s' if minutes != 1 else ''}: {reason.strip()}",
         )
     return entry
@@ -54,8 +64,11 @@ def grant_plan_minutes(account, period: date) -> LedgerEntry | None:
     try:
         with transaction.atomic():
             return LedgerEntry.objects.create(
-                account=account, kind=LedgerEntry.Kind.GRANT, source=LedgerEntry.Source.PLAN,
-                seconds=account.plan.monthly_minutes * 60, period=period,
+                account=account,
+                kind=LedgerEntry.Kind.GRANT,
+                source=LedgerEntry.Source.PLAN,
+                seconds=account.plan.monthly_minutes * 60,
+                period=period,
                 reason=f"{account.plan.name} plan, period from {period.isoformat()}",
             )
     except IntegrityError:
@@ -108,8 +121,12 @@ def ledger_charge(job) -> ChargeResult:
                 )
             cost = pricing.job_cost(job.type, preview_minutes * 60, job.quality, translations)
         LedgerEntry.objects.create(
-            account_id=job.account_id, kind=LedgerEntry.Kind.CHARGE, source=LedgerEntry.Source.JOB,
-            seconds=-cost, job=job, reason=f"{job.type} of {job.duration} s" + (" (preview)" if preview_minutes else ""),
+            account_id=job.account_id,
+            kind=LedgerEntry.Kind.CHARGE,
+            source=LedgerEntry.Source.JOB,
+            seconds=-cost,
+            job=job,
+            reason=f"{job.type} of {job.duration} s" + (" (preview)" if preview_minutes else ""),
         )
         return ChargeResult(ok=True, charged_seconds=cost, preview_minutes=preview_minutes)
 
@@ -127,8 +144,12 @@ def job_refund(job, reason: str = "Job failed") -> LedgerEntry | None:
         try:
             with transaction.atomic():
                 return LedgerEntry.objects.create(
-                    account_id=job.account_id, kind=LedgerEntry.Kind.REFUND, source=LedgerEntry.Source.JOB,
-                    seconds=amount, job=job, reason=reason[:300],
+                    account_id=job.account_id,
+                    kind=LedgerEntry.Kind.REFUND,
+                    source=LedgerEntry.Source.JOB,
+                    seconds=amount,
+                    job=job,
+                    reason=reason[:300],
                 )
         except IntegrityError:
             return None
@@ -146,8 +167,12 @@ def translation_refund(translation, reason: str = "Translation failed") -> Ledge
         try:
             with transaction.atomic():
                 return LedgerEntry.objects.create(
-                    account_id=job.account_id, kind=LedgerEntry.Kind.REFUND,
-                    source=LedgerEntry.Source.TRANSLATION, seconds=amount, job=job, translation=translation,
+                    account_id=job.account_id,
+                    kind=LedgerEntry.Kind.REFUND,
+                    source=LedgerEntry.Source.TRANSLATION,
+                    seconds=amount,
+                    job=job,
+                    translation=translation,
                     reason=reason[:300],
                 )
         except IntegrityError:

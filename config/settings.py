@@ -4,6 +4,7 @@ With no DATABASE_URL / REDIS_URL the service runs on an embedded default: SQLite
 filesystem Celery broker and database-backed rate-limit counters, so `make run` needs no
 servers. Production and the test suite set both URLs to PostgreSQL and Redis.
 """
+
 from pathlib import Path
 
 import environ

@@ -5,6 +5,7 @@ round trip itself on the poll path; this keeps one client (and its connection po
 Without REDIS_URL nothing is cached: a per-process cache would let a revoked token live on in
 the other web processes.
 """
+
 from __future__ import annotations
 
 import pickle

@@ -1,5 +1,6 @@
 """Shared fixtures. The suite runs on the real PostgreSQL and Redis of the machine (bin/test sets
 DATABASE_URL and REDIS_URL); it stops at once, loudly, if either is missing or down."""
+
 from __future__ import annotations
 
 import pytest
@@ -20,8 +21,12 @@ def pytest_configure(config):
     db = settings.DATABASES["default"]
     try:
         psycopg.connect(
-            host=db["HOST"] or None, port=db["PORT"] or None, user=db["USER"] or None,
-            password=db["PASSWORD"] or None, dbname=db["NAME"], connect_timeout=5,
+            host=db["HOST"] or None,
+            port=db["PORT"] or None,
+            user=db["USER"] or None,
+            password=db["PASSWORD"] or None,
+            dbname=db["NAME"],
+            connect_timeout=5,
         ).close()
     except psycopg.Error as error:
         pytest.exit(f"PostgreSQL is not reachable at {db['HOST']}:{db['PORT']}: {error}", returncode=3)

@@ -3,6 +3,7 @@
 Accounts made here have no ledger entries (no sign-up grant): tests that need minutes make the
 account with accounts.services.account_create (the `account` fixture does).
 """
+
 import factory
 from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory

@@ -30,6 +30,7 @@ Built in:
 Every request is appended to ``MediaServer.requests`` (the path with query
 string), so tests can count requests.
 """
+
 from __future__ import annotations
 
 import email.utils
@@ -42,18 +43,17 @@ import threading
 import time
 import urllib.parse
 import wave
+from collections.abc import Callable
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 Handler = Callable[["MediaRequestHandler"], None]
 
 SPEECH_TEXT = (
-    "Hello and welcome. This is a short test of the transcription service. "
-    "The quick brown fox jumps over the lazy dog."
+    "Hello and welcome. This is a short test of the transcription service. The quick brown fox jumps over the lazy dog."
 )
 
 
@@ -72,44 +72,117 @@ def make_speech_wav(dest: Path, text: str = SPEECH_TEXT) -> Path:
 
 def make_speech_mp4(dest: Path, speech_wav: Path) -> Path:
     """A small H.264 + AAC mp4 (moov at the end, so readers need Range requests)."""
-    _run([
-        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-        "-f", "lavfi", "-i", "testsrc=size=160x120:rate=10",
-        "-i", str(speech_wav),
-        "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-        "-c:a", "aac", "-b:a", "64k", str(dest),
-    ])
+    _run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=160x120:rate=10",
+            "-i",
+            str(speech_wav),
+            "-shortest",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "64k",
+            str(dest),
+        ]
+    )
     return dest
 
 
 def make_video_only_mp4(dest: Path, seconds: float = 3.0) -> Path:
     """An mp4 with a video track and no audio track."""
-    _run([
-        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-        "-f", "lavfi", "-i", f"testsrc=size=160x120:rate=10:duration={seconds}",
-        "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p", str(dest),
-    ])
+    _run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"testsrc=size=160x120:rate=10:duration={seconds}",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            str(dest),
+        ]
+    )
     return dest
 
 
 def make_ts_segment(dest: Path, seconds: float = 2.0) -> Path:
     """A short MPEG-TS (video + sine audio), used as an HLS segment."""
-    _run([
-        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-        "-f", "lavfi", "-i", f"testsrc=size=160x120:rate=10:duration={seconds}",
-        "-f", "lavfi", "-i", f"sine=frequency=440:sample_rate=44100:duration={seconds}",
-        "-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p",
-        "-c:a", "aac", "-b:a", "64k", "-f", "mpegts", str(dest),
-    ])
+    _run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"testsrc=size=160x120:rate=10:duration={seconds}",
+            "-f",
+            "lavfi",
+            "-i",
+            f"sine=frequency=440:sample_rate=44100:duration={seconds}",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "64k",
+            "-f",
+            "mpegts",
+            str(dest),
+        ]
+    )
     return dest
 
 
 def make_sine_wav(dest: Path, seconds: float = 5.0, rate: int = 44100) -> Path:
-    _run([
-        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-        "-f", "lavfi", "-i", f"sine=frequency=440:sample_rate={rate}:duration={seconds}",
-        "-ac", "2", str(dest),
-    ])
+    _run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"sine=frequency=440:sample_rate={rate}:duration={seconds}",
+            "-ac",
+            "2",
+            str(dest),
+        ]
+    )
     return dest
 
 
@@ -174,7 +247,10 @@ def media_duration(path: Path) -> float:
     """Duration by ffprobe, for assertions."""
     res = subprocess.run(
         ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
-        capture_output=True, text=True, check=True, timeout=60,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     return float(res.stdout.strip())
 
@@ -183,7 +259,7 @@ def media_duration(path: Path) -> float:
 
 
 class MediaRequestHandler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
     protocol_version = "HTTP/1.0"  # one request per connection; close-delimited bodies work
 
     # --- plumbing
@@ -203,7 +279,7 @@ class MediaRequestHandler(BaseHTTPRequestHandler):
         self._dispatch()
 
     @property
-    def media(self) -> "MediaServer":
+    def media(self) -> MediaServer:
         return self.server.media
 
     @property
@@ -296,7 +372,7 @@ class MediaRequestHandler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    media: "MediaServer"
+    media: MediaServer
 
 
 class MediaServer:
@@ -328,11 +404,12 @@ class MediaServer:
         self._thread: threading.Thread | None = None
 
     # --- life cycle
-    def start(self) -> "MediaServer":
+    def start(self) -> MediaServer:
         self._httpd = _Server((self.host, 0), MediaRequestHandler)
         self._httpd.media = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1},
-                                        name="media-server", daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.1}, name="media-server", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -343,7 +420,7 @@ class MediaServer:
             self._httpd.server_close()
             self._httpd = None
 
-    def __enter__(self) -> "MediaServer":
+    def __enter__(self) -> MediaServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -377,7 +454,7 @@ class MediaServer:
 
 
 def _static(req: MediaRequestHandler) -> None:
-    name = urllib.parse.unquote(req.route_path[len("/files/"):])
+    name = urllib.parse.unquote(req.route_path[len("/files/") :])
     path = (req.media.folder / name).resolve()
     if req.media.folder.resolve() not in path.parents:
         req.send_bytes(b"forbidden", "text/plain", status=403)
@@ -463,8 +540,13 @@ def _live_playlist(req: MediaRequestHandler) -> None:
 def _long_playlist(req: MediaRequestHandler) -> None:
     """A finished (VOD) playlist whose segments add up to 13 h 20 min."""
     count = int(req.query.get("segments", 4800))
-    lines = ["#EXTM3U", "#EXT-X-VERSION:3", "#EXT-X-TARGETDURATION:10",
-             "#EXT-X-PLAYLIST-TYPE:VOD", "#EXT-X-MEDIA-SEQUENCE:0"]
+    lines = [
+        "#EXTM3U",
+        "#EXT-X-VERSION:3",
+        "#EXT-X-TARGETDURATION:10",
+        "#EXT-X-PLAYLIST-TYPE:VOD",
+        "#EXT-X-MEDIA-SEQUENCE:0",
+    ]
     for n in range(count):
         lines += ["#EXTINF:10.000,", f"/hls/seg{n}.ts"]
     lines.append("#EXT-X-ENDLIST")

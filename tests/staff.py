@@ -1,4 +1,5 @@
 """Support staff for the admin tests: the `support` group of the data migration, and its users."""
+
 from __future__ import annotations
 
 import importlib

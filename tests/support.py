@@ -3,6 +3,7 @@
 Test modules import from here (and from the fixtures' own modules: media_server, worker, staff),
 never from each other.
 """
+
 from __future__ import annotations
 
 import json
@@ -34,8 +35,10 @@ def wait_for(job_id, ready, what: str, timeout: float = 120):
         if ready(job):
             return job
         if time.monotonic() > deadline:
-            raise AssertionError(f"job {job_id}: no {what} after {timeout} s; it is {job.state} ({job.progress}%), "
-                                 f"claimed until {job.lease_until}, error {job.error!r}")
+            raise AssertionError(
+                f"job {job_id}: no {what} after {timeout} s; it is {job.state} ({job.progress}%), "
+                f"claimed until {job.lease_until}, error {job.error!r}"
+            )
         time.sleep(0.3)
 
 
@@ -48,8 +51,9 @@ def wait_for_lapsed_claim(job_id, timeout: float = 30):
     """Wait until the job's worker claim has lapsed (its worker is dead)."""
     from django.utils import timezone
 
-    return wait_for(job_id, lambda job: job.lease_until is None or job.lease_until < timezone.now(),
-                    "lapsed claim", timeout)
+    return wait_for(
+        job_id, lambda job: job.lease_until is None or job.lease_until < timezone.now(), "lapsed claim", timeout
+    )
 
 
 def queued(broker) -> list[tuple[str, str, str]]:

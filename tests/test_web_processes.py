@@ -4,6 +4,7 @@ numpy comes with them. Checked in a fresh interpreter that loads the application
 resolves every URL, and serves real requests: a job queued, polled, the OpenAPI document, the admin
 and the API page.
 """
+
 import json
 import os
 import subprocess
@@ -54,8 +55,9 @@ WEB_PROCESS = textwrap.dedent("""
 def test_a_web_process_never_imports_the_speech_stack(token, broker):
     env = {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": settings.REDIS_URL, "DEBUG": "false"}
     env.pop("DJANGO_SETTINGS_MODULE", None)
-    result = subprocess.run([sys.executable, "-c", WEB_PROCESS, token], cwd=ROOT, env=env, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", WEB_PROCESS, token], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["resolved"] >= 20, report

@@ -1,4 +1,5 @@
 """A real Celery worker in a subprocess, on the test database and the real Redis broker."""
+
 from __future__ import annotations
 
 import contextlib
@@ -28,7 +29,11 @@ def database_url() -> str:
 def purge_queues(env: dict) -> None:
     subprocess.run(
         [sys.executable, "-m", "celery", "-A", "config", "purge", "-f", "-Q", QUEUES],
-        cwd=ROOT, env=env, check=True, capture_output=True, timeout=60,
+        cwd=ROOT,
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
 
 
@@ -49,9 +54,29 @@ def running_worker(log_path: Path, **extra_env: str):
     purge_queues(env)
     log = log_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", QUEUES, "--concurrency", "1",
-         "--without-gossip", "--without-mingle", "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "--queues",
+            QUEUES,
+            "--concurrency",
+            "1",
+            "--without-gossip",
+            "--without-mingle",
+            "--loglevel",
+            "INFO",
+            "--hostname",
+            f"test-{os.getpid()}@%h",
+        ],
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
     )
     try:
         deadline = time.monotonic() + 60
@@ -75,4 +100,3 @@ def kill_worker(process) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
     process.wait()
-

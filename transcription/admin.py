@@ -4,6 +4,7 @@ Retry queues a fresh job with the same options (the failed one stays failed); ca
 waiting or running job and refunds it. Both go through transcription.services and are audited.
 Nothing is added, edited or deleted by hand here: a job's fields are written by the pipeline.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -77,20 +78,65 @@ class TranslationInline(ReadOnlyAdminMixin, admin.TabularInline):
 class JobAdmin(admin.ModelAdmin):
     list_display = ["short_id", "account", "type", "state", "progress", "created_at", "error_summary"]
     list_filter = [
-        "state", "type", ("account", admin.RelatedOnlyFieldListFilter), ("created_at", admin.DateFieldListFilter),
+        "state",
+        "type",
+        ("account", admin.RelatedOnlyFieldListFilter),
+        ("created_at", admin.DateFieldListFilter),
     ]
     list_select_related = ["account__user"]
     search_fields = ["url", "title", "account__user__email"]
     actions = ["retry_jobs", "cancel_jobs"]
     inlines = [TranslationInline]
     fieldsets = [
-        (None, {"fields": ["id", "account", "batch", "url", "type", "state", "progress", "error", "attempts",
-                           "lease_until", "created_at", "updated_at"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "id",
+                    "account",
+                    "batch",
+                    "url",
+                    "type",
+                    "state",
+                    "progress",
+                    "error",
+                    "attempts",
+                    "lease_until",
+                    "created_at",
+                    "updated_at",
+                ]
+            },
+        ),
         ("Time per stage", {"fields": ["stage_times"]}),
-        ("Options", {"fields": ["language_code", "verbatim", "tag_audio_events", "quality", "font_size",
-                                "background", "subtitle_format", "target_languages"]}),
-        ("Result", {"fields": ["title", "duration", "detected_language", "is_preview", "preview_minutes",
-                               "outputs", "burned_video"]}),
+        (
+            "Options",
+            {
+                "fields": [
+                    "language_code",
+                    "verbatim",
+                    "tag_audio_events",
+                    "quality",
+                    "font_size",
+                    "background",
+                    "subtitle_format",
+                    "target_languages",
+                ]
+            },
+        ),
+        (
+            "Result",
+            {
+                "fields": [
+                    "title",
+                    "duration",
+                    "detected_language",
+                    "is_preview",
+                    "preview_minutes",
+                    "outputs",
+                    "burned_video",
+                ]
+            },
+        ),
         ("Minutes", {"fields": ["charges"]}),
         ("Tasks", {"fields": ["task_results"]}),
     ]
@@ -134,10 +180,14 @@ class JobAdmin(admin.ModelAdmin):
         if not rows:
             return "No stages recorded."
         body = format_html_join(
-            "", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+            "",
+            "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
             (
-                (state, at.strftime("%Y-%m-%d %H:%M:%S"),
-                 "—" if seconds is None else format_duration(seconds) + (" so far" if ongoing else ""))
+                (
+                    state,
+                    at.strftime("%Y-%m-%d %H:%M:%S"),
+                    "—" if seconds is None else format_duration(seconds) + (" so far" if ongoing else ""),
+                )
                 for state, at, seconds, ongoing in rows
             ),
         )
@@ -146,13 +196,16 @@ class JobAdmin(admin.ModelAdmin):
             '<table class="stage-times"><thead><tr><th scope="col">Stage</th><th scope="col">Entered (UTC)</th>'
             '<th scope="col">Time spent</th></tr></thead><tbody>{}</tbody>'
             '<tfoot><tr><th scope="row" colspan="2">Total</th><td>{}</td></tr></tfoot></table>',
-            body, format_duration(total),
+            body,
+            format_duration(total),
         )
 
     @admin.display(description="Outputs")
     def outputs(self, job):
         lengths = Job.objects.filter(pk=job.pk).values_list("txt", "srt", "webvtt").first() or (None, None, None)
-        parts = [f"{name}: {len(value):,} characters" for name, value in zip(("txt", "srt", "webvtt"), lengths) if value]
+        parts = [
+            f"{name}: {len(value):,} characters" for name, value in zip(("txt", "srt", "webvtt"), lengths) if value
+        ]
         return "; ".join(parts) or "none"
 
     @admin.display(description="Ledger entries of this job")
@@ -161,9 +214,12 @@ class JobAdmin(admin.ModelAdmin):
         if not entries:
             return "Not charged."
         return format_html_join(
-            mark_safe("<br>"), "{} {} ({}) — {}",
-            ((e.created_at.strftime("%Y-%m-%d %H:%M"), e.kind, format_minutes(abs(e.seconds)), e.reason)
-             for e in entries),
+            mark_safe("<br>"),
+            "{} {} ({}) — {}",
+            (
+                (e.created_at.strftime("%Y-%m-%d %H:%M"), e.kind, format_minutes(abs(e.seconds)), e.reason)
+                for e in entries
+            ),
         )
 
     @admin.display(description="Task outcomes (kept a day)")
@@ -172,11 +228,18 @@ class JobAdmin(admin.ModelAdmin):
         if not results:
             return "None kept."
         return format_html_join(
-            mark_safe("<br>"), '{} <a href="{}">{}</a> {} on {}',
-            ((r.date_done.strftime("%Y-%m-%d %H:%M:%S") if r.date_done else "—",
-              reverse("admin:django_celery_results_taskresult_change", args=[r.pk]),
-              (r.task_name or "").rsplit(".", 1)[-1], r.status, r.worker or "—")
-             for r in results),
+            mark_safe("<br>"),
+            '{} <a href="{}">{}</a> {} on {}',
+            (
+                (
+                    r.date_done.strftime("%Y-%m-%d %H:%M:%S") if r.date_done else "—",
+                    reverse("admin:django_celery_results_taskresult_change", args=[r.pk]),
+                    (r.task_name or "").rsplit(".", 1)[-1],
+                    r.status,
+                    r.worker or "—",
+                )
+                for r in results
+            ),
         )
 
     # --- actions ------------------------------------------------------------------------------
@@ -191,8 +254,10 @@ class JobAdmin(admin.ModelAdmin):
             self.message_user(
                 request,
                 format_html(
-                    "Job {} stays failed; queued a new job <a href=\"{}\">{}</a> with the same URL and options.",
-                    job.id, reverse("admin:transcription_job_change", args=[new.pk]), new.id,
+                    'Job {} stays failed; queued a new job <a href="{}">{}</a> with the same URL and options.',
+                    job.id,
+                    reverse("admin:transcription_job_change", args=[new.pk]),
+                    new.id,
                 ),
                 messages.SUCCESS,
             )
@@ -202,12 +267,11 @@ class JobAdmin(admin.ModelAdmin):
         for job in queryset:
             cancelled = services.job_cancel(job.id, by=request.user)
             if cancelled is None:
-                self.message_user(request, f"Job {job.id} had already ended ({job.state}): not cancelled.",
-                                  messages.WARNING)
+                self.message_user(
+                    request, f"Job {job.id} had already ended ({job.state}): not cancelled.", messages.WARNING
+                )
                 continue
-            refund = LedgerEntry.objects.filter(
-                job=job, kind=LedgerEntry.Kind.REFUND, translation__isnull=True
-            ).first()
+            refund = LedgerEntry.objects.filter(job=job, kind=LedgerEntry.Kind.REFUND, translation__isnull=True).first()
             refunded = f"refunded {format_minutes(refund.seconds)}" if refund else "it had not been charged"
             self.message_user(request, f"Cancelled job {job.id}; {refunded}.", messages.SUCCESS)
 
@@ -225,8 +289,9 @@ class JobInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     @admin.display(description="Job")
     def link(self, job):
-        return format_html('<a href="{}">{}</a>', reverse("admin:transcription_job_change", args=[job.pk]),
-                           str(job.id)[:8])
+        return format_html(
+            '<a href="{}">{}</a>', reverse("admin:transcription_job_change", args=[job.pk]), str(job.id)[:8]
+        )
 
 
 @admin.register(Batch)
@@ -235,8 +300,23 @@ class BatchAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["type", ("account", admin.RelatedOnlyFieldListFilter), ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["account__user"]
     search_fields = ["url", "title", "account__user__email"]
-    fields = ["id", "account", "url", "title", "type", "total", "skipped", "language_code", "verbatim",
-              "tag_audio_events", "quality", "font_size", "background", "target_languages", "created_at"]
+    fields = [
+        "id",
+        "account",
+        "url",
+        "title",
+        "type",
+        "total",
+        "skipped",
+        "language_code",
+        "verbatim",
+        "tag_audio_events",
+        "quality",
+        "font_size",
+        "background",
+        "target_languages",
+        "created_at",
+    ]
     readonly_fields = fields
     inlines = [JobInline]
     actions = None
@@ -255,7 +335,16 @@ class TranslationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["state", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["job"]
     search_fields = ["language", "language_code", "job__account__user__email"]
-    fields = ["job", "position", "language", "language_code", "state", "error", "burned_video", "created_at",
-              "updated_at"]
+    fields = [
+        "job",
+        "position",
+        "language",
+        "language_code",
+        "state",
+        "error",
+        "burned_video",
+        "created_at",
+        "updated_at",
+    ]
     readonly_fields = fields
     actions = None

@@ -4,6 +4,7 @@ A link is `/v1/files/<signed name>`: it works without the bearer token (so a bro
 player can open it), cannot be guessed (HMAC with SECRET_KEY over the storage name), and expires
 ARTIFACT_LINK_SECONDS after it was made (7 days by default).
 """
+
 from __future__ import annotations
 
 from django.conf import settings

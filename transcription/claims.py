@@ -6,6 +6,7 @@ after four missed beats, so a worker that dies frees its job for the sweeper. Th
 is its token: a worker whose claim lapsed and was taken over neither renews nor releases the new
 holder's claim (services.job_claim / job_renew_claim / job_release compare it).
 """
+
 from __future__ import annotations
 
 import logging

@@ -9,6 +9,7 @@ Tasks are sent by name. The tasks run the stages, the stages call the services, 
 queue new jobs through here: importing the tasks module from here would close that circle, and
 would load the speech stack into every web process.
 """
+
 from __future__ import annotations
 
 from celery import current_app

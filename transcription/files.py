@@ -5,6 +5,7 @@ job's source video from the media worker to the burn worker, so the three may ru
 machines. Burned videos stay under burned/<job id>/ and are handed out by signed links
 (artifacts.py).
 """
+
 from __future__ import annotations
 
 import shutil

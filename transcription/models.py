@@ -99,11 +99,14 @@ class Job(JobOptions):
     error = models.TextField(null=True, blank=True)
     # (state, ISO time it was entered), in order: how long each stage took.
     timeline = models.JSONField(default=list, blank=True)
-    attempts = models.PositiveSmallIntegerField(default=0, help_text="Times the sweeper re-queued a stage whose worker died.")
+    attempts = models.PositiveSmallIntegerField(
+        default=0, help_text="Times the sweeper re-queued a stage whose worker died."
+    )
     # Set while a worker runs one of the job's stages and renewed by its heartbeat: a second delivery
     # of the task leaves the job alone, and the sweeper never takes a long stage for a dead worker.
-    lease_until = models.DateTimeField(null=True, blank=True, editable=False,
-                                       help_text="A worker is running this job until at least then.")
+    lease_until = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="A worker is running this job until at least then."
+    )
 
     title = models.CharField(max_length=500, blank=True)
     duration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds of source video, rounded up.")

@@ -5,11 +5,13 @@ post_save signals below, and explicitly by the two queryset updates that bypass 
 (services.job_progress and the sweeper). It is deleted again after the transaction commits, so a
 poll racing the write cannot put the old document back for longer than the transaction lasts.
 """
+
 from __future__ import annotations
 
-from config import shared_cache as cache
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
+
+from config import shared_cache as cache
 
 from .models import Job, Translation
 

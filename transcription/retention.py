@@ -1,5 +1,6 @@
 """Artifact retention (hourly, from beat): burned videos are kept ARTIFACT_RETENTION_DAYS after
 their job ended; the audio and source copies handed between workers only while their job runs."""
+
 from __future__ import annotations
 
 from datetime import timedelta

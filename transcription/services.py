@@ -4,6 +4,7 @@ State and progress change only through job_advance / job_progress / job_fail / j
 which lock the row, enforce the transitions of `states`, and never let progress go down.
 job_finish and job_fail are the only two places where a job ends.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,8 +19,8 @@ from audit.services import audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
 from . import dispatch, poll_cache, states
-from .pipeline.languages import normalize_language
 from .models import Batch, Job, Translation
+from .pipeline.languages import normalize_language
 
 logger = logging.getLogger(__name__)
 
@@ -35,8 +36,12 @@ def _add_translations(job: Job, languages: list[str]) -> None:
 def job_create(account, *, url: str, type: str, target_languages: list[str] | None = None, **options) -> Job:
     """Store a job and queue it once the row is committed."""
     job = Job.objects.create(
-        account=account, url=url, type=type, target_languages=target_languages or [],
-        timeline=[[states.WAITING, timezone.now().isoformat()]], **options,
+        account=account,
+        url=url,
+        type=type,
+        target_languages=target_languages or [],
+        timeline=[[states.WAITING, timezone.now().isoformat()]],
+        **options,
     )
     _add_translations(job, target_languages or [])
     dispatch.job_send_on_commit(job.id)
@@ -44,17 +49,39 @@ def job_create(account, *, url: str, type: str, target_languages: list[str] | No
 
 
 @transaction.atomic
-def batch_create(account, *, url: str, title: str, total: int, skipped: int, video_urls: list[str],
-                 type: str, target_languages: list[str] | None = None, **options) -> Batch:
+def batch_create(
+    account,
+    *,
+    url: str,
+    title: str,
+    total: int,
+    skipped: int,
+    video_urls: list[str],
+    type: str,
+    target_languages: list[str] | None = None,
+    **options,
+) -> Batch:
     batch = Batch.objects.create(
-        account=account, url=url, title=title, total=total, skipped=skipped, type=type,
-        target_languages=target_languages or [], **options,
+        account=account,
+        url=url,
+        title=title,
+        total=total,
+        skipped=skipped,
+        type=type,
+        target_languages=target_languages or [],
+        **options,
     )
     now = timezone.now().isoformat()
     for position, video_url in enumerate(video_urls):
         job = Job.objects.create(
-            account=account, batch=batch, position=position, url=video_url, type=type,
-            target_languages=target_languages or [], timeline=[[states.WAITING, now]], **options,
+            account=account,
+            batch=batch,
+            position=position,
+            url=video_url,
+            type=type,
+            target_languages=target_languages or [],
+            timeline=[[states.WAITING, now]],
+            **options,
         )
         _add_translations(job, target_languages or [])
         dispatch.job_send_on_commit(job.id)
@@ -86,7 +113,9 @@ def job_progress(job_id, fraction: float) -> None:
     if job.state in states.FINAL_STATES:
         return
     value = states.progress_in(job.state, fraction, job.type)
-    if Job.objects.filter(pk=job_id, state=job.state, progress__lt=value).update(progress=value, updated_at=timezone.now()):
+    if Job.objects.filter(pk=job_id, state=job.state, progress__lt=value).update(
+        progress=value, updated_at=timezone.now()
+    ):
         poll_cache.forget(job_id)
 
 
@@ -97,7 +126,11 @@ def job_charge(job: Job) -> ChargeResult:
     earlier result back."""
     with transaction.atomic():
         result = ledger_charge(job)
-        if result.ok and result.preview_minutes and (job.is_preview, job.preview_minutes) != (True, result.preview_minutes):
+        if (
+            result.ok
+            and result.preview_minutes
+            and (job.is_preview, job.preview_minutes) != (True, result.preview_minutes)
+        ):
             job.is_preview, job.preview_minutes = True, result.preview_minutes
             job.save(update_fields=["is_preview", "preview_minutes", "updated_at"])
     return result
@@ -183,7 +216,8 @@ def job_take_lapsed_claim(job_id, attempts: int, lapsed, now) -> bool:
     used, the claim cleared for the next worker. Compare and set, so that of two sweepers only one
     re-queues the job. False when the job moved on meanwhile."""
     taken = Job.objects.filter(pk=job_id, attempts=attempts, lease_until=lapsed).update(
-        attempts=attempts + 1, lease_until=None, updated_at=now)
+        attempts=attempts + 1, lease_until=None, updated_at=now
+    )
     if taken:
         poll_cache.forget(job_id)
     return bool(taken)
@@ -212,7 +246,13 @@ def job_forget_artifacts(job_id) -> None:
 CANCELLED_ERROR = "Cancelled by support."
 # The options a retry copies from the failed job (everything the client chose, nothing it got).
 RETRY_OPTIONS = (
-    "language_code", "verbatim", "tag_audio_events", "quality", "font_size", "background", "subtitle_format",
+    "language_code",
+    "verbatim",
+    "tag_audio_events",
+    "quality",
+    "font_size",
+    "background",
+    "subtitle_format",
 )
 
 
@@ -232,7 +272,9 @@ def job_cancel(job_id, by=None) -> Job | None:
         if job is None:
             return None
         audit_record(
-            job.account, AuditEvent.Action.JOB_CANCELLED, by=by,
+            job.account,
+            AuditEvent.Action.JOB_CANCELLED,
+            by=by,
             detail=f"Job {job.id} cancelled in state {job.timeline[-2][0] if len(job.timeline) > 1 else 'unknown'}",
         )
     return job
@@ -251,8 +293,13 @@ def job_retry(job_id, by=None) -> Job:
             raise ValueError(f"Only a failed job can be retried; this one is {failed.state}.")
         options = {name: getattr(failed, name) for name in RETRY_OPTIONS}
         job = job_create(
-            failed.account, url=failed.url, type=failed.type, target_languages=list(failed.target_languages or []),
+            failed.account,
+            url=failed.url,
+            type=failed.type,
+            target_languages=list(failed.target_languages or []),
             **options,
         )
-        audit_record(failed.account, AuditEvent.Action.JOB_RETRIED, by=by, detail=f"Job {failed.id} retried as {job.id}")
+        audit_record(
+            failed.account, AuditEvent.Action.JOB_RETRIED, by=by, detail=f"Job {failed.id} retried as {job.id}"
+        )
     return job

@@ -4,6 +4,7 @@ A job moves forward through STATE_ORDER (it may skip states that do not apply to
 `merging` for a short video or `burning` for a transcript) and may fail from any state that is
 not final. Each state owns a range of `progress`; progress never goes down.
 """
+
 from __future__ import annotations
 
 WAITING = "waiting"
@@ -20,8 +21,17 @@ DONE = "done"
 FAILED = "failed"
 
 STATE_ORDER = [
-    WAITING, PREPARING, DOWNLOADING, CONVERTING, UPLOADING, PROCESSING,
-    MERGING, ALIGNING, TRANSLATING, BURNING, DONE,
+    WAITING,
+    PREPARING,
+    DOWNLOADING,
+    CONVERTING,
+    UPLOADING,
+    PROCESSING,
+    MERGING,
+    ALIGNING,
+    TRANSLATING,
+    BURNING,
+    DONE,
 ]
 FINAL_STATES = {DONE, FAILED}
 

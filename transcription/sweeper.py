@@ -13,6 +13,7 @@ running and that nothing would run.
 
 A job whose worker still renews its claim is working, however long its bar stands still.
 """
+
 from __future__ import annotations
 
 from datetime import timedelta

@@ -7,6 +7,7 @@ delivered again; the sweeper catches what the broker does not redeliver. Only wo
 processes import this module (web processes send tasks by name), so the speech stack imported
 through the stages never loads in a web process.
 """
+
 from celery import shared_task
 
 from . import dispatch, retention, sweeper

@@ -76,8 +76,11 @@ def artifact(request, token: str):
         response = FileResponse(default_storage.open(name, "rb"), as_attachment=False, filename=filename)
     else:
         start, end = wanted
-        response = StreamingHttpResponse(_read(default_storage.open(name, "rb"), start, end - start + 1), status=206,
-                                         content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream")
+        response = StreamingHttpResponse(
+            _read(default_storage.open(name, "rb"), start, end - start + 1),
+            status=206,
+            content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
+        )
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
         response["Content-Length"] = str(end - start + 1)
         response["Content-Disposition"] = content_disposition_header(False, filename)

@@ -16,6 +16,7 @@ bare ``asr.transcribe`` with the same model and defaults (batched, word timestam
 
 ratio = pipeline_seconds / bare_seconds. Results go to bench/asr/results-pipeline.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -38,17 +39,41 @@ from rtf import build_audio, reference_text, wer  # noqa: E402
 
 def _mux(audio: Path, dest: Path) -> Path:
     subprocess.run(
-        ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=navy:s=320x180:r=10",
-         "-i", str(audio), "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-b:a", "96k",
-         str(dest)],
-        check=True, timeout=600,
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=navy:s=320x180:r=10",
+            "-i",
+            str(audio),
+            "-shortest",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "96k",
+            str(dest),
+        ],
+        check=True,
+        timeout=600,
     )
     return dest
 
 
 def _db(args, *cmd):
-    subprocess.run([*cmd, "-h", args.pg_host, "-p", str(args.pg_port), "-U", args.pg_user, args.db_name],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [*cmd, "-h", args.pg_host, "-p", str(args.pg_port), "-U", args.pg_user, args.db_name],
+        check=True,
+        capture_output=True,
+    )
 
 
 def main() -> None:
@@ -67,19 +92,21 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     media = tmp / "media"
     media.mkdir()
-    os.environ.update({
-        "DJANGO_SETTINGS_MODULE": "config.settings",
-        "DATABASE_URL": f"postgres://{args.pg_user}@{args.pg_host}:{args.pg_port}/{args.db_name}",
-        "REDIS_URL": args.redis,
-        "ALLOW_PRIVATE_URLS": "true",
-        "WHISPER_MODEL": args.model,
-        "MODEL_CACHE_DIR": args.cache_dir,
-        "DATA_DIR": str(tmp / "data"),
-        "FREE_MINUTES": "600",
-        "CONN_MAX_AGE": "0",
-        "RATE_LIMIT_POLLS_PER_MINUTE": "100000",
-        "LOG_LEVEL": "WARNING",
-    })
+    os.environ.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "config.settings",
+            "DATABASE_URL": f"postgres://{args.pg_user}@{args.pg_host}:{args.pg_port}/{args.db_name}",
+            "REDIS_URL": args.redis,
+            "ALLOW_PRIVATE_URLS": "true",
+            "WHISPER_MODEL": args.model,
+            "MODEL_CACHE_DIR": args.cache_dir,
+            "DATA_DIR": str(tmp / "data"),
+            "FREE_MINUTES": "600",
+            "CONN_MAX_AGE": "0",
+            "RATE_LIMIT_POLLS_PER_MINUTE": "100000",
+            "LOG_LEVEL": "WARNING",
+        }
+    )
     _db(args, "dropdb", "--if-exists")
     _db(args, "createdb")
 
@@ -196,8 +223,12 @@ def main() -> None:
         "goal": "ratio <= 1.15",
         "goal_met": ratio <= 1.15,
         "stages": stages,
-        "loadavg_1m": {"pipeline_before": round(load0, 2), "pipeline_after": round(load1, 2),
-                       "bare_before": round(load_b, 2), "bare_after": round(load_b1, 2)},
+        "loadavg_1m": {
+            "pipeline_before": round(load0, 2),
+            "pipeline_after": round(load1, 2),
+            "bare_before": round(load_b, 2),
+            "bare_after": round(load_b1, 2),
+        },
         "same_process_parts_s": {
             "to_wav": round(to_wav_s, 1),
             "plan_chunks": round(plan_s, 2),
@@ -212,7 +243,8 @@ def main() -> None:
             "processing_state_s": speech_stages.get("processing"),
             "aligning_state_s (diarize + captions + saving)": speech_stages.get("aligning"),
             "media_states_s (preparing+downloading+converting+uploading)": round(
-                sum(speech_stages.get(s, 0) for s in ("preparing", "downloading", "converting", "uploading")), 2),
+                sum(speech_stages.get(s, 0) for s in ("preparing", "downloading", "converting", "uploading")), 2
+            ),
             "waiting_s": speech_stages.get("waiting"),
         },
         "chunks": [[round(s, 1), round(e, 1)] for s, e in chunks],

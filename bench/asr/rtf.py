@@ -10,6 +10,7 @@ pocketsphinx (``/usr/share/pocketsphinx/test/data/librivox/*.wav``) with ffmpeg 
     python bench/asr/rtf.py                 # base, int8, 5 minutes
     python bench/asr/rtf.py --minutes 1 --model tiny.en
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,10 +41,12 @@ def build_audio(folder: Path, minutes: float) -> tuple[Path, int]:
     if not clips:
         sys.exit(f"No LibriVox clips in {LIBRIVOX} (apt-get install pocketsphinx-en-us?)")
     one_pass = sum(
-        float(subprocess.check_output(
-            ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", c],
-            text=True,
-        ))
+        float(
+            subprocess.check_output(
+                ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", c],
+                text=True,
+            )
+        )
         for c in clips
     )
     repeats = math.ceil(minutes * 60 / one_pass)
@@ -51,8 +54,25 @@ def build_audio(folder: Path, minutes: float) -> tuple[Path, int]:
     listing.write_text("".join(f"file '{c}'\n" for _ in range(repeats) for c in clips))
     out = folder / "speech.wav"
     subprocess.run(
-        ["ffmpeg", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing),
-         "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", str(out)],
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "concat",
+            "-safe",
+            "0",
+            "-i",
+            str(listing),
+            "-ac",
+            "1",
+            "-ar",
+            "16000",
+            "-c:a",
+            "pcm_s16le",
+            str(out),
+        ],
         check=True,
     )
     return out, repeats

@@ -17,6 +17,7 @@ sine tone) into ``--folder``; the cues are two-line subtitles every 3 s, as a ta
     python bench/burn/run.py                     # 3 repeats of each quality
     python bench/burn/run.py --repeats 1 --qualities default hd
 """
+
 from __future__ import annotations
 
 import argparse
@@ -58,13 +59,39 @@ def make_source(folder: Path) -> Path:
     source = folder / f"source-{SECONDS}s-720p.mp4"
     if not source.exists():
         partial = source.with_suffix(".tmp.mp4")
-        subprocess.run([
-            "ffmpeg", "-nostdin", "-v", "error", "-y",
-            "-f", "lavfi", "-i", f"testsrc2=s={SOURCE_SIZE}:r={FPS}:d={SECONDS}",
-            "-f", "lavfi", "-i", f"sine=f=440:sample_rate=48000:d={SECONDS}",
-            "-c:v", "libx264", "-preset", "medium", "-crf", "23", "-pix_fmt", "yuv420p",
-            "-c:a", "aac", "-b:a", "128k", "-shortest", str(partial),
-        ], check=True, timeout=1800)
+        subprocess.run(
+            [
+                "ffmpeg",
+                "-nostdin",
+                "-v",
+                "error",
+                "-y",
+                "-f",
+                "lavfi",
+                "-i",
+                f"testsrc2=s={SOURCE_SIZE}:r={FPS}:d={SECONDS}",
+                "-f",
+                "lavfi",
+                "-i",
+                f"sine=f=440:sample_rate=48000:d={SECONDS}",
+                "-c:v",
+                "libx264",
+                "-preset",
+                "medium",
+                "-crf",
+                "23",
+                "-pix_fmt",
+                "yuv420p",
+                "-c:a",
+                "aac",
+                "-b:a",
+                "128k",
+                "-shortest",
+                str(partial),
+            ],
+            check=True,
+            timeout=1800,
+        )
         partial.rename(source)
     return source
 
@@ -72,12 +99,34 @@ def make_source(folder: Path) -> Path:
 def bare_command(source: Path, ass: Path, output: Path, width: int, height: int) -> list[str]:
     """The same encode typed by hand: what an operator would run without the service."""
     return [
-        "ffmpeg", "-nostdin", "-v", "error", "-y", "-i", str(source),
-        "-map", "0:v:0", "-map", "0:a:0",
-        "-vf", f"scale={width}:{height}:flags=lanczos,setsar=1,subtitles=filename={ass}",
-        "-c:v", "libx264", "-preset", "veryfast", "-crf", "21", "-pix_fmt", "yuv420p",
-        "-c:a", "aac", "-b:a", "128k",
-        "-movflags", "+faststart", str(output),
+        "ffmpeg",
+        "-nostdin",
+        "-v",
+        "error",
+        "-y",
+        "-i",
+        str(source),
+        "-map",
+        "0:v:0",
+        "-map",
+        "0:a:0",
+        "-vf",
+        f"scale={width}:{height}:flags=lanczos,setsar=1,subtitles=filename={ass}",
+        "-c:v",
+        "libx264",
+        "-preset",
+        "veryfast",
+        "-crf",
+        "21",
+        "-pix_fmt",
+        "yuv420p",
+        "-c:a",
+        "aac",
+        "-b:a",
+        "128k",
+        "-movflags",
+        "+faststart",
+        str(output),
     ]
 
 
@@ -93,9 +142,24 @@ def timed(fn) -> tuple[float, float]:
 
 
 def probe_height(path: Path) -> int:
-    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
-                          "stream=height", "-of", "csv=p=0", str(path)], capture_output=True, text=True,
-                         check=True, timeout=60).stdout
+    out = subprocess.run(
+        [
+            "ffprobe",
+            "-v",
+            "error",
+            "-select_streams",
+            "v:0",
+            "-show_entries",
+            "stream=height",
+            "-of",
+            "csv=p=0",
+            str(path),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
     return int(out.strip())
 
 
@@ -112,8 +176,9 @@ def bench_quality(quality: str, source: Path, folder: Path, repeats: int) -> dic
         burn_stage.burn(source, subtitles, ours_out, quality=quality, on_progress=progress_calls.append)
 
     def bare() -> None:
-        subprocess.run(bare_command(source, ass, bare_out, width, height), check=True,
-                       stdin=subprocess.DEVNULL, timeout=6 * 3600)
+        subprocess.run(
+            bare_command(source, ass, bare_out, width, height), check=True, stdin=subprocess.DEVNULL, timeout=6 * 3600
+        )
 
     runs = {"ours": [], "bare": []}
     for repeat in range(repeats):
@@ -122,8 +187,10 @@ def bench_quality(quality: str, source: Path, folder: Path, repeats: int) -> dic
             load = os.getloadavg()[0]
             wall, cpu = timed(fn)
             runs[name].append({"wall_s": round(wall, 2), "cpu_s": round(cpu, 2), "loadavg_1m": round(load, 2)})
-            print(f"  {quality:8s} {name:4s} run {repeat + 1}: {wall:7.2f} s wall, {cpu:7.2f} s CPU "
-                  f"(load {load:.1f})", flush=True)
+            print(
+                f"  {quality:8s} {name:4s} run {repeat + 1}: {wall:7.2f} s wall, {cpu:7.2f} s CPU (load {load:.1f})",
+                flush=True,
+            )
     assert probe_height(ours_out) == probe_height(bare_out) == height
     ours_wall = statistics.median(r["wall_s"] for r in runs["ours"])
     bare_wall = statistics.median(r["wall_s"] for r in runs["bare"])
@@ -140,8 +207,7 @@ def bench_quality(quality: str, source: Path, folder: Path, repeats: int) -> dic
         "speed_ours": round(ours_wall / SECONDS, 3),
         "speed_bare": round(bare_wall / SECONDS, 3),
         "progress_callbacks": len(progress_calls),
-        "output_mb": {"ours": round(ours_out.stat().st_size / 1e6, 2),
-                      "bare": round(bare_out.stat().st_size / 1e6, 2)},
+        "output_mb": {"ours": round(ours_out.stat().st_size / 1e6, 2), "bare": round(bare_out.stat().st_size / 1e6, 2)},
         "runs": runs,
     }
     for path in (ours_out, bare_out):
@@ -157,8 +223,9 @@ def ffmpeg_version() -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--qualities", nargs="+", default=list(burn_stage.QUALITY_HEIGHT),
-                        choices=list(burn_stage.QUALITY_HEIGHT))
+    parser.add_argument(
+        "--qualities", nargs="+", default=list(burn_stage.QUALITY_HEIGHT), choices=list(burn_stage.QUALITY_HEIGHT)
+    )
     parser.add_argument("--folder", type=Path, default=Path("/tmp/bench-burn"))
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results.json"))
     args = parser.parse_args()
@@ -176,9 +243,12 @@ def main() -> None:
     for quality in args.qualities:
         print(f"{quality}:", flush=True)
         results["qualities"][quality] = result = bench_quality(quality, source, args.folder, args.repeats)
-        print(f"  -> {result['output']}: ours {result['ours_wall_s']} s, bare {result['bare_wall_s']} s, "
-              f"overhead {result['overhead_wall']:+.1%} wall, {result['overhead_cpu']:+.1%} CPU; "
-              f"encode time / video length {result['speed_ours']}", flush=True)
+        print(
+            f"  -> {result['output']}: ours {result['ours_wall_s']} s, bare {result['bare_wall_s']} s, "
+            f"overhead {result['overhead_wall']:+.1%} wall, {result['overhead_cpu']:+.1%} CPU; "
+            f"encode time / video length {result['speed_ours']}",
+            flush=True,
+        )
     args.out.write_text(json.dumps(results, indent=2) + "\n")
     print(f"wrote {args.out}")
 

@@ -14,6 +14,7 @@ speakers), looped with ffmpeg ``-stream_loop`` to each length, 16 kHz mono s16le
     python bench/memory/run.py                               # tiny.en, 10 min and 120 min
     python bench/memory/run.py --model base --minutes 10 60
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,22 +32,46 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 TEXT = [
-    ("en-us", "Good morning, and welcome to the weekly planning meeting. Today we will look at the "
-              "budget for the third quarter, the hiring plan, and the new office in Rotterdam."),
-    ("en-gb+f3", "Thank you. Before we start, I would like to say that the numbers from last month "
-                 "were better than expected. Sales grew by twelve percent, mostly in the north."),
-    ("en-us", "That is great news. Can you tell us which products sold best, and whether the "
-              "discount we offered in March made any real difference to the customers?"),
-    ("en-gb+f3", "The garden furniture sold very well, because the weather was unusually warm. "
-                 "The discount helped a little, but I think the advertising on the radio helped more."),
-    ("en-us", "Interesting. Let us move on to hiring. We need two engineers and one designer. "
-              "The interviews are planned for the second week of next month, on Tuesday and Thursday."),
-    ("en-gb+f3", "I have spoken with three candidates already. One of them worked for a railway "
-                 "company in Sweden for six years, and she knows a lot about scheduling software."),
-    ("en-us", "Please send me her details after the meeting. Finally, the office in Rotterdam: "
-              "the lease is signed, the desks arrive on Monday, and the internet is still missing."),
-    ("en-gb+f3", "I will call the provider again this afternoon. If nothing happens by Friday, we "
-                 "should think about a temporary mobile connection. Does anyone have questions?"),
+    (
+        "en-us",
+        "Good morning, and welcome to the weekly planning meeting. Today we will look at the "
+        "budget for the third quarter, the hiring plan, and the new office in Rotterdam.",
+    ),
+    (
+        "en-gb+f3",
+        "Thank you. Before we start, I would like to say that the numbers from last month "
+        "were better than expected. Sales grew by twelve percent, mostly in the north.",
+    ),
+    (
+        "en-us",
+        "That is great news. Can you tell us which products sold best, and whether the "
+        "discount we offered in March made any real difference to the customers?",
+    ),
+    (
+        "en-gb+f3",
+        "The garden furniture sold very well, because the weather was unusually warm. "
+        "The discount helped a little, but I think the advertising on the radio helped more.",
+    ),
+    (
+        "en-us",
+        "Interesting. Let us move on to hiring. We need two engineers and one designer. "
+        "The interviews are planned for the second week of next month, on Tuesday and Thursday.",
+    ),
+    (
+        "en-gb+f3",
+        "I have spoken with three candidates already. One of them worked for a railway "
+        "company in Sweden for six years, and she knows a lot about scheduling software.",
+    ),
+    (
+        "en-us",
+        "Please send me her details after the meeting. Finally, the office in Rotterdam: "
+        "the lease is signed, the desks arrive on Monday, and the internet is still missing.",
+    ),
+    (
+        "en-gb+f3",
+        "I will call the provider again this afternoon. If nothing happens by Friday, we "
+        "should think about a temporary mobile connection. Does anyone have questions?",
+    ),
 ]
 
 
@@ -67,17 +92,70 @@ def build_audio(folder: Path, minutes: list[float]) -> dict[float, Path]:
         listing = folder / "parts.txt"
         # 0.6 s of silence between turns
         silence = folder / "silence.wav"
-        _run(["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "anullsrc=r=22050:cl=mono", "-t", "0.6",
-              "-c:a", "pcm_s16le", str(silence)])
+        _run(
+            [
+                "ffmpeg",
+                "-v",
+                "error",
+                "-y",
+                "-f",
+                "lavfi",
+                "-i",
+                "anullsrc=r=22050:cl=mono",
+                "-t",
+                "0.6",
+                "-c:a",
+                "pcm_s16le",
+                str(silence),
+            ]
+        )
         listing.write_text("".join(f"file '{p}'\nfile '{silence}'\n" for p in parts))
-        _run(["ffmpeg", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing),
-              "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", str(loop)])
+        _run(
+            [
+                "ffmpeg",
+                "-v",
+                "error",
+                "-y",
+                "-f",
+                "concat",
+                "-safe",
+                "0",
+                "-i",
+                str(listing),
+                "-ac",
+                "1",
+                "-ar",
+                "16000",
+                "-c:a",
+                "pcm_s16le",
+                str(loop),
+            ]
+        )
     out = {}
     for m in minutes:
         wav = folder / f"speech-{m:g}min.wav"
         if not wav.exists():
-            _run(["ffmpeg", "-v", "error", "-y", "-stream_loop", "-1", "-i", str(loop), "-t", str(m * 60),
-                  "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", str(wav)])
+            _run(
+                [
+                    "ffmpeg",
+                    "-v",
+                    "error",
+                    "-y",
+                    "-stream_loop",
+                    "-1",
+                    "-i",
+                    str(loop),
+                    "-t",
+                    str(m * 60),
+                    "-ac",
+                    "1",
+                    "-ar",
+                    "16000",
+                    "-c:a",
+                    "pcm_s16le",
+                    str(wav),
+                ]
+            )
         out[m] = wav
     return out
 
@@ -115,9 +193,14 @@ def child(wav: str, model_name: str, cache_dir: str) -> None:
         reset()
         t0 = time.perf_counter()
         value = fn()
-        stages.append({"stage": name, "seconds": round(time.perf_counter() - t0, 1),
-                       "peak_rss_mb": round(_status_kb("self", "VmHWM") / 1024, 1),
-                       "rss_after_mb": round(_status_kb("self", "VmRSS") / 1024, 1)})
+        stages.append(
+            {
+                "stage": name,
+                "seconds": round(time.perf_counter() - t0, 1),
+                "peak_rss_mb": round(_status_kb("self", "VmHWM") / 1024, 1),
+                "rss_after_mb": round(_status_kb("self", "VmRSS") / 1024, 1),
+            }
+        )
         return value
 
     start_rss = _status_kb("self", "VmRSS")
@@ -125,8 +208,12 @@ def child(wav: str, model_name: str, cache_dir: str) -> None:
     chunks = stage("plan_chunks", lambda: audio.plan_chunks(wav))
     parts = []
     for i, (s, e) in enumerate(chunks):
-        parts.append(stage(f"transcribe chunk {i + 1}/{len(chunks)} ({e - s:.0f} s)",
-                           lambda s=s, e=e: asr.transcribe(model, wav, start=s, end=e, on_progress=lambda f: None)))
+        parts.append(
+            stage(
+                f"transcribe chunk {i + 1}/{len(chunks)} ({e - s:.0f} s)",
+                lambda s=s, e=e: asr.transcribe(model, wav, start=s, end=e, on_progress=lambda f: None),
+            )
+        )
     transcript = stage("merge", lambda: asr.merge(parts))
     turns = stage("diarize", lambda: speakers.diarize(wav))
     segments = stage("assign_speakers", lambda: speakers.assign_speakers(transcript.segments, turns))
@@ -134,23 +221,31 @@ def child(wav: str, model_name: str, cache_dir: str) -> None:
     def _captions():
         segs = cleaning.clean_words(segments, verbatim=False, tag_audio_events=False, language=transcript.language)
         cues = captions.build_cues(segs, language=transcript.language)
-        return {"txt": paragraphs.transcript_text(segs), "srt": captions.to_srt(cues), "webvtt": captions.to_webvtt(cues)}
+        return {
+            "txt": paragraphs.transcript_text(segs),
+            "srt": captions.to_srt(cues),
+            "webvtt": captions.to_webvtt(cues),
+        }
 
     results = stage("captions", _captions)
-    print(json.dumps({
-        "chunks": [[round(s, 1), round(e, 1)] for s, e in chunks],
-        "segments": len(transcript.segments),
-        "words": sum(len(s.words) for s in transcript.segments),
-        "speakers": len({t.speaker for t in turns}),
-        "srt_chars": len(results["srt"]),
-        "start_rss_mb": round(start_rss / 1024, 1),
-        "per_stage_peaks": can_reset,
-        "stages": stages,
-        # ru_maxrss follows VmHWM, so after a reset it covers only the last stage; the peak of
-        # the whole run is the largest stage peak.
-        "child_ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-        "child_peak_mb": max(s["peak_rss_mb"] for s in stages),
-    }))
+    print(
+        json.dumps(
+            {
+                "chunks": [[round(s, 1), round(e, 1)] for s, e in chunks],
+                "segments": len(transcript.segments),
+                "words": sum(len(s.words) for s in transcript.segments),
+                "speakers": len({t.speaker for t in turns}),
+                "srt_chars": len(results["srt"]),
+                "start_rss_mb": round(start_rss / 1024, 1),
+                "per_stage_peaks": can_reset,
+                "stages": stages,
+                # ru_maxrss follows VmHWM, so after a reset it covers only the last stage; the peak of
+                # the whole run is the largest stage peak.
+                "child_ru_maxrss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+                "child_peak_mb": max(s["peak_rss_mb"] for s in stages),
+            }
+        )
+    )
 
 
 # --------------------------------------------------------------------------- parent
@@ -160,7 +255,10 @@ def measure(wav: Path, model: str, cache_dir: str) -> dict:
     t0 = time.perf_counter()
     process = subprocess.Popen(
         [sys.executable, __file__, "--child", str(wav), "--model", model, "--cache-dir", cache_dir],
-        cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     polled = [0]
 

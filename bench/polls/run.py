@@ -7,6 +7,7 @@
 
 See bench/polls/README.md for what is measured and why. Writes bench/polls/results.json.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -22,7 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -55,6 +56,7 @@ def log(message: str) -> None:
 
 # --- Database and fixture ----------------------------------------------------------------------
 
+
 def ensure_database() -> None:
     """Create the benchmark's database if it is missing (connecting to the server's `postgres` db)."""
     import environ
@@ -65,8 +67,10 @@ def ensure_database() -> None:
     if "postgresql" not in config["ENGINE"]:
         sys.exit(f"bench/polls needs PostgreSQL; DATABASE_URL is {config['ENGINE']}")
     params = {
-        "host": config.get("HOST") or None, "port": config.get("PORT") or None,
-        "user": config.get("USER") or None, "password": config.get("PASSWORD") or None,
+        "host": config.get("HOST") or None,
+        "port": config.get("PORT") or None,
+        "user": config.get("USER") or None,
+        "password": config.get("PASSWORD") or None,
     }
     with psycopg.connect(dbname="postgres", autocommit=True, connect_timeout=5, **params) as connection:
         exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone()
@@ -138,25 +142,40 @@ def create_fixture(job_state: str = "done") -> dict:
     txt, srt, webvtt = subtitles(sentences("en", cues)) if done else (None, None, None)
     states = ["waiting", "preparing", "downloading", "converting", "processing", "aligning", "translating", "done"]
     states = states if done else states[:5]
-    started = datetime.now(timezone.utc) - timedelta(minutes=3)
+    started = datetime.now(UTC) - timedelta(minutes=3)
     timeline = [[state, (started + timedelta(seconds=20 * i)).isoformat()] for i, state in enumerate(states)]
     job = Job.objects.create(
-        account=account, url="https://example.com/videos/lecture-05.mp4", type=JobType.SUBTITLES,
-        target_languages=["Spanish", "French"], state=JobState.DONE if done else JobState.PROCESSING,
-        progress=100 if done else 55, timeline=timeline, title="Lecture 5", duration=300,
-        detected_language="en", txt=txt, srt=srt, webvtt=webvtt,
+        account=account,
+        url="https://example.com/videos/lecture-05.mp4",
+        type=JobType.SUBTITLES,
+        target_languages=["Spanish", "French"],
+        state=JobState.DONE if done else JobState.PROCESSING,
+        progress=100 if done else 55,
+        timeline=timeline,
+        title="Lecture 5",
+        duration=300,
+        detected_language="en",
+        txt=txt,
+        srt=srt,
+        webvtt=webvtt,
     )
     for position, (language, code) in enumerate([("Spanish", "es"), ("French", "fr")]):
         _, srt, webvtt = subtitles(sentences(code, cues)) if done else (None, None, None)
         Translation.objects.create(
-            job=job, position=position, language=language, language_code=code,
-            state=TranslationState.DONE if done else TranslationState.PENDING, srt=srt, webvtt=webvtt,
+            job=job,
+            position=position,
+            language=language,
+            language_code=code,
+            state=TranslationState.DONE if done else TranslationState.PENDING,
+            srt=srt,
+            webvtt=webvtt,
         )
     connection.close()
     return {"account_id": account.pk, "token": token, "job_id": str(job.id)}
 
 
 # --- Server ------------------------------------------------------------------------------------
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -166,17 +185,29 @@ def free_port() -> int:
 
 def start_gunicorn(port: int, args, logdir: Path) -> subprocess.Popen:
     command = [
-        sys.executable, "-m", "gunicorn", "config.wsgi",
-        "--bind", f"127.0.0.1:{port}", "--workers", str(args.workers), "--worker-class", args.worker_class,
+        sys.executable,
+        "-m",
+        "gunicorn",
+        "config.wsgi",
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--workers",
+        str(args.workers),
+        "--worker-class",
+        args.worker_class,
         # bin/run logs every request (to stdout); a file here costs the same and keeps the output clean.
-        "--access-logfile", str(logdir / "access.log"), "--error-logfile", str(logdir / "error.log"),
+        "--access-logfile",
+        str(logdir / "access.log"),
+        "--error-logfile",
+        str(logdir / "error.log"),
     ]
     if args.worker_class == "gthread":
         command += ["--threads", str(args.threads_per_worker)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     log("starting " + " ".join(command[1:]))
-    return subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return subprocess.Popen(
+        command, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
 
 
 def stop_gunicorn(process: subprocess.Popen) -> None:
@@ -200,7 +231,9 @@ def wait_ready(process: subprocess.Popen, url: str, logdir: Path, timeout: float
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            errors = (logdir / "error.log").read_text(errors="replace")[-3000:] if (logdir / "error.log").exists() else ""
+            errors = (
+                (logdir / "error.log").read_text(errors="replace")[-3000:] if (logdir / "error.log").exists() else ""
+            )
             raise RuntimeError(f"gunicorn exited with {process.returncode}:\n{errors}")
         try:
             if get(url, timeout=2)[0] == 200:
@@ -243,7 +276,8 @@ def parse_wrk(output: str) -> dict:
         "duration": requests[2],
         "non_2xx": int(non_2xx[1]) if non_2xx else 0,
         "socket_errors": dict(zip(["connect", "read", "write", "timeout"], map(int, socket_errors.groups())))
-        if socket_errors else {"connect": 0, "read": 0, "write": 0, "timeout": 0},
+        if socket_errors
+        else {"connect": 0, "read": 0, "write": 0, "timeout": 0},
     }
 
 
@@ -260,6 +294,7 @@ def wrk(url: str, seconds: int, args, token: str | None) -> dict:
 
 # --- Environment -------------------------------------------------------------------------------
 
+
 def _run(command: list[str]) -> str:
     try:
         result = subprocess.run(command, capture_output=True, text=True, timeout=10, cwd=ROOT)
@@ -274,8 +309,13 @@ def environment() -> dict:
     cpu_model = ""
     try:
         cpu_model = next(
-            (line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-             if line.startswith("model name")), "")
+            (
+                line.split(":", 1)[1].strip()
+                for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")
+            ),
+            "",
+        )
     except OSError:
         pass
     info = {
@@ -283,8 +323,7 @@ def environment() -> dict:
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "cpu_model": cpu_model,
-        "packages": {name: version(name) for name in
-                     ["Django", "djangorestframework", "gunicorn", "psycopg", "redis"]},
+        "packages": {name: version(name) for name in ["Django", "djangorestframework", "gunicorn", "psycopg", "redis"]},
         "wrk": _run(["wrk", "-v"]).splitlines()[0] if _run(["wrk", "-v"]) else "",
         "git_commit": _run(["git", "rev-parse", "--short", "HEAD"]),
         "git_dirty": bool(_run(["git", "status", "--porcelain", "--untracked-files=no"])),
@@ -316,6 +355,7 @@ def clear_rate_limit_keys(account_id: int) -> None:
 
 
 # --- Profile mode ------------------------------------------------------------------------------
+
 
 def profile(fixture: dict, count: int) -> None:
     """cProfile over `count` polls through Django's test client (same settings, no HTTP server)."""
@@ -350,6 +390,7 @@ def profile(fixture: dict, count: int) -> None:
 
 # --- Main --------------------------------------------------------------------------------------
 
+
 def summarize(runs: list[dict]) -> dict:
     return {
         "rps": round(statistics.median(r["rps"] for r in runs), 1),
@@ -367,11 +408,19 @@ def main() -> int:
     parser.add_argument("--connections", type=int, default=16, help="wrk connections (16)")
     parser.add_argument("--threads", type=int, default=2, help="wrk threads (2)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2, as bin/run)")
-    parser.add_argument("--worker-class", default="sync", choices=["sync", "gthread"], help="gunicorn worker class (sync)")
+    parser.add_argument(
+        "--worker-class", default="sync", choices=["sync", "gthread"], help="gunicorn worker class (sync)"
+    )
     parser.add_argument("--threads-per-worker", type=int, default=4, help="gthread only (4)")
-    parser.add_argument("--job-state", default="done", choices=["done", "processing"],
-                        help="the polled job: done (with text, ~47 kB answer) or processing (no text yet) (done)")
-    parser.add_argument("--output", type=Path, default=RESULTS, help="where to write the JSON (bench/polls/results.json)")
+    parser.add_argument(
+        "--job-state",
+        default="done",
+        choices=["done", "processing"],
+        help="the polled job: done (with text, ~47 kB answer) or processing (no text yet) (done)",
+    )
+    parser.add_argument(
+        "--output", type=Path, default=RESULTS, help="where to write the JSON (bench/polls/results.json)"
+    )
     parser.add_argument("--profile", type=int, metavar="N", help="profile N in-process polls instead of benchmarking")
     args = parser.parse_args()
 
@@ -416,8 +465,10 @@ def main() -> int:
                 url, token = targets[name]
                 result = wrk(url, args.duration, args, token)
                 runs[name].append(result)
-                log(f"{name}: {result['rps']:.1f} req/s, p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms"
-                    f" ({result['requests']} requests, non-2xx {result['non_2xx']}, socket errors {result['socket_errors']})")
+                log(
+                    f"{name}: {result['rps']:.1f} req/s, p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms"
+                    f" ({result['requests']} requests, non-2xx {result['non_2xx']}, socket errors {result['socket_errors']})"
+                )
         finally:
             stop_gunicorn(server)
             clear_rate_limit_keys(fixture["account_id"])
@@ -425,11 +476,15 @@ def main() -> int:
 
     poll, bare = summarize(runs["poll"]), summarize(runs["bare"])
     ratio = round(poll["rps"] / bare["rps"], 3)
-    bad = [f"{name} run {i}" for name in runs for i, r in enumerate(runs[name])
-           if r["non_2xx"] or any(r["socket_errors"].values())]
+    bad = [
+        f"{name} run {i}"
+        for name in runs
+        for i, r in enumerate(runs[name])
+        if r["non_2xx"] or any(r["socket_errors"].values())
+    ]
     result = {
         "benchmark": "bench/polls",
-        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "measured_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "poll": poll,
         "bare": bare,
         "ratio_rps": ratio,
@@ -440,15 +495,18 @@ def main() -> int:
         "invalid_runs": bad,
         "setup": {
             "poll": "GET /v1/api/transcription/{id}, Authorization: Bearer <real token>; 5-minute subtitles "
-                    "job with 2 translations, "
-                    + ("finished: text and subtitles of 75 cues each" if args.job_state == "done"
-                       else "still processing: no text yet"),
+            "job with 2 translations, "
+            + (
+                "finished: text and subtitles of 75 cues each"
+                if args.job_state == "done"
+                else "still processing: no text yet"
+            ),
             "job_state": args.job_state,
             "poll_response_bytes": len(body),
             "bare": "GET /bench/constant: plain Django view returning constant JSON (bench/polls/urls.py)",
             "server": f"gunicorn config.wsgi, {args.worker_class} worker class, {args.workers} workers"
-                      + (f" x {args.threads_per_worker} threads" if args.worker_class == "gthread" else "")
-                      + ", access log to a file, DJANGO_SETTINGS_MODULE=bench.polls.settings",
+            + (f" x {args.threads_per_worker} threads" if args.worker_class == "gthread" else "")
+            + ", access log to a file, DJANGO_SETTINGS_MODULE=bench.polls.settings",
             "database": re.sub(r"//[^@/]*@", "//", os.environ["DATABASE_URL"]),
             "redis": os.environ["REDIS_URL"],
             "rate_limit_polls_per_minute": POLL_LIMIT,
@@ -461,8 +519,13 @@ def main() -> int:
         "environment": env_info,
     }
     args.output.write_text(json.dumps(result, indent=2) + "\n")
-    print(json.dumps({k: result[k] for k in ("ratio_rps", "goal", "meets_goal", "valid")}
-                     | {n: {k: v for k, v in result[n].items() if k != "runs"} for n in ("poll", "bare")}, indent=2))
+    print(
+        json.dumps(
+            {k: result[k] for k in ("ratio_rps", "goal", "meets_goal", "valid")}
+            | {n: {k: v for k, v in result[n].items() if k != "runs"} for n in ("poll", "bare")},
+            indent=2,
+        )
+    )
     log(f"wrote {args.output}")
     return 0 if not bad else 1
 

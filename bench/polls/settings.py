@@ -4,6 +4,7 @@ Everything else (middleware, DRF, database, Redis, rate limits) is exactly confi
 from the same environment; bench/polls/run.py sets DATABASE_URL, REDIS_URL and a high
 RATE_LIMIT_POLLS_PER_MINUTE before it starts gunicorn with this module.
 """
+
 from config.settings import *  # noqa: F401,F403
 
 ROOT_URLCONF = "bench.polls.urls"

@@ -3,6 +3,7 @@
 The bare view is the baseline the poll endpoint is compared with: same gunicorn, same process,
 same middleware stack, no authentication, no rate limit, no database, no DRF.
 """
+
 from django.http import JsonResponse
 from django.urls import include, path
 

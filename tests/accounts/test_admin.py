@@ -1,5 +1,6 @@
 """The admin for support staff: the support group's permissions, the read-only ledger, token
 actions and grants (each audited)."""
+
 import re
 
 import pytest
@@ -9,14 +10,14 @@ from django.test import RequestFactory
 from django.urls import reverse
 
 from accounts.models import Account, ApiToken
-from audit.models import AuditEvent
 from accounts.services import token_issue
 from accounts.tokens import token_digest
+from audit.models import AuditEvent
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from billing.services import grant_staff_minutes
-from tests.staff import support_group
 from tests.factories import JobFactory
+from tests.staff import support_group
 from transcription.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -25,9 +26,7 @@ CHANGELIST = "/admin/accounts/account/"
 
 
 def run_action(client, action, *accounts):
-    return client.post(
-        CHANGELIST, {"action": action, "_selected_action": [a.pk for a in accounts]}, follow=True
-    )
+    return client.post(CHANGELIST, {"action": action, "_selected_action": [a.pk for a in accounts]}, follow=True)
 
 
 def page_messages(response):
@@ -44,10 +43,17 @@ def test_the_support_group_has_no_delete_permission_at_all():
 
 
 def test_the_support_group_views_everything_and_changes_only_what_it_needs():
-    perms = {f"{p.content_type.app_label}.{p.codename}" for p in support_group().permissions.select_related("content_type")}
+    perms = {
+        f"{p.content_type.app_label}.{p.codename}" for p in support_group().permissions.select_related("content_type")
+    }
     for app_label, model in [
-        ("accounts", "account"), ("accounts", "apitoken"), ("audit", "auditevent"), ("billing", "plan"),
-        ("billing", "ledgerentry"), ("transcription", "job"), ("transcription", "batch"),
+        ("accounts", "account"),
+        ("accounts", "apitoken"),
+        ("audit", "auditevent"),
+        ("billing", "plan"),
+        ("billing", "ledgerentry"),
+        ("transcription", "job"),
+        ("transcription", "batch"),
         ("transcription", "translation"),
     ]:
         assert f"{app_label}.view_{model}" in perms
@@ -92,7 +98,10 @@ def test_ledger_entries_cannot_be_changed_in_the_admin(admin_client, account):
     assert page.context["has_change_permission"] is False and 'name="seconds"' not in page.content.decode()
     response = admin_client.post(url, {"seconds": 999999, "kind": "grant", "source": "staff", "account": account.pk})
     assert response.status_code == 403
-    assert admin_client.post(reverse("admin:billing_ledgerentry_delete", args=[entry.pk]), {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(reverse("admin:billing_ledgerentry_delete", args=[entry.pk]), {"post": "yes"}).status_code
+        == 403
+    )
     assert admin_client.get(reverse("admin:billing_ledgerentry_add")).status_code == 403
     entry.refresh_from_db()
     assert entry.seconds == 600
@@ -161,7 +170,9 @@ def test_the_account_list_shows_balance_token_and_job_counts(support_client, acc
 
 def test_a_grant_from_the_account_page_is_recorded_with_who_and_why(support_client, support_user, account):
     url = reverse("admin:accounts_account_grant", args=[account.pk])
-    assert support_client.get(reverse("admin:accounts_account_change", args=[account.pk])).content.decode().count(url) == 1
+    assert (
+        support_client.get(reverse("admin:accounts_account_change", args=[account.pk])).content.decode().count(url) == 1
+    )
     assert support_client.post(url, {"minutes": "15", "reason": ""}).status_code == 200  # reason required
     assert account_balance(account.pk) == 600
     response = support_client.post(url, {"minutes": "15", "reason": "Refund for a slow week"}, follow=True)
@@ -200,13 +211,22 @@ def test_audit_events_are_read_only_in_the_admin(admin_client, account):
     assert admin_client.get(reverse("admin:audit_auditevent_changelist")).status_code == 200
     page = admin_client.get(reverse("admin:audit_auditevent_change", args=[event.pk]))
     assert page.status_code == 200 and page.context["has_change_permission"] is False
-    assert admin_client.post(reverse("admin:audit_auditevent_delete", args=[event.pk]), {"post": "yes"}).status_code == 403
+    assert (
+        admin_client.post(reverse("admin:audit_auditevent_delete", args=[event.pk]), {"post": "yes"}).status_code == 403
+    )
 
 
 def test_every_admin_page_renders_for_support(support_client, account, token):
     job = JobFactory(account=account, type="subtitles")
-    for name in ["accounts_account", "audit_auditevent", "billing_plan", "billing_ledgerentry",
-                 "transcription_job", "transcription_batch", "transcription_translation"]:
+    for name in [
+        "accounts_account",
+        "audit_auditevent",
+        "billing_plan",
+        "billing_ledgerentry",
+        "transcription_job",
+        "transcription_batch",
+        "transcription_translation",
+    ]:
         assert support_client.get(reverse(f"admin:{name}_changelist")).status_code == 200, name
     assert support_client.get(reverse("admin:transcription_job_change", args=[job.pk])).status_code == 200
     assert support_client.get("/admin/").status_code == 200

@@ -1,4 +1,5 @@
 """The account holder's API page, through Django's test client (the browser tests drive it for real)."""
+
 import re
 
 import pytest
@@ -6,9 +7,9 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from accounts.models import ApiToken
-from audit.models import AuditEvent
 from accounts.services import account_create, token_issue
 from accounts.tokens import token_digest
+from audit.models import AuditEvent
 from billing.services import grant_staff_minutes
 from transcription import services
 
@@ -38,12 +39,15 @@ def test_sign_up_creates_the_account_and_signs_in(client):
     assert response.context["user"] == user and "10 minutes" in response.content.decode()
 
 
-@pytest.mark.parametrize("body,error", [
-    ({"email": "carol@example.com", "password": PASSWORD}, "already exists"),
-    ({"email": "eve@example.com", "password": "password"}, "too common"),
-    ({"email": "eve@example.com", "password": "x1"}, "too short"),
-    ({"email": "not-an-email", "password": PASSWORD}, "valid email"),
-])
+@pytest.mark.parametrize(
+    "body,error",
+    [
+        ({"email": "carol@example.com", "password": PASSWORD}, "already exists"),
+        ({"email": "eve@example.com", "password": "password"}, "too common"),
+        ({"email": "eve@example.com", "password": "x1"}, "too short"),
+        ({"email": "not-an-email", "password": PASSWORD}, "valid email"),
+    ],
+)
 def test_sign_up_refuses_bad_input(client, body, error):
     account_create("carol@example.com", password=PASSWORD)
     response = client.post("/account/signup/", body)
@@ -79,8 +83,12 @@ def test_a_created_token_is_shown_once_and_works(client, holder):
     assert 'aria-live="polite"' in response.content.decode() and "Copy token" in response.content.decode()
     page = client.get(API).content.decode()
     assert token not in page and token[:12] in page
-    assert client.get("/v1/api/transcription/00000000-0000-0000-0000-000000000000",
-                      HTTP_AUTHORIZATION=f"Bearer {token}").status_code == 404
+    assert (
+        client.get(
+            "/v1/api/transcription/00000000-0000-0000-0000-000000000000", HTTP_AUTHORIZATION=f"Bearer {token}"
+        ).status_code
+        == 404
+    )
     event = AuditEvent.objects.get()
     assert (event.action, event.actor) == ("token_issued", holder.user)
 

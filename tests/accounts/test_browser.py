@@ -5,6 +5,7 @@ Every page a test visits is saved to tests/artifacts/screenshots/<test>_<step>.p
 to look at. Nothing here is skipped: a missing Chromium is installed with apt-get (as root), and
 the test run fails loudly if that cannot be done.
 """
+
 from __future__ import annotations
 
 import json
@@ -21,8 +22,13 @@ import pytest
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--no-first-run", "--disable-sync",
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
 ]
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "artifacts" / "screenshots"
 PHONE = {"viewport": {"width": 390, "height": 844}, "device_scale_factor": 2, "is_mobile": True, "has_touch": True}
@@ -41,14 +47,18 @@ def chromium_executable():
     """Debian's Chromium, installed now if it is missing. Never `playwright install`."""
     if not os.path.exists(CHROMIUM):
         if os.geteuid() != 0:
-            pytest.fail(f"{CHROMIUM} is missing and installing it needs root: run `apt-get install -y chromium`.",
-                        pytrace=False)
+            pytest.fail(
+                f"{CHROMIUM} is missing and installing it needs root: run `apt-get install -y chromium`.", pytrace=False
+            )
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
         for command in (["apt-get", "update"], ["apt-get", "install", "-y", "chromium"]):
             result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
             if result.returncode != 0:
-                pytest.fail(f"`{' '.join(command)}` failed ({result.returncode}):\n{result.stdout[-2000:]}\n"
-                            f"{result.stderr[-2000:]}", pytrace=False)
+                pytest.fail(
+                    f"`{' '.join(command)}` failed ({result.returncode}):\n{result.stdout[-2000:]}\n"
+                    f"{result.stderr[-2000:]}",
+                    pytrace=False,
+                )
         if not os.path.exists(CHROMIUM):
             pytest.fail(f"apt-get installed chromium but {CHROMIUM} is still missing.", pytrace=False)
     return CHROMIUM
@@ -63,8 +73,9 @@ def browser(chromium_executable, django_db_setup):
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
-        pytest.fail("The browser tests need Playwright: pip install playwright (never `playwright install`).",
-                    pytrace=False)
+        pytest.fail(
+            "The browser tests need Playwright: pip install playwright (never `playwright install`).", pytrace=False
+        )
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     previous = os.environ.get("DJANGO_ALLOW_ASYNC_UNSAFE")
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
@@ -185,22 +196,26 @@ def test_sign_up_create_a_token_use_it_and_revoke_it(live_server, new_page):
 def test_support_grants_minutes_and_the_holder_sees_them(live_server, new_page):
     from playwright.sync_api import expect
 
-    from audit.models import AuditEvent
     from accounts.services import account_create
+    from audit.models import AuditEvent
     from tests.staff import make_support_user
     from transcription import services, states
     from transcription.models import Job
 
     holder = account_create("holder@example.com", password=PASSWORD)
     staff = make_support_user(password=STAFF_PASSWORD)
-    job = services.job_create(holder, url="https://example.com/talk.mp4", type="subtitles",
-                              target_languages=["Spanish"])
+    job = services.job_create(
+        holder, url="https://example.com/talk.mp4", type="subtitles", target_languages=["Spanish"]
+    )
     start = datetime.now(UTC) - timedelta(minutes=5)
-    Job.objects.filter(pk=job.pk).update(timeline=[
-        [states.WAITING, start.isoformat()],
-        [states.PREPARING, (start + timedelta(seconds=4)).isoformat()],
-        [states.DOWNLOADING, (start + timedelta(seconds=9)).isoformat()],
-    ], state=states.DOWNLOADING)
+    Job.objects.filter(pk=job.pk).update(
+        timeline=[
+            [states.WAITING, start.isoformat()],
+            [states.PREPARING, (start + timedelta(seconds=4)).isoformat()],
+            [states.DOWNLOADING, (start + timedelta(seconds=9)).isoformat()],
+        ],
+        state=states.DOWNLOADING,
+    )
     services.job_fail(job.id, "The video could not be downloaded: HTTP 403.")
 
     shot = Shots("support")
@@ -250,4 +265,3 @@ def test_support_grants_minutes_and_the_holder_sees_them(live_server, new_page):
     expect(phone.locator("#usage")).to_contain_text("+25 minutes")
     expect(phone.locator("#jobs")).to_contain_text("failed")
     shot(phone, "holder_balance")
-

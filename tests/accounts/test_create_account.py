@@ -11,7 +11,9 @@ def test_it_creates_an_account_with_ten_free_minutes_and_prints_the_token_last(c
     token = capsys.readouterr().out.strip().splitlines()[-1]
     account = Account.objects.get(user__email="carol@example.com")
     assert account_balance(account.pk) == 600
-    response = client.get("/v1/api/transcription/00000000-0000-0000-0000-000000000000", HTTP_AUTHORIZATION=f"Bearer {token}")
+    response = client.get(
+        "/v1/api/transcription/00000000-0000-0000-0000-000000000000", HTTP_AUTHORIZATION=f"Bearer {token}"
+    )
     assert response.status_code == 404
 
 

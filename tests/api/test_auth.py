@@ -35,8 +35,17 @@ def test_it_answers_401_without_a_token(client, method, path):
 @pytest.mark.django_db
 @pytest.mark.parametrize(
     "header",
-    ["Bearer", "Bearer ", "Token abc", "Basic dXNlcjpwYXNz", "Bearer vts_tooshort", "Bearer not-a-token-at-all-xxxxxxxxxxxx",
-     "Bearer vts_" + "x" * 43, "Bearer a b", "bearer\u00e9 x"],
+    [
+        "Bearer",
+        "Bearer ",
+        "Token abc",
+        "Basic dXNlcjpwYXNz",
+        "Bearer vts_tooshort",
+        "Bearer not-a-token-at-all-xxxxxxxxxxxx",
+        "Bearer vts_" + "x" * 43,
+        "Bearer a b",
+        "bearer\u00e9 x",
+    ],
 )
 def test_it_answers_401_for_a_malformed_or_unknown_token(client, header):
     _assert_401(_call(client, "get", ENDPOINTS[4][1], HTTP_AUTHORIZATION=header))

@@ -1,12 +1,29 @@
 import json
 import uuid
 
-from tests.support import queued
 from tests.factories import JobFactory
+from tests.support import queued
 
 JOB_FIELDS = {
-    "id", "state", "progress", "type", "verbatim", "quality", "font_size", "background", "created_at", "updated_at",
-    "txt", "srt", "webvtt", "burned_video_url", "video_url", "duration", "error", "is_preview", "preview_minutes",
+    "id",
+    "state",
+    "progress",
+    "type",
+    "verbatim",
+    "quality",
+    "font_size",
+    "background",
+    "created_at",
+    "updated_at",
+    "txt",
+    "srt",
+    "webvtt",
+    "burned_video_url",
+    "video_url",
+    "duration",
+    "error",
+    "is_preview",
+    "preview_minutes",
     "translations",
 }
 TRANSLATION_FIELDS = {"language", "state", "srt", "webvtt", "burned_video_url", "error"}
@@ -40,9 +57,15 @@ def test_a_transcribe_post_answers_the_id_at_once_and_the_job_waits(api, broker,
 
 
 def test_subtitles_echo_the_format_and_list_translations_as_sent(api):
-    response = post(api, "/v1/api/subtitles", {
-        "url": "https://example.com/v", "format": "webvtt", "target_languages": ["Spanish", "es", "CA", "french"],
-    })
+    response = post(
+        api,
+        "/v1/api/subtitles",
+        {
+            "url": "https://example.com/v",
+            "format": "webvtt",
+            "target_languages": ["Spanish", "es", "CA", "french"],
+        },
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["format"] == "webvtt" and set(body) == {"id", "format"}
@@ -57,11 +80,25 @@ def test_subtitles_default_to_srt(api):
 
 
 def test_burn_subtitles_keep_their_options(api):
-    body = post(api, "/v1/api/burn-subtitles", {
-        "url": "https://example.com/v", "quality": "uhd", "font_size": "xl", "background": True, "verbatim": True,
-    }).json()
+    body = post(
+        api,
+        "/v1/api/burn-subtitles",
+        {
+            "url": "https://example.com/v",
+            "quality": "uhd",
+            "font_size": "xl",
+            "background": True,
+            "verbatim": True,
+        },
+    ).json()
     job = api.get(f"/v1/api/transcription/{body['id']}").json()
-    assert (job["type"], job["quality"], job["font_size"], job["background"], job["verbatim"]) == ("burned", "uhd", "xl", True, True)
+    assert (job["type"], job["quality"], job["font_size"], job["background"], job["verbatim"]) == (
+        "burned",
+        "uhd",
+        "xl",
+        True,
+        True,
+    )
 
 
 def test_an_unknown_id_is_a_404(api):

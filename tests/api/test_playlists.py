@@ -1,4 +1,5 @@
 """GET /v1/api/playlist and POST /v1/api/transcribe-playlist on an RSS feed served from 127.0.0.1."""
+
 import json
 
 import pytest
@@ -9,8 +10,19 @@ from tests.support import feed
 
 pytestmark = pytest.mark.usefixtures("allow_private")
 
-PREVIEW_FIELDS = {"id", "title", "total", "skipped", "max_videos", "is_channel", "tab", "videos", "needed_seconds",
-                  "remaining_seconds", "fits"}
+PREVIEW_FIELDS = {
+    "id",
+    "title",
+    "total",
+    "skipped",
+    "max_videos",
+    "is_channel",
+    "tab",
+    "videos",
+    "needed_seconds",
+    "remaining_seconds",
+    "fits",
+}
 VIDEO_FIELDS = {"id", "title", "duration", "thumbnail", "is_age_restricted", "is_live", "language"}
 
 
@@ -23,7 +35,9 @@ def allow_private():
 @pytest.fixture
 def feed_url(media_server):
     items = [(f"Talk {i}", media_server.url(f"/files/speech.mp4?talk={i}"), 100) for i in range(3)]
-    media_server.routes["/feeds/three.xml"] = lambda req: req.send_bytes(feed(items, "Three talks"), "application/rss+xml")
+    media_server.routes["/feeds/three.xml"] = lambda req: req.send_bytes(
+        feed(items, "Three talks"), "application/rss+xml"
+    )
     return media_server.url("/feeds/three.xml")
 
 
@@ -61,15 +75,21 @@ def test_a_link_that_is_not_a_playlist_is_a_422_on_the_url(api, media_server):
     response = api.get(f"/v1/api/playlist?url={media_server.url('/files/speech.mp4')}")
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["query", "url"]
-    response = api.post("/v1/api/transcribe-playlist", data=json.dumps({"url": media_server.url("/status/404")}),
-                        content_type="application/json")
+    response = api.post(
+        "/v1/api/transcribe-playlist",
+        data=json.dumps({"url": media_server.url("/status/404")}),
+        content_type="application/json",
+    )
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["body", "url"] and "404" in response.json()["detail"][0]["msg"]
 
 
 def test_queueing_a_playlist_makes_a_batch_of_jobs_in_order(api, feed_url):
-    response = api.post("/v1/api/transcribe-playlist", content_type="application/json",
-                        data=json.dumps({"url": feed_url, "type": "subtitles", "target_languages": ["es"]}))
+    response = api.post(
+        "/v1/api/transcribe-playlist",
+        content_type="application/json",
+        data=json.dumps({"url": feed_url, "type": "subtitles", "target_languages": ["es"]}),
+    )
     assert response.status_code == 200
     queued = response.json()
     assert set(queued) == {"batch_id", "title", "count", "skipped", "ids"}

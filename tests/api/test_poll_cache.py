@@ -1,4 +1,5 @@
 """Polls are served from a cache; every write to a job or its translations must show at once."""
+
 import json
 
 from accounts.services import token_revoke
@@ -7,8 +8,11 @@ from transcription.models import Job
 
 
 def queue(api):
-    response = api.post("/v1/api/subtitles", data=json.dumps({"url": "https://e.com/v", "target_languages": ["es"]}),
-                        content_type="application/json")
+    response = api.post(
+        "/v1/api/subtitles",
+        data=json.dumps({"url": "https://e.com/v", "target_languages": ["es"]}),
+        content_type="application/json",
+    )
     return response.json()["id"]
 
 

@@ -1,14 +1,13 @@
 import json
-import time
-from unittest import mock
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
 from concurrent.futures import ThreadPoolExecutor
+from unittest import mock
 
 import pytest
-
 from django.core.servers.basehttp import ThreadedWSGIServer
 
 from transcription.api import ratelimit
@@ -22,7 +21,11 @@ def poll(api):
 
 
 def queue(api, body=None):
-    return api.post("/v1/api/transcribe", data=json.dumps({"url": "https://example.com/v"} if body is None else body), content_type="application/json")
+    return api.post(
+        "/v1/api/transcribe",
+        data=json.dumps({"url": "https://example.com/v"} if body is None else body),
+        content_type="application/json",
+    )
 
 
 def test_every_authenticated_response_carries_the_limit_and_what_is_left(api):
@@ -65,8 +68,12 @@ def test_accounts_have_separate_counters(client, api, other_account):
         queue(api)
     assert queue(api).status_code == 429
     other = token_issue(other_account)
-    response = client.post("/v1/api/transcribe", data=json.dumps({"url": "https://e.com/v"}), content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {other}")
+    response = client.post(
+        "/v1/api/transcribe",
+        data=json.dumps({"url": "https://e.com/v"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {other}",
+    )
     assert response.status_code == 200
 
 
@@ -93,7 +100,9 @@ def test_100_concurrent_http_requests_get_exactly_60_answers_and_40_429s(live_se
 
     def send(_):
         request = urllib.request.Request(
-            f"{live_server.url}/v1/api/transcribe", data=b'{"url": "not a url"}', method="POST",
+            f"{live_server.url}/v1/api/transcribe",
+            data=b'{"url": "not a url"}',
+            method="POST",
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         )
         barrier.wait()

@@ -1,20 +1,20 @@
 """A property-based run generated from our own OpenAPI document over every endpoint: no 5xx,
 and every response (200, 401, 404, 422, 429) matches the document."""
+
 import pytest
 import schemathesis
 from django.test import override_settings
 from hypothesis import HealthCheck, settings
+from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_schema_conformance,
     status_code_conformance,
 )
-from schemathesis.checks import not_a_server_error
 
 from config.wsgi import application
 
 schema = schemathesis.openapi.from_wsgi("/v1/api/openapi.json", application)
-
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,6 @@
 """AuditEvent moved from accounts to its own app: a database migrated before the move keeps its
 audit rows, and the support group keeps its right to read them."""
+
 import pytest
 from django.core.management import call_command
 from django.db import connection
@@ -41,9 +42,13 @@ def test_an_existing_audit_log_survives_the_move(old_database):
 
     events = list(AuditEvent.objects.filter(account_id=account.pk).order_by("id"))
     assert [(e.action, e.detail, e.actor_id) for e in events] == [
-        ("token_issued", "New token vts_abcdefgh…", None), ("minutes_granted", "5 minutes: goodwill", user.pk),
+        ("token_issued", "New token vts_abcdefgh…", None),
+        ("minutes_granted", "5 minutes: goodwill", user.pk),
     ]
-    assert Group.objects.get(name="support").permissions.filter(
-        content_type__app_label="audit", codename="view_auditevent").exists()
+    assert (
+        Group.objects.get(name="support")
+        .permissions.filter(content_type__app_label="audit", codename="view_auditevent")
+        .exists()
+    )
     AuditEvent.objects.create(account_id=account.pk, action="token_revoked")  # the table takes new rows
     assert AuditEvent.objects.filter(account_id=account.pk).count() == 3

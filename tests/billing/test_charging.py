@@ -8,10 +8,10 @@ from accounts.services import account_create
 from billing.models import AppendOnlyError, LedgerEntry
 from billing.selectors import account_balance
 from billing.services import job_refund, translation_refund
-from transcription import services
-from transcription.services import job_charge
 from tests.factories import JobFactory
+from transcription import services
 from transcription.models import Job
+from transcription.services import job_charge
 
 
 def make_job(account, seconds, **options):

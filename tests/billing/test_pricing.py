@@ -1,4 +1,5 @@
 """Each billing rule of the contract's Limits section and DESIGN.md section 3."""
+
 import pytest
 
 from billing import pricing
@@ -25,9 +26,11 @@ def test_each_translated_burned_video_adds_a_translation_and_another_burn(qualit
 
 
 def test_a_playlist_costs_the_sum_of_its_videos():
-    assert pricing.playlist_cost([60, 120, 30], "burned", "hd", translations=1) == sum(
-        pricing.job_cost("burned", s, "hd", 1) for s in (60, 120, 30)
-    ) == 210 * 9
+    assert (
+        pricing.playlist_cost([60, 120, 30], "burned", "hd", translations=1)
+        == sum(pricing.job_cost("burned", s, "hd", 1) for s in (60, 120, 30))
+        == 210 * 9
+    )
 
 
 def test_a_preview_covers_the_whole_minutes_the_balance_pays_for():

@@ -1,4 +1,5 @@
 """Videos built once per session for the end-to-end tests, served by the session's media server."""
+
 import re
 import subprocess
 from pathlib import Path
@@ -13,9 +14,31 @@ LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 def _mux(audio: Path, dest: Path) -> Path:
     """Put audio into an MP4 with a small video track, as a video site would serve it."""
     subprocess.run(
-        ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "lavfi", "-i", "color=c=navy:s=320x180:r=10", "-i", str(audio),
-         "-shortest", "-c:v", "libx264", "-preset", "ultrafast", "-c:a", "aac", "-b:a", "96k", str(dest)],
-        check=True, timeout=120,
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "color=c=navy:s=320x180:r=10",
+            "-i",
+            str(audio),
+            "-shortest",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "96k",
+            str(dest),
+        ],
+        check=True,
+        timeout=120,
     )
     return dest
 
@@ -28,14 +51,39 @@ def videos(media_server, tmp_path_factory):
     listing = work / "list.txt"
     listing.write_text("".join(f"file '{LIBRIVOX / name}.wav'\n" for name in names))
     joined = work / "librivox.wav"
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing),
-                    "-ar", "16000", "-ac", "1", str(joined)], check=True, timeout=60)
-    lines = {m.group(2): m.group(1) for m in re.finditer(r"<s> (.*?) </s> \((.*?)\)", (LIBRIVOX / "transcription").read_text())}
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-v",
+            "error",
+            "-y",
+            "-f",
+            "concat",
+            "-safe",
+            "0",
+            "-i",
+            str(listing),
+            "-ar",
+            "16000",
+            "-ac",
+            "1",
+            str(joined),
+        ],
+        check=True,
+        timeout=60,
+    )
+    lines = {
+        m.group(2): m.group(1)
+        for m in re.finditer(r"<s> (.*?) </s> \((.*?)\)", (LIBRIVOX / "transcription").read_text())
+    }
     reference = " ".join(lines[name] for name in names)
 
     cache = work / "cache"
     cache.mkdir()
-    dialogue = conversation(work / "dialogue.wav", {"m": clips("nl", "m"), "v": clips("nl", "v")}, n_clips=16, cache=cache)
+    dialogue = conversation(
+        work / "dialogue.wav", {"m": clips("nl", "m"), "v": clips("nl", "v")}, n_clips=16, cache=cache
+    )
     monologue = conversation(work / "monologue.wav", {"v": clips("nl", "v")}, n_clips=12, cache=cache)
 
     folder = media_server.folder

@@ -1,5 +1,6 @@
 """Jobs that cannot succeed end `failed` with a readable error, through the real API, a real
 Celery worker, real yt-dlp and ffmpeg against a server on 127.0.0.1, and get their minutes back."""
+
 import pytest
 
 from billing.selectors import account_balance
@@ -43,7 +44,9 @@ class TestFromALocalServer:
     def worker(cls, django_db_setup, django_db_blocker, tmp_path_factory):
         with running_worker(
             tmp_path_factory.mktemp("worker") / "worker.log",
-            ALLOW_PRIVATE_URLS="true", FETCH_TIMEOUT_SECONDS="5", DOWNLOAD_TIMEOUT_SECONDS="20",
+            ALLOW_PRIVATE_URLS="true",
+            FETCH_TIMEOUT_SECONDS="5",
+            DOWNLOAD_TIMEOUT_SECONDS="20",
             DOWNLOAD_STALL_SECONDS="5",
         ):
             yield

@@ -7,6 +7,7 @@ after 4 s instead of 2 minutes.
 In a module of its own: the worker of the other end-to-end modules must be gone, or it could take
 the job instead of the worker this test kills.
 """
+
 import pytest
 from django.test import override_settings
 
@@ -18,7 +19,9 @@ FAST_HEARTBEAT = {"ALLOW_PRIVATE_URLS": "true", "WORKER_HEARTBEAT_SECONDS": "1"}
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
-def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db_blocker, api, videos, tmp_path_factory):
+def test_a_killed_worker_does_not_leave_its_job_stuck(
+    django_db_setup, django_db_blocker, api, videos, tmp_path_factory
+):
     from transcription import sweeper
 
     log = tmp_path_factory.mktemp("killed") / "worker.log"
@@ -34,8 +37,9 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
     # The claim lapses only after four beats without renewal, so by then a live heartbeat or a
     # stage still running would have shown: the job is exactly as the killed worker left it.
     lapsed = wait_for_lapsed_claim(job_id)
-    assert (lapsed.updated_at, lapsed.lease_until) == (stuck.updated_at, stuck.lease_until), \
+    assert (lapsed.updated_at, lapsed.lease_until) == (stuck.updated_at, stuck.lease_until), (
         "nothing works on the job any more: no progress, no heartbeat"
+    )
     with running_worker(tmp_path_factory.mktemp("restarted") / "worker.log", **FAST_HEARTBEAT):
         swept = sweeper.sweep_stalled_jobs()
         assert [str(i) for i in swept["requeued"]] == [job_id], "a lapsed claim is re-queued at once"
@@ -46,20 +50,26 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(django_db_setup, django_db
     assert job.attempts == 1 and job.lease_until is None
 
 
-def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(django_db_setup, django_db_blocker, api, videos,
-                                                                   tmp_path_factory):
+def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(
+    django_db_setup, django_db_blocker, api, videos, tmp_path_factory
+):
     from transcription import sweeper
     from transcription.models import Job
 
     with running_worker(tmp_path_factory.mktemp("killed") / "worker.log", **FAST_HEARTBEAT) as process:
         job_id = submit(api, "/v1/api/burn-subtitles", {"url": videos["librivox"], "target_languages": ["ca"]})
-        burning = wait_for(job_id, lambda job: job.state in ("done", "failed") or job.state == "burning" and job.lease_until,
-                           "claimed burn", timeout=300)
+        burning = wait_for(
+            job_id,
+            lambda job: job.state in ("done", "failed") or job.state == "burning" and job.lease_until,
+            "claimed burn",
+            timeout=300,
+        )
         assert burning.state == "burning", burning.error
         with override_settings(STALLED_AFTER_SECONDS=0):
             swept = sweeper.sweep_stalled_jobs()
-        assert job_id not in {str(i) for found in swept.values() for i in found}, \
+        assert job_id not in {str(i) for found in swept.values() for i in found}, (
             "a job whose worker is alive is never swept, however long its bar stands still"
+        )
         kill_worker(process)
     stuck = Job.objects.get(pk=job_id)
     assert stuck.state == "burning", stuck.error

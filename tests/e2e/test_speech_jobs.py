@@ -1,5 +1,6 @@
 """POST -> poll -> done through the real API, a real Celery worker, yt-dlp, ffmpeg and the
 real speech model, on media served from 127.0.0.1."""
+
 import json
 import re
 import subprocess
@@ -38,7 +39,16 @@ def test_a_transcript_of_real_read_speech(worker, api, account, videos, admin_cl
     from transcription.models import Job
 
     timeline = [state for state, _ in Job.objects.get(pk=job_id).timeline]
-    assert timeline == ["waiting", "preparing", "downloading", "converting", "uploading", "processing", "aligning", "done"]
+    assert timeline == [
+        "waiting",
+        "preparing",
+        "downloading",
+        "converting",
+        "uploading",
+        "processing",
+        "aligning",
+        "done",
+    ]
     polled = [state for state, _ in seen]
     assert polled == sorted(polled, key=timeline.index), "the client saw the states in the job's own order"
 
@@ -58,7 +68,9 @@ def test_a_transcript_of_real_read_speech(worker, api, account, videos, admin_cl
         return found if len(found) == 2 else None  # a task's outcome is stored just after the job ends
 
     assert wait_until(outcomes, "task outcomes", timeout=30) == [
-        ("transcription.tasks.start_job", "SUCCESS"), ("transcription.tasks.transcribe_job", "SUCCESS")]
+        ("transcription.tasks.start_job", "SUCCESS"),
+        ("transcription.tasks.transcribe_job", "SUCCESS"),
+    ]
     page = admin_client.get(f"/admin/transcription/job/{job_id}/change/").content.decode()
     assert "start_job" in page and "transcribe_job" in page, "support staff see the job's task outcomes"
 
@@ -101,8 +113,11 @@ def test_a_playlist_batch_ends_each_job_as_its_source_deserves(worker, api, medi
     ]
     media_server.routes["/feeds/mixed.xml"] = lambda req: req.send_bytes(feed(items, "Mixed"), "application/rss+xml")
     with override_settings(ALLOW_PRIVATE_URLS=True):
-        response = api.post("/v1/api/transcribe-playlist", content_type="application/json",
-                            data=json.dumps({"url": media_server.url("/feeds/mixed.xml")}))
+        response = api.post(
+            "/v1/api/transcribe-playlist",
+            content_type="application/json",
+            data=json.dumps({"url": media_server.url("/feeds/mixed.xml")}),
+        )
     assert response.status_code == 200, response.content
     ids = response.json()["ids"]
     for job_id in ids:
@@ -119,8 +134,26 @@ def test_an_account_short_of_minutes_gets_a_preview_of_what_it_can_pay(worker, a
 
     source = media_server.folder / "librivox.mp4"
     looped = media_server.folder / "librivox-75s.mp4"
-    subprocess.run(["ffmpeg", "-nostdin", "-v", "error", "-y", "-stream_loop", "3", "-i", str(source), "-t", "75",
-                    "-c", "copy", str(looped)], check=True, timeout=60)
+    subprocess.run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-v",
+            "error",
+            "-y",
+            "-stream_loop",
+            "3",
+            "-i",
+            str(source),
+            "-t",
+            "75",
+            "-c",
+            "copy",
+            str(looped),
+        ],
+        check=True,
+        timeout=60,
+    )
     spent = account_balance(account.pk) - 70  # leave 70 s: less than the video, one whole minute of preview
     LedgerEntry.objects.create(account=account, kind="charge", source="job", seconds=-spent, reason="test setup")
     job_id = submit(api, "/v1/api/transcribe", {"url": media_server.url("/files/librivox-75s.mp4")})

@@ -1,19 +1,20 @@
 """Translated subtitles and burned-in videos through the real API, a real Celery worker (media,
 asr and burn queues), yt-dlp, ffmpeg with libass, Apertium and the real speech model."""
+
 import json
 import subprocess
 
 import numpy as np
 import pysubs2
 import pytest
-from transcription.pipeline.captions import from_srt, to_srt
-from transcription.pipeline.translate import CT2Translator, translate_cues
 
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
-from tests.support import poll_until_done, submit
 from tests.pipeline.tiny_marian import build_tiny_marian
+from tests.support import poll_until_done, submit
 from tests.worker import running_worker
+from transcription.pipeline.captions import from_srt, to_srt
+from transcription.pipeline.translate import CT2Translator, translate_cues
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -26,8 +27,11 @@ def tiny_german(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def worker(django_db_setup, django_db_blocker, tmp_path_factory, tiny_german):
-    with running_worker(tmp_path_factory.mktemp("worker") / "worker.log", ALLOW_PRIVATE_URLS="true",
-                        TRANSLATION_MODELS=f"en-de={tiny_german}") as process:
+    with running_worker(
+        tmp_path_factory.mktemp("worker") / "worker.log",
+        ALLOW_PRIVATE_URLS="true",
+        TRANSLATION_MODELS=f"en-de={tiny_german}",
+    ) as process:
         yield process
 
 
@@ -44,21 +48,42 @@ def fetch(client, url: str, dest):
 
 
 def probe(path) -> dict:
-    out = subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", str(path)],
-                         capture_output=True, check=True, timeout=60).stdout
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", str(path)],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout
     return json.loads(out)
 
 
 def frame(path, seconds: float, width: int, height: int) -> np.ndarray:
     raw = subprocess.run(
-        ["ffmpeg", "-v", "error", "-ss", f"{seconds:.2f}", "-i", str(path), "-frames:v", "1", "-f", "rawvideo",
-         "-pix_fmt", "gray", "-"], capture_output=True, check=True, timeout=60).stdout
+        [
+            "ffmpeg",
+            "-v",
+            "error",
+            "-ss",
+            f"{seconds:.2f}",
+            "-i",
+            str(path),
+            "-frames:v",
+            "1",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "gray",
+            "-",
+        ],
+        capture_output=True,
+        check=True,
+        timeout=60,
+    ).stdout
     return np.frombuffer(raw, np.uint8).reshape(height, width).astype(int)
 
 
 def test_subtitles_translated_to_spanish_and_catalan_keep_every_cue(worker, api, account, videos):
-    job_id = submit(api, "/v1/api/subtitles",
-                    {"url": videos["librivox"], "target_languages": ["es", "Catalan", "jpn"]})
+    job_id = submit(api, "/v1/api/subtitles", {"url": videos["librivox"], "target_languages": ["es", "Catalan", "jpn"]})
     body, seen = poll_until_done(api, job_id)
     assert body["state"] == "done", body["error"]
     assert "translating" in {state for state, _ in seen} or body["translations"]
@@ -100,7 +125,9 @@ def test_a_ctranslate2_model_named_in_the_settings_translates_its_pair(worker, a
     assert body["state"] == "done", body["error"]
     [german] = body["translations"]
     assert german["state"] == "done", german["error"]
-    expected = translate_cues(from_srt(body["srt"]), CT2Translator(tiny_german, source="en", target="de"), language="de")
+    expected = translate_cues(
+        from_srt(body["srt"]), CT2Translator(tiny_german, source="en", target="de"), language="de"
+    )
     assert german["srt"] == to_srt(expected)
     assert [(s, e) for s, e, _ in cues(german["srt"])] == [(s, e) for s, e, _ in cues(body["srt"])]
 
@@ -119,8 +146,11 @@ def test_english_subtitles_from_dutch_speech_come_from_the_speech_model(worker, 
 
 
 def test_burned_videos_in_the_spoken_and_each_translated_language(worker, api, client, account, videos, tmp_path):
-    job_id = submit(api, "/v1/api/burn-subtitles",
-                    {"url": videos["librivox"], "target_languages": ["Spanish", "ca", "Japanese"], "background": True})
+    job_id = submit(
+        api,
+        "/v1/api/burn-subtitles",
+        {"url": videos["librivox"], "target_languages": ["Spanish", "ca", "Japanese"], "background": True},
+    )
     body, seen = poll_until_done(api, job_id, timeout=900)
     assert body["state"] == "done", body["error"]
     burning = [progress for state, progress in seen if state == "burning"]

@@ -1,4 +1,5 @@
 """Synthetic whisper-like transcripts for the caption tests."""
+
 from __future__ import annotations
 
 import random
@@ -31,8 +32,15 @@ def sentence(rng: random.Random) -> list[str]:
     return words
 
 
-def transcript(seed: int, seconds: float = 300.0, cps: float = 15.0, pause_p: float = 0.08,
-               turn_p: float = 0.3, speakers: int = 3, none_speaker: bool = False) -> list[Segment]:
+def transcript(
+    seed: int,
+    seconds: float = 300.0,
+    cps: float = 15.0,
+    pause_p: float = 0.08,
+    turn_p: float = 0.3,
+    speakers: int = 3,
+    none_speaker: bool = False,
+) -> list[Segment]:
     """Segments of one to three sentences; speech at about ``cps`` characters a second, random
     pauses (some right after an article), speaker changes between segments."""
     rng = random.Random(seed)
@@ -56,7 +64,14 @@ def transcript(seed: int, seconds: float = 300.0, cps: float = 15.0, pause_p: fl
                 else:
                     t += rng.uniform(0.0, 0.08)
             t += rng.uniform(0.1, 0.8)
-        segments.append(Segment(words[0].start, words[-1].end, "".join(w.text for w in words).strip(), words,
-                                None if none_speaker and speaker == 1 else speaker))
+        segments.append(
+            Segment(
+                words[0].start,
+                words[-1].end,
+                "".join(w.text for w in words).strip(),
+                words,
+                None if none_speaker and speaker == 1 else speaker,
+            )
+        )
         t += rng.uniform(0.0, 1.5)
     return segments

@@ -1,4 +1,5 @@
 """Speech recognition with the real `base` model on LibriVox clips (no mocks)."""
+
 from __future__ import annotations
 
 import re
@@ -8,12 +9,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.support import normalize, wer
 from transcription.pipeline.asr import DEFAULT_BATCHED, transcribe
 from transcription.pipeline.languages import WHISPER_LANGUAGES as SUPPORTED_LANGUAGES
 from transcription.pipeline.languages import whisper_language
-from transcription.pipeline.wav import read_slice as read_wav_slice
 from transcription.pipeline.types import Transcript
-from tests.support import normalize, wer
+from transcription.pipeline.wav import read_slice as read_wav_slice
 from transcription.pipeline.whisper_model import load_model
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
@@ -145,10 +146,26 @@ def test_unsupported_language_raises(model):
 @pytest.mark.parametrize(
     "code, expected",
     [
-        ("en", "en"), ("eng", "en"), ("spa", "es"), ("ES", "es"), ("en-US", "en"),
-        ("pt_BR", "pt"), ("deu", "de"), ("ger", "de"), ("cmn", "zh"), ("zho", "zh"),
-        ("yue", "yue"), ("haw", "haw"), ("jav", "jw"), ("jv", "jw"), ("nob", "no"),
-        ("tgl", "tl"), ("heb", "he"), ("iw", "he"), ("fas", "fa"), ("arb", "ar"),
+        ("en", "en"),
+        ("eng", "en"),
+        ("spa", "es"),
+        ("ES", "es"),
+        ("en-US", "en"),
+        ("pt_BR", "pt"),
+        ("deu", "de"),
+        ("ger", "de"),
+        ("cmn", "zh"),
+        ("zho", "zh"),
+        ("yue", "yue"),
+        ("haw", "haw"),
+        ("jav", "jw"),
+        ("jv", "jw"),
+        ("nob", "no"),
+        ("tgl", "tl"),
+        ("heb", "he"),
+        ("iw", "he"),
+        ("fas", "fa"),
+        ("arb", "ar"),
     ],
 )
 def test_whisper_language_mapping(code, expected):

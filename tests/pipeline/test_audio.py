@@ -1,4 +1,5 @@
 """audio.py against real ffmpeg/ffprobe (no mocks)."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,11 @@ def _streams(path):
     import json
     import subprocess
 
-    out = subprocess.run(["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", str(path)],
-                         capture_output=True, check=True).stdout
+    out = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", str(path)],
+        capture_output=True,
+        check=True,
+    ).stdout
     return json.loads(out)
 
 

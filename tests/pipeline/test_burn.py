@@ -5,6 +5,7 @@ blue 4:3 picture without audio, a 2 s clip for uhd, an audio-only file and a tex
 On a static source every frame is the same picture, so a frame at a cue's time compared with a
 frame between cues shows exactly what the subtitles drew.
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,21 @@ def media(tmp_path_factory) -> dict[str, Path]:
         "rotated": d / "rotated.mp4",
     }
     enc = ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
-    _ffmpeg("-f", "lavfi", "-i", f"color=c=0x{GREY:02x}{GREY:02x}{GREY:02x}:s=640x360:d=6:r=25",
-            "-f", "lavfi", "-i", "sine=f=440:d=6", *enc, "-c:a", "aac", "-shortest", str(m["grey"]))
+    _ffmpeg(
+        "-f",
+        "lavfi",
+        "-i",
+        f"color=c=0x{GREY:02x}{GREY:02x}{GREY:02x}:s=640x360:d=6:r=25",
+        "-f",
+        "lavfi",
+        "-i",
+        "sine=f=440:d=6",
+        *enc,
+        "-c:a",
+        "aac",
+        "-shortest",
+        str(m["grey"]),
+    )
     _ffmpeg("-f", "lavfi", "-i", "color=c=0x4060a0:s=640x480:d=4:r=25", *enc, str(m["blue43"]))
     _ffmpeg("-f", "lavfi", "-i", "testsrc2=s=640x360:d=2:r=25", *enc, str(m["short"]))
     _ffmpeg("-f", "lavfi", "-i", "sine=f=300:d=3", "-c:a", "aac", str(m["audio"]))
@@ -94,7 +108,9 @@ def burned(media, tmp_path_factory) -> Burned:
 def ffprobe(path: Path) -> dict:
     res = subprocess.run(
         ["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", str(path)],
-        capture_output=True, check=True, timeout=60,
+        capture_output=True,
+        check=True,
+        timeout=60,
     )
     return json.loads(res.stdout)
 
@@ -108,9 +124,26 @@ def frame(path: Path, t: float) -> np.ndarray:
     v = streams(path, "video")[0]
     w, h = int(v["width"]), int(v["height"])
     res = subprocess.run(
-        ["ffmpeg", "-nostdin", "-v", "error", "-ss", str(t), "-i", str(path), "-frames:v", "1",
-         "-f", "rawvideo", "-pix_fmt", "rgb24", "-"],
-        capture_output=True, check=True, timeout=60,
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-v",
+            "error",
+            "-ss",
+            str(t),
+            "-i",
+            str(path),
+            "-frames:v",
+            "1",
+            "-f",
+            "rawvideo",
+            "-pix_fmt",
+            "rgb24",
+            "-",
+        ],
+        capture_output=True,
+        check=True,
+        timeout=60,
     )
     assert len(res.stdout) == w * h * 3
     return np.frombuffer(res.stdout, np.uint8).reshape(h, w, 3)
@@ -136,9 +169,9 @@ def top_level_boxes(path: Path) -> list[str]:
     boxes, data = [], path.read_bytes()
     pos = 0
     while pos + 8 <= len(data):
-        size, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        size, kind = struct.unpack(">I4s", data[pos : pos + 8])
         if size == 1:
-            size = struct.unpack(">Q", data[pos + 8:pos + 16])[0]
+            size = struct.unpack(">Q", data[pos + 8 : pos + 16])[0]
         elif size == 0:
             size = len(data) - pos
         assert size >= 8
@@ -244,8 +277,14 @@ def test_every_font_family_is_installed():
 def test_write_ass(tmp_path):
     import pysubs2
 
-    path = write_ass(CUES + [Cue(5.0, 5.0, ["empty duration"])], tmp_path / "a.ass", width=1280, height=720,
-                     font_size="large", language="ja")
+    path = write_ass(
+        CUES + [Cue(5.0, 5.0, ["empty duration"])],
+        tmp_path / "a.ass",
+        width=1280,
+        height=720,
+        font_size="large",
+        language="ja",
+    )
     subs = pysubs2.load(str(path))
     assert subs.info["PlayResX"] == "1280" and subs.info["PlayResY"] == "720"
     assert subs.info["WrapStyle"] == "0"
@@ -256,7 +295,12 @@ def test_write_ass(tmp_path):
     assert style.marginv == 36  # 5 % of 720
     assert style.borderstyle == 1 and style.shadow == 0
     assert style.outline == pytest.approx(72 * 0.07, abs=0.1)
-    assert (style.primarycolor.r, style.primarycolor.g, style.primarycolor.b, style.primarycolor.a) == (255, 255, 255, 0)
+    assert (style.primarycolor.r, style.primarycolor.g, style.primarycolor.b, style.primarycolor.a) == (
+        255,
+        255,
+        255,
+        0,
+    )
     assert (style.outlinecolor.r, style.outlinecolor.g, style.outlinecolor.b, style.outlinecolor.a) == (0, 0, 0, 0)
     assert [(e.start, e.end) for e in subs.events] == [(500, 1500), (2500, 3500), (4000, 5000)]
     assert subs.events[0].text == "Hello subtitles, this is line one\\Nand here is a second line"
@@ -282,8 +326,17 @@ def test_burn_command():
     vf = cmd[cmd.index("-vf") + 1]
     assert vf == "scale=1920:1080:flags=lanczos,setsar=1,subtitles=filename=/tmp/s.ass"
     joined = " ".join(cmd)
-    for part in ["-c:v libx264", "-preset veryfast", "-crf 21", "-pix_fmt yuv420p", "-c:a aac", "-b:a 128k",
-                 "-movflags +faststart", "-progress pipe:1", "-nostats"]:
+    for part in [
+        "-c:v libx264",
+        "-preset veryfast",
+        "-crf 21",
+        "-pix_fmt yuv420p",
+        "-c:a aac",
+        "-b:a 128k",
+        "-movflags +faststart",
+        "-progress pipe:1",
+        "-nostats",
+    ]:
         assert part in joined
     assert cmd[-1] == "/out/x.mp4"
     silent = burn_command("a.mp4", "s.ass", "o.mp4", width=2, height=2, has_audio=False, fonts_dir="/f")
@@ -315,7 +368,7 @@ def test_hd_output(burned):
 def test_uhd_output(burned):
     out = burned.get("uhd", source="short", cues=[Cue(0.2, 1.8, ["Ultra HD"])], quality="uhd")
     assert_mp4(out, 3840, 2160, 2.0, audio=False)
-    lower = frame(out, 1.0)[int(2160 * 0.75):]
+    lower = frame(out, 1.0)[int(2160 * 0.75) :]
     assert (lower.min(axis=2) > 235).sum() > 1000  # white text is drawn
 
 
@@ -338,13 +391,13 @@ def test_text_only_in_lower_part(burned):
     ref = frame(out, T_NONE)
     for t in (T_TWO_LINES, T_ONE_LINE):
         diff = changed(frame(out, t), ref)
-        assert diff[int(720 * 0.7):].sum() > 500, t  # text in the lower part
+        assert diff[int(720 * 0.7) :].sum() > 500, t  # text in the lower part
         assert diff[: int(720 * 0.6)].sum() == 0, t  # nothing above
     # the outline style leaves most of the lower band as it was, and draws white and black
     img = frame(out, T_TWO_LINES)
-    band = changed(img, ref)[int(720 * 0.75):]
+    band = changed(img, ref)[int(720 * 0.75) :]
     assert band.mean() < 0.2
-    lower = img[int(720 * 0.75):]
+    lower = img[int(720 * 0.75) :]
     assert (lower.min(axis=2) > 235).sum() > 500  # white glyphs
     assert (lower.max(axis=2) < 30).sum() > 500  # black outline
 
@@ -404,17 +457,17 @@ def test_cjk_cue_renders(burned):
     ref = frame(out, T_NONE)
     for t in (T_TWO_LINES, T_ONE_LINE):
         diff = changed(frame(out, t), ref)
-        assert diff[int(720 * 0.7):].sum() > 1000
+        assert diff[int(720 * 0.7) :].sum() > 1000
         assert diff[: int(720 * 0.6)].sum() == 0
         # glyphs, not tofu boxes: the font draws them; count distinct white columns
-        assert diff[int(720 * 0.7):].any(axis=0).sum() > 200
+        assert diff[int(720 * 0.7) :].any(axis=0).sum() > 200
 
 
 def test_hostile_paths_and_no_cues(media, tmp_path):
     folder = tmp_path / "it's a [folder], with: colons; and \\ slashes"
     out = burn(media["short"], [Cue(0.2, 1.8, ["Quoted path"])], folder / "out put.mp4")
     assert out.exists()
-    lower = frame(out, 1.0)[int(720 * 0.75):]
+    lower = frame(out, 1.0)[int(720 * 0.75) :]
     assert (lower.min(axis=2) > 235).sum() > 300
     assert [p.name for p in folder.iterdir()] == ["out put.mp4"]
     # no cues at all: the picture is just scaled and re-encoded
@@ -448,8 +501,9 @@ def test_timeout_kills_and_cleans_up(media, tmp_path):
 def test_ffmpeg_failure_reports_the_cause(media, tmp_path):
     # the subtitles file is missing: ffmpeg's last lines are generic ("Error while processing the
     # decoded data..."); the error names the cause instead
-    cmd = burn_command(media["short"], tmp_path / "missing.ass", tmp_path / "o.mp4", width=1280, height=720,
-                       has_audio=False)
+    cmd = burn_command(
+        media["short"], tmp_path / "missing.ass", tmp_path / "o.mp4", width=1280, height=720, has_audio=False
+    )
     with pytest.raises(BurnError) as e:
         burn_mod._run_ffmpeg(cmd, 2.0, None, 60)
     assert str(e.value) == f"Drawing subtitles failed: Unable to open {tmp_path / 'missing.ass'}"

@@ -3,6 +3,7 @@
 Every subtitle rule is checked on the SRT and WebVTT text after parsing it back with pysubs2, and
 ffmpeg must read both files without a word on stderr.
 """
+
 from __future__ import annotations
 
 import re
@@ -17,8 +18,8 @@ from hypothesis import strategies as st
 from transcription.pipeline.captions import Cue, build_cues, to_srt, to_webvtt
 from transcription.pipeline.cleaning import clean_words
 from transcription.pipeline.paragraphs import transcript_text
-from transcription.pipeline.words import ends_sentence
 from transcription.pipeline.types import Segment, Word
+from transcription.pipeline.words import ends_sentence
 
 from .synth import ARTICLES_ETC, transcript
 
@@ -41,6 +42,7 @@ def texts(segments: list[Segment]) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Checking subtitles as a player would see them
 # ---------------------------------------------------------------------------------------------
+
 
 def parse(text: str, fmt: str) -> list[pysubs2.SSAEvent]:
     subs = pysubs2.SSAFile.from_string(text, format_=fmt)
@@ -71,8 +73,8 @@ def check_events(events: list[pysubs2.SSAEvent], words: list[tuple[str, int]]) -
         dashed = [line.startswith("- ") for line in lines]
         cue_words = [[w for w in (line[2:] if dash else line).split(" ")] for line, dash in zip(lines, dashed)]
         flat = [w for line in cue_words for w in line]
-        assert [w for w, _ in words[position:position + len(flat)]] == flat, f"words lost or moved at {where}"
-        speakers = [s for _, s in words[position:position + len(flat)]]
+        assert [w for w, _ in words[position : position + len(flat)]] == flat, f"words lost or moved at {where}"
+        speakers = [s for _, s in words[position : position + len(flat)]]
         if len(set(speakers)) > 1:
             assert dashed == [True, True], f"speaker change without dashes at {where}"
             first = len(cue_words[0])
@@ -112,9 +114,26 @@ def ffmpeg_reads(path, count: int) -> None:
     """ffmpeg decodes the file (converting it to ASS) silently and finds every cue, timed alike."""
     out = path.with_suffix(path.suffix + ".ass")
     result = subprocess.run(
-        [FFMPEG, "-nostdin", "-hide_banner", "-v", "error", "-i", str(path), "-map", "0:s", "-c:s", "ass",
-         "-f", "ass", "-y", str(out)],
-        capture_output=True, text=True, timeout=60,
+        [
+            FFMPEG,
+            "-nostdin",
+            "-hide_banner",
+            "-v",
+            "error",
+            "-i",
+            str(path),
+            "-map",
+            "0:s",
+            "-c:s",
+            "ass",
+            "-f",
+            "ass",
+            "-y",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 0 and result.stdout == "" and result.stderr == "", result.stderr
     events = pysubs2.load(str(out)).events
@@ -125,10 +144,14 @@ def ffmpeg_reads(path, count: int) -> None:
 # clean_words
 # ---------------------------------------------------------------------------------------------
 
+
 class TestCleanWords:
     def test_fillers_removed_without_debris(self):
-        out = clean_words([seg("Um, so, uh, the plan is, uh, fine, um. Hmm? Erm, er, ah mm OK.")],
-                          verbatim=False, tag_audio_events=False)
+        out = clean_words(
+            [seg("Um, so, uh, the plan is, uh, fine, um. Hmm? Erm, er, ah mm OK.")],
+            verbatim=False,
+            tag_audio_events=False,
+        )
         assert texts(out) == ["So, the plan is fine. OK."]
         assert ", ," not in out[0].text and ",," not in out[0].text
 
@@ -145,8 +168,11 @@ class TestCleanWords:
         assert texts(out) == ["Umbrella hummus summer ahead errand"]
 
     def test_stutters_removed(self):
-        out = clean_words([seg("I I I think th- the the plan is in the in the box. I-I w-we Th-the end.")],
-                          verbatim=False, tag_audio_events=False)
+        out = clean_words(
+            [seg("I I I think th- the the plan is in the in the box. I-I w-we Th-the end.")],
+            verbatim=False,
+            tag_audio_events=False,
+        )
         assert texts(out) == ["I think the plan is in the box. I we The end."]
 
     def test_sentence_start_recapitalised(self):
@@ -161,15 +187,18 @@ class TestCleanWords:
     def test_german_um_and_er_are_words(self):
         text = "Er kommt um fünf, äh, nach Hause."
         assert texts(clean_words([seg(text)], verbatim=False, tag_audio_events=False, language="de")) == [
-            "Er kommt um fünf nach Hause."]
+            "Er kommt um fünf nach Hause."
+        ]
 
     def test_language_guessed_when_not_given(self):
         german = "Er kommt um fünf Uhr nach Hause, äh, und die Kinder sind um sieben da."
         assert texts(clean_words([seg(german)], verbatim=False, tag_audio_events=False)) == [
-            "Er kommt um fünf Uhr nach Hause und die Kinder sind um sieben da."]
+            "Er kommt um fünf Uhr nach Hause und die Kinder sind um sieben da."
+        ]
         english = "Er, I think the um plan is in the box."
         assert texts(clean_words([seg(english)], verbatim=False, tag_audio_events=False)) == [
-            "I think the plan is in the box."]
+            "I think the plan is in the box."
+        ]
 
     def test_verbatim_keeps_everything(self):
         text = "Um, I I think th- the plan, uh, works."
@@ -177,20 +206,25 @@ class TestCleanWords:
 
     @pytest.mark.parametrize("verbatim", [True, False])
     def test_event_tags_kept_normalised(self, verbatim):
-        out = clean_words([seg("[Music] Hello (applause) there [LAUGHTER] ♪ ♪ *laughs* [Upbeat music] end")],
-                          verbatim=verbatim, tag_audio_events=True)
+        out = clean_words(
+            [seg("[Music] Hello (applause) there [LAUGHTER] ♪ ♪ *laughs* [Upbeat music] end")],
+            verbatim=verbatim,
+            tag_audio_events=True,
+        )
         assert texts(out) == ["[music] Hello [applause] there [laughter] [music] [laughter] [music] end"]
 
     @pytest.mark.parametrize("verbatim", [True, False])
     def test_event_tags_removed(self, verbatim):
-        out = clean_words([seg("[Music] Hello (applause) there [LAUGHTER] ♪ *laughs* end")],
-                          verbatim=verbatim, tag_audio_events=False)
+        out = clean_words(
+            [seg("[Music] Hello (applause) there [LAUGHTER] ♪ *laughs* end")], verbatim=verbatim, tag_audio_events=False
+        )
         assert texts(out) == ["Hello there end"]
 
     def test_multi_word_event_and_notes_around_lyrics(self):
         segments = [seg("[man speaking foreign language] ♪Never gonna give♪ [BLANK_AUDIO] [Music]Bye")]
         assert texts(clean_words(segments, verbatim=True, tag_audio_events=True)) == [
-            "[man speaking foreign language] [music] Never gonna give [music] Bye"]
+            "[man speaking foreign language] [music] Never gonna give [music] Bye"
+        ]
         assert texts(clean_words(segments, verbatim=True, tag_audio_events=False)) == ["Never gonna give Bye"]
 
     def test_empty_segments_dropped_and_times_follow_words(self):
@@ -202,8 +236,15 @@ class TestCleanWords:
         assert [w.text for w in out[0].words] == [" Hello", " there"]
 
     def test_punctuation_only_words_attach(self):
-        words = [Word(0, 0.2, " Hello"), Word(0.2, 0.3, " ,"), Word(0.3, 0.4, " ,"), Word(0.4, 0.6, " world"),
-                 Word(0.6, 0.7, "."), Word(0.7, 0.8, " -"), Word(0.8, 1.0, " ok")]
+        words = [
+            Word(0, 0.2, " Hello"),
+            Word(0.2, 0.3, " ,"),
+            Word(0.3, 0.4, " ,"),
+            Word(0.4, 0.6, " world"),
+            Word(0.6, 0.7, "."),
+            Word(0.7, 0.8, " -"),
+            Word(0.8, 1.0, " ok"),
+        ]
         out = clean_words([Segment(0, 1, "", words)], verbatim=True, tag_audio_events=True)
         assert out[0].text == "Hello, world. - ok"
 
@@ -219,9 +260,35 @@ class TestCleanWords:
         assert out[0].words and 5.0 <= out[0].words[0].start < out[0].words[-1].end <= 7.0 + 1e-9
 
     @settings(max_examples=60, deadline=None)
-    @given(st.lists(st.sampled_from(["um,", "Uh", "I", "I", "the", "th-", "think,", "[Music]", "(laughs)", "♪",
-                                     "plan.", "So", "er.", ",", "works", "hmm?", "we", "we"]), max_size=30),
-           st.booleans(), st.booleans())
+    @given(
+        st.lists(
+            st.sampled_from(
+                [
+                    "um,",
+                    "Uh",
+                    "I",
+                    "I",
+                    "the",
+                    "th-",
+                    "think,",
+                    "[Music]",
+                    "(laughs)",
+                    "♪",
+                    "plan.",
+                    "So",
+                    "er.",
+                    ",",
+                    "works",
+                    "hmm?",
+                    "we",
+                    "we",
+                ]
+            ),
+            max_size=30,
+        ),
+        st.booleans(),
+        st.booleans(),
+    )
     def test_property_clean(self, parts, verbatim, tags):
         out = clean_words([seg(" ".join(parts))] if parts else [], verbatim=verbatim, tag_audio_events=tags)
         for segment in out:
@@ -237,8 +304,10 @@ class TestCleanWords:
             if not verbatim:
                 cores = [re.sub(r"\W", "", t).lower() for t in tokens]
                 assert not {"um", "uh", "er", "hmm"} & set(cores)
-                assert all(a != b or not a or re.search(r"[.?!]$", t)  # "Yes. Yes." is no stutter
-                           for a, b, t in zip(cores, cores[1:], tokens))
+                assert all(
+                    a != b or not a or re.search(r"[.?!]$", t)  # "Yes. Yes." is no stutter
+                    for a, b, t in zip(cores, cores[1:], tokens)
+                )
         if verbatim and tags:
             words = [p for p in parts if re.search(r"\w", p) and p[0] not in "[("]
             kept = [t for s in out for t in s.text.split() if not t.startswith("[")]
@@ -248,6 +317,7 @@ class TestCleanWords:
 # ---------------------------------------------------------------------------------------------
 # transcript_text
 # ---------------------------------------------------------------------------------------------
+
 
 class TestTranscriptText:
     def test_layout(self):
@@ -269,8 +339,10 @@ class TestTranscriptText:
         )
 
     def test_single_speaker_still_labelled(self):
-        assert transcript_text([Segment(0, 1, "One.", [], None), Segment(1, 2, "Two.", [], None)]) == \
-            "[00:00:00] Speaker 1: One. Two.\n"
+        assert (
+            transcript_text([Segment(0, 1, "One.", [], None), Segment(1, 2, "Two.", [], None)])
+            == "[00:00:00] Speaker 1: One. Two.\n"
+        )
 
     def test_empty(self):
         assert transcript_text([]) == ""
@@ -279,6 +351,7 @@ class TestTranscriptText:
 # ---------------------------------------------------------------------------------------------
 # build_cues, to_srt, to_webvtt
 # ---------------------------------------------------------------------------------------------
+
 
 class TestCues:
     @pytest.mark.parametrize("seed,cps", [(1, 15.0), (2, 12.0), (3, 19.0), (4, 28.0)])
@@ -309,8 +382,10 @@ class TestCues:
             assert cue.start <= flat[first].start + 0.5
 
     def test_breaks_at_sentences_rather_than_inside(self):
-        text = ("This is the first sentence of the talk. And here comes a second one that is long. "
-                "Short. Then the third sentence, which has a comma, ends here.")
+        text = (
+            "This is the first sentence of the talk. And here comes a second one that is long. "
+            "Short. Then the third sentence, which has a comma, ends here."
+        )
         cues = build_cues([seg(text, step=0.25)])
         lines = [line for cue in cues for line in cue.lines]
         assert all(line[-1] in ".,?!" for line in lines[:-1]), lines
@@ -319,18 +394,31 @@ class TestCues:
     def test_a_title_or_an_initial_is_not_a_sentence_end(self):
         # LibriVox, as the speech model times it: "And Mr." became a cue of its own (and was
         # translated alone); a title, an abbreviation or an initial ends no sentence.
-        text = ("And Mr. John Dashwood had then leisure to consider how much there might be prudently "
-                "in his power to do for them. Dr. J. Smith agreed.")
+        text = (
+            "And Mr. John Dashwood had then leisure to consider how much there might be prudently "
+            "in his power to do for them. Dr. J. Smith agreed."
+        )
         cues = build_cues([seg(text, step=0.3)])
         assert all(cue.text.split()[-1] not in ("Mr.", "Dr.", "J.") for cue in cues), [c.lines for c in cues]
         for cue in cues:
             assert not any(line.endswith(("Mr.", "Dr.", "J.")) for line in cue.lines), cue.lines
         check_both(cues, expected_words([seg(text, step=0.3)]))
 
-    @pytest.mark.parametrize("word, ends", [
-        (" then.", True), ("what?\"", True), (" I.", True), ("好。", True), (" Mr.", False), (" e.g.", False),
-        ("(Dr.", False), (" J.", False), (" then,", False), (" Smith", False),
-    ])
+    @pytest.mark.parametrize(
+        "word, ends",
+        [
+            (" then.", True),
+            ('what?"', True),
+            (" I.", True),
+            ("好。", True),
+            (" Mr.", False),
+            (" e.g.", False),
+            ("(Dr.", False),
+            (" J.", False),
+            (" then,", False),
+            (" Smith", False),
+        ],
+    )
     def test_ends_sentence(self, word, ends):
         assert ends_sentence(word) is ends
 
@@ -342,8 +430,11 @@ class TestCues:
         assert top <= bottom + 8 and bottom - top <= 16
 
     def test_dash_style_at_intra_cue_speaker_change(self):
-        segments = [seg("Are you ready?", 0.0, 1, step=0.25), seg("Yes.", 0.8, 2, step=0.25),
-                    seg("Let us go then.", 1.1, 1, step=0.25)]
+        segments = [
+            seg("Are you ready?", 0.0, 1, step=0.25),
+            seg("Yes.", 0.8, 2, step=0.25),
+            seg("Let us go then.", 1.1, 1, step=0.25),
+        ]
         cues = build_cues(segments)
         assert any(line.startswith("- ") for cue in cues for line in cue.lines)
         check_both(cues, expected_words(segments))
@@ -353,8 +444,13 @@ class TestCues:
         assert not any(line.startswith("-") for cue in cues for line in cue.lines)
 
     def test_article_before_long_pause_still_not_at_cue_end(self):
-        words = [Word(0.0, 0.3, " I"), Word(0.3, 0.6, " saw"), Word(0.6, 0.8, " the"),
-                 Word(4.0, 4.5, " elephant."), Word(4.6, 5.0, " Really.")]
+        words = [
+            Word(0.0, 0.3, " I"),
+            Word(0.3, 0.6, " saw"),
+            Word(0.6, 0.8, " the"),
+            Word(4.0, 4.5, " elephant."),
+            Word(4.6, 5.0, " Really."),
+        ]
         cues = build_cues([Segment(0, 5, "", words, 1)])
         check_both(cues, expected_words([Segment(0, 5, "", words, 1)]))
 
@@ -388,16 +484,20 @@ class TestCues:
             text = ("communicate", "extraordinary.", "subtitles,", "speakers")[k % 4]
             words.append(Word(round(t, 3), round(t + 0.2, 3), " " + text))
             t += 0.2
-        segments = [Segment(words[i].start, words[i + 49].end, "", words[i:i + 50], 1 + (i // 50) % 2)
-                    for i in range(0, 300, 50)]
+        segments = [
+            Segment(words[i].start, words[i + 49].end, "", words[i : i + 50], 1 + (i // 50) % 2)
+            for i in range(0, 300, 50)
+        ]
         cues = build_cues(segments)
         check_cues(cues)
         check_both(cues, expected_words(segments))
         assert cues[-1].end > t  # the reading time has to come from somewhere: the cues lag
 
     def test_very_fast_short_burst_uses_following_silence(self):
-        words = [Word(1.0 + 0.1 * k, 1.1 + 0.1 * k, " " + w) for k, w in enumerate(
-            "this sentence is spoken much too fast to read".split())]
+        words = [
+            Word(1.0 + 0.1 * k, 1.1 + 0.1 * k, " " + w)
+            for k, w in enumerate("this sentence is spoken much too fast to read".split())
+        ]
         segments = [Segment(1.0, 2.0, "", words, 1), seg("Then a pause.", 8.0, 1)]
         cues = build_cues(segments)
         assert cues[0].start == 1.0 and cues[0].end >= 1.0 + len(" ".join(cues[0].lines)) / 20
@@ -406,8 +506,10 @@ class TestCues:
     def test_sixty_character_word(self, tmp_path):
         long = "Pneumonoultramicroscopicsilicovolcanoconiosis-supercalifragil"  # 61 characters
         huge = "x" * 130
-        segments = [Segment(0, 3, "", [Word(0, 0.5, " A"), Word(0.5, 2.5, " " + long), Word(2.5, 3, " end.")], 1),
-                    Segment(4, 6, "", [Word(4, 6, " " + huge)], 1)]
+        segments = [
+            Segment(0, 3, "", [Word(0, 0.5, " A"), Word(0.5, 2.5, " " + long), Word(2.5, 3, " end.")], 1),
+            Segment(4, 6, "", [Word(4, 6, " " + huge)], 1),
+        ]
         cues = build_cues(segments)
         check_cues(cues)
         lines = [line for cue in cues for line in cue.lines]
@@ -451,12 +553,19 @@ class TestCues:
         assert cues[0].start == 0.0 and cues[-1].end <= 4.5
 
     @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-    @given(seed=st.integers(0, 2 ** 32 - 1), seconds=st.integers(1, 120), cps=st.floats(6.0, 45.0),
-           pause_p=st.floats(0.0, 0.4), turn_p=st.floats(0.0, 0.9), speakers=st.integers(1, 4),
-           none_speaker=st.booleans())
+    @given(
+        seed=st.integers(0, 2**32 - 1),
+        seconds=st.integers(1, 120),
+        cps=st.floats(6.0, 45.0),
+        pause_p=st.floats(0.0, 0.4),
+        turn_p=st.floats(0.0, 0.9),
+        speakers=st.integers(1, 4),
+        none_speaker=st.booleans(),
+    )
     def test_property_rules_hold(self, seed, seconds, cps, pause_p, turn_p, speakers, none_speaker):
-        segments = transcript(seed, seconds=seconds, cps=cps, pause_p=pause_p, turn_p=turn_p,
-                              speakers=speakers, none_speaker=none_speaker)
+        segments = transcript(
+            seed, seconds=seconds, cps=cps, pause_p=pause_p, turn_p=turn_p, speakers=speakers, none_speaker=none_speaker
+        )
         cues = build_cues(segments)
         check_cues(cues)
         check_both(cues, expected_words(segments))

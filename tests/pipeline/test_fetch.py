@@ -1,4 +1,5 @@
 """fetch.py against real yt-dlp, real ffprobe and the local media server (no mocks)."""
+
 from __future__ import annotations
 
 import socket
@@ -23,14 +24,17 @@ def tag() -> str:
 # --------------------------------------------------------------------------- check_url
 
 
-@pytest.mark.parametrize("url", [
-    "ftp://example.com/video.mp4",
-    "file:///etc/passwd",
-    "javascript:alert(1)",
-    "data:text/plain,hello",
-    "//example.com/video.mp4",
-    "example.com/video.mp4",
-])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "ftp://example.com/video.mp4",
+        "file:///etc/passwd",
+        "javascript:alert(1)",
+        "data:text/plain,hello",
+        "//example.com/video.mp4",
+        "example.com/video.mp4",
+    ],
+)
 def test_check_url_accepts_only_http_and_https(url):
     with pytest.raises(FetchError, match="^Only http and https addresses are accepted.$"):
         fetch.check_url(url, allow_private=False)
@@ -38,11 +42,29 @@ def test_check_url_accepts_only_http_and_https(url):
         fetch.check_url(url, allow_private=True)
 
 
-@pytest.mark.parametrize("host", [
-    "127.0.0.1", "127.8.9.10", "10.1.2.3", "172.16.0.1", "192.168.1.1", "169.254.169.254",
-    "0.0.0.0", "224.0.0.1", "240.0.0.1", "100.64.0.1", "255.255.255.255",
-    "[::1]", "[::]", "[fe80::1]", "[fc00::1]", "[ff02::1]", "[::ffff:127.0.0.1]", "[::ffff:10.0.0.1]",
-])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1",
+        "127.8.9.10",
+        "10.1.2.3",
+        "172.16.0.1",
+        "192.168.1.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "224.0.0.1",
+        "240.0.0.1",
+        "100.64.0.1",
+        "255.255.255.255",
+        "[::1]",
+        "[::]",
+        "[fe80::1]",
+        "[fc00::1]",
+        "[ff02::1]",
+        "[::ffff:127.0.0.1]",
+        "[::ffff:10.0.0.1]",
+    ],
+)
 def test_check_url_refuses_private_addresses(host):
     url = f"http://{host}:8080/video.mp4"
     with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
@@ -50,7 +72,9 @@ def test_check_url_refuses_private_addresses(host):
     fetch.check_url(url, allow_private=True)  # allowed when asked for
 
 
-@pytest.mark.parametrize("url", ["http://93.184.215.14/v.mp4", "https://[2606:4700::6810:84e5]/v", "HTTP://8.8.8.8:8080/x"])
+@pytest.mark.parametrize(
+    "url", ["http://93.184.215.14/v.mp4", "https://[2606:4700::6810:84e5]/v", "HTTP://8.8.8.8:8080/x"]
+)
 def test_check_url_accepts_public_addresses(url):
     fetch.check_url(url, allow_private=False)
 
@@ -82,8 +106,10 @@ def test_check_url_unknown_host():
 
 def test_private_address_refused_before_any_request(media_server, tmp_path):
     t = tag()
-    for url in (media_server.url(f"/files/speech.mp4?{t}"),
-                f"http://localhost:{media_server.port}/files/speech.mp4?{t}"):
+    for url in (
+        media_server.url(f"/files/speech.mp4?{t}"),
+        f"http://localhost:{media_server.port}/files/speech.mp4?{t}",
+    ):
         with pytest.raises(FetchError, match="private network address"):
             fetch.probe(url, allow_private=False)
         with pytest.raises(FetchError, match="private network address"):
@@ -162,12 +188,15 @@ def test_probe_page_with_video_tag(media_server):
     assert info.duration == pytest.approx(media_duration(media_server.folder / "speech.mp4"), abs=0.1)
 
 
-@pytest.mark.parametrize("status, message", [
-    (404, "The page was not found (HTTP 404)."),
-    (410, "The page has been removed (HTTP 410)."),
-    (403, "Access to the page was refused (HTTP 403)."),
-    (500, "The site answered with an error (HTTP 500)."),
-])
+@pytest.mark.parametrize(
+    "status, message",
+    [
+        (404, "The page was not found (HTTP 404)."),
+        (410, "The page has been removed (HTTP 410)."),
+        (403, "Access to the page was refused (HTTP 403)."),
+        (500, "The site answered with an error (HTTP 500)."),
+    ],
+)
 def test_probe_http_errors(media_server, status, message):
     with pytest.raises(FetchError) as e:
         fetch.probe(media_server.url(f"/status/{status}"), allow_private=True)
@@ -223,16 +252,18 @@ def test_download_mp4(media_server, tmp_path):
 
 
 def test_download_from_page_through_guard(media_server, tmp_path):
-    path = fetch.download(media_server.url("/page/video.html"), tmp_path, allow_private=False,
-                          allowed_networks=LOOPBACK)
+    path = fetch.download(
+        media_server.url("/page/video.html"), tmp_path, allow_private=False, allowed_networks=LOOPBACK
+    )
     assert path.stat().st_size == (media_server.folder / "speech.mp4").stat().st_size
 
 
 def test_download_hls_vod(media_server, tmp_path):
     t = tag()
     before = media_server.count("/hls/")
-    path = fetch.download(media_server.url(f"/long/index.m3u8?segments=3&{t}"), tmp_path,
-                          allow_private=False, allowed_networks=LOOPBACK)
+    path = fetch.download(
+        media_server.url(f"/long/index.m3u8?segments=3&{t}"), tmp_path, allow_private=False, allowed_networks=LOOPBACK
+    )
     assert media_server.count("/hls/") - before == 3
     # the three segments are the same file, so their timestamps repeat: compare bytes
     assert path.stat().st_size == 3 * (media_server.folder / "segment.ts").stat().st_size
@@ -253,8 +284,13 @@ def test_download_hls_with_private_segments_refused(media_server, tmp_path):
 
     media_server.routes["/test/private-segments.m3u8"] = playlist
     with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
-        fetch.download(media_server.url("/test/private-segments.m3u8"), tmp_path,
-                       allow_private=False, allowed_networks=LOOPBACK, timeout=30)
+        fetch.download(
+            media_server.url("/test/private-segments.m3u8"),
+            tmp_path,
+            allow_private=False,
+            allowed_networks=LOOPBACK,
+            timeout=30,
+        )
     assert media_server.count("/test/private-segments.m3u8") >= 1
     assert media_server.count(f"/hls/seg0.ts?{t}") == 0
     assert list(tmp_path.iterdir()) == []
@@ -283,8 +319,7 @@ def test_download_endless_stream_wall_clock(media_server, tmp_path):
     start = time.monotonic()
     with pytest.raises(FetchError) as e:
         # slow enough never to reach the size bound, fast enough never to stall
-        fetch.download(media_server.url("/endless?delay=0.3"), tmp_path, allow_private=True,
-                       timeout=4, stall_timeout=3)
+        fetch.download(media_server.url("/endless?delay=0.3"), tmp_path, allow_private=True, timeout=4, stall_timeout=3)
     assert str(e.value) == "The download took longer than 4 seconds and was stopped."
     assert time.monotonic() - start < 4 + 6
     assert list(tmp_path.iterdir()) == []
@@ -317,41 +352,70 @@ def test_download_refused_connection(tmp_path):
 # --------------------------------------------------------------------------- messages
 
 
-@pytest.mark.parametrize("duration, limit, message", [
-    (48000, 43200, "The video is 13 h 20 min long; the limit is 12 hours."),
-    (3600 * 13, 43200, "The video is 13 h long; the limit is 12 hours."),
-    (2700, 1800, "The video is 45 min long; the limit is 30 minutes."),
-    (7200, 3600, "The video is 2 h long; the limit is 1 hour."),
-])
+@pytest.mark.parametrize(
+    "duration, limit, message",
+    [
+        (48000, 43200, "The video is 13 h 20 min long; the limit is 12 hours."),
+        (3600 * 13, 43200, "The video is 13 h long; the limit is 12 hours."),
+        (2700, 1800, "The video is 45 min long; the limit is 30 minutes."),
+        (7200, 3600, "The video is 2 h long; the limit is 1 hour."),
+    ],
+)
 def test_too_long_message(duration, limit, message):
     assert fetch.too_long_message(duration, limit) == message
 
 
-@pytest.mark.parametrize("ytdlp_message, message", [
-    ("ERROR: [youtube] abc: Private video. Sign in if you've been granted access to this video",
-     "This video is private."),
-    ("ERROR: [youtube] abc: Video unavailable. This video has been removed by the uploader",
-     "This video has been removed."),
-    ("ERROR: [youtube] abc: Video unavailable. This video is no longer available because the YouTube "
-     "account associated with this video has been terminated.", "This video has been removed."),
-    ("ERROR: [youtube] abc: Video unavailable", "This video is unavailable."),
-    ("ERROR: [youtube] abc: This live event will begin in 3 hours.",
-     "This broadcast has not started yet; try again when it has ended."),
-    ("ERROR: [youtube] abc: Sign in to confirm your age. This video may be inappropriate for some users.",
-     "This video is age-restricted and cannot be downloaded without signing in."),
-    ("ERROR: [youtube] abc: Join this channel to get access to members-only content like this video",
-     "This video is available to members only."),
-    ("ERROR: [youtube] abc: Sign in to confirm you're not a bot. Use --cookies-from-browser",
-     "The site refused to serve this server (it asks to prove it is not a bot); try again later."),
-    ("ERROR: [KnownDRM] netflix: The requested site is known to use DRM protection. It will NOT be supported.",
-     "This video is protected by DRM and cannot be downloaded."),
-    ("ERROR: [vimeo] 123: Unable to download JSON metadata: HTTP Error 404: Not Found",
-     "The page was not found (HTTP 404)."),
-    ("ERROR: [generic] x: Requested format is not available. Use --list-formats for a list of available formats",
-     "No video or audio was found at this address."),
-    ("ERROR: [xyz] 1: Something odd happened (caused by <Boom>); please report this issue on GitHub",
-     "The video could not be fetched: Something odd happened."),
-])
+@pytest.mark.parametrize(
+    "ytdlp_message, message",
+    [
+        (
+            "ERROR: [youtube] abc: Private video. Sign in if you've been granted access to this video",
+            "This video is private.",
+        ),
+        (
+            "ERROR: [youtube] abc: Video unavailable. This video has been removed by the uploader",
+            "This video has been removed.",
+        ),
+        (
+            "ERROR: [youtube] abc: Video unavailable. This video is no longer available because the YouTube "
+            "account associated with this video has been terminated.",
+            "This video has been removed.",
+        ),
+        ("ERROR: [youtube] abc: Video unavailable", "This video is unavailable."),
+        (
+            "ERROR: [youtube] abc: This live event will begin in 3 hours.",
+            "This broadcast has not started yet; try again when it has ended.",
+        ),
+        (
+            "ERROR: [youtube] abc: Sign in to confirm your age. This video may be inappropriate for some users.",
+            "This video is age-restricted and cannot be downloaded without signing in.",
+        ),
+        (
+            "ERROR: [youtube] abc: Join this channel to get access to members-only content like this video",
+            "This video is available to members only.",
+        ),
+        (
+            "ERROR: [youtube] abc: Sign in to confirm you're not a bot. Use --cookies-from-browser",
+            "The site refused to serve this server (it asks to prove it is not a bot); try again later.",
+        ),
+        (
+            "ERROR: [KnownDRM] netflix: The requested site is known to use DRM protection. It will NOT be supported.",
+            "This video is protected by DRM and cannot be downloaded.",
+        ),
+        (
+            "ERROR: [vimeo] 123: Unable to download JSON metadata: HTTP Error 404: Not Found",
+            "The page was not found (HTTP 404).",
+        ),
+        (
+            "ERROR: [generic] x: Requested format is not available. Use --list-formats for a list of available formats",
+            "No video or audio was found at this address.",
+        ),
+        (
+            "ERROR: [xyz] 1: Something odd happened (caused by <Boom>); please report this issue on GitHub",
+            "The video could not be fetched: Something odd happened.",
+        ),
+    ],
+)
 def test_ytdlp_error_messages_are_translated(ytdlp_message, message):
     import yt_dlp
 

@@ -1,4 +1,5 @@
 """Listing playlists and channels with yt-dlp's flat extraction, from an RSS feed on 127.0.0.1."""
+
 import pytest
 
 from tests.support import feed

@@ -4,6 +4,7 @@ Everything runs for real: Debian's Apertium, and CTranslate2 on a tiny Marian co
 ``tiny_marian`` trains and converts here (no downloads), so "hello world" must come back exactly.
 Apertium is installed by bin/install-system-packages: without it these tests fail, never skip.
 """
+
 from __future__ import annotations
 
 import re
@@ -12,6 +13,7 @@ import shutil
 import pytest
 
 from transcription.pipeline.captions import Cue, from_srt, to_srt
+from transcription.pipeline.languages import language_label
 from transcription.pipeline.linebreaks import wrap_lines
 from transcription.pipeline.translate import (
     ApertiumTranslator,
@@ -24,7 +26,6 @@ from transcription.pipeline.translate import (
     translate_cues,
     unavailable_message,
 )
-from transcription.pipeline.languages import language_label
 from transcription.pipeline.types import Word
 
 from .tiny_marian import build_tiny_marian
@@ -61,6 +62,7 @@ def check_shape(source: list[Cue], translated: list[Cue]) -> None:
 # ---------------------------------------------------------------------------------------------
 # Apertium
 # ---------------------------------------------------------------------------------------------
+
 
 def test_english_to_spanish_keeps_cues_and_translates():
     translator = find_translator("en", "es")
@@ -130,6 +132,7 @@ def test_apertium_failures_are_translation_failed():
 # CTranslate2
 # ---------------------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="session")
 def tiny_marian(tmp_path_factory):
     return build_tiny_marian(tmp_path_factory.mktemp("tiny-marian"))
@@ -143,6 +146,7 @@ def test_ctranslate2_copy_model_round_trip(tiny_marian):
     assert translator.translate(texts) == texts
     # loaded once per folder
     from transcription.pipeline import translate as module
+
     assert str(tiny_marian.resolve()) in module._MODELS
     cues = [Cue(0.0, 1.5, ["hello world"]), Cue(1.6, 3.0, ["- good morning", "- very good night"])]
     out = translate_cues(cues, translator, language="es")
@@ -200,6 +204,7 @@ def test_nllb_codes():
 # translate_cues and align_translated_words, pure
 # ---------------------------------------------------------------------------------------------
 
+
 class Upper:
     name = "upper"
 
@@ -208,8 +213,10 @@ class Upper:
 
     def translate(self, texts):
         self.calls.append(list(texts))
-        return [f"{text.upper()} AND SOME MUCH LONGER WORDS ADDED" if text.startswith("long") else text.upper()
-                for text in texts]
+        return [
+            f"{text.upper()} AND SOME MUCH LONGER WORDS ADDED" if text.startswith("long") else text.upper()
+            for text in texts
+        ]
 
 
 def test_translate_cues_shapes():
@@ -263,10 +270,16 @@ def w(start: float, end: float, text: str) -> Word:
 
 
 def test_align_translated_words():
-    cues = [Cue(0.0, 2.0, ["uno dos"]), Cue(2.1, 4.0, ["tres"]), Cue(4.1, 6.0, ["cuatro"]),
-            Cue(8.0, 9.0, ["cinco"])]
-    words = [w(0.1, 0.5, "One"), w(0.6, 1.0, "two,"), w(1.1, 1.9, "three"), w(2.2, 3.0, "four"),
-             w(3.1, 3.9, "five"), w(6.5, 7.0, "six"), w(9.5, 9.8, "seven.")]
+    cues = [Cue(0.0, 2.0, ["uno dos"]), Cue(2.1, 4.0, ["tres"]), Cue(4.1, 6.0, ["cuatro"]), Cue(8.0, 9.0, ["cinco"])]
+    words = [
+        w(0.1, 0.5, "One"),
+        w(0.6, 1.0, "two,"),
+        w(1.1, 1.9, "three"),
+        w(2.2, 3.0, "four"),
+        w(3.1, 3.9, "five"),
+        w(6.5, 7.0, "six"),
+        w(9.5, 9.8, "seven."),
+    ]
     out = align_translated_words(cues, words)
     assert [(c.start, c.end) for c in out] == [(c.start, c.end) for c in cues]
     assert [c.text for c in out] == ["One two, three", "four five", "six", "seven."]  # nearest cue
@@ -292,6 +305,7 @@ def test_align_fills_empty_cues_in_order():
 # ---------------------------------------------------------------------------------------------
 # from_srt
 # ---------------------------------------------------------------------------------------------
+
 
 def test_from_srt_round_trip():
     cues = [

@@ -1,4 +1,5 @@
 """Model resolution and assembly, with the real packaged models (no network)."""
+
 from __future__ import annotations
 
 import os

@@ -18,6 +18,7 @@ back as ``"hello world"``). How it copies (post-norm Transformer, 1 encoder and 
 
     folder = build_tiny_marian(tmp_path)   # model.bin, vocabularies, source.spm, target.spm
 """
+
 from __future__ import annotations
 
 import random
@@ -51,8 +52,14 @@ def train_spm(folder: Path, vocab_size: int = 64, symbols: tuple[str, ...] = ())
     text.write_text("\n".join(_corpus()) + "\n", encoding="utf-8")
     prefix = folder / "spm"
     spm.SentencePieceTrainer.train(
-        input=str(text), model_prefix=str(prefix), vocab_size=vocab_size, character_coverage=1.0,
-        hard_vocab_limit=False, num_threads=1, minloglevel=2, user_defined_symbols=list(symbols),
+        input=str(text),
+        model_prefix=str(prefix),
+        vocab_size=vocab_size,
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        num_threads=1,
+        minloglevel=2,
+        user_defined_symbols=list(symbols),
     )
     return prefix.with_suffix(".model")
 
@@ -75,7 +82,7 @@ def _positions(dim: int, offset: int) -> np.ndarray:
     omega = np.geomspace(2.5, 2 * np.pi / 1100, _FREQS)
     angles = np.outer(np.arange(_POSITIONS), omega)
     block = np.concatenate([np.cos(angles), np.sin(angles), -np.cos(angles), -np.sin(angles)], axis=1)
-    table[:, offset:offset + 4 * _FREQS] = block / np.sqrt(2 * _FREQS)
+    table[:, offset : offset + 4 * _FREQS] = block / np.sqrt(2 * _FREQS)
     return table
 
 

@@ -1,4 +1,5 @@
 """Result files behind signed, expiring links, and their deletion after the retention period."""
+
 import os
 import subprocess
 import sys
@@ -13,9 +14,9 @@ from django.core.files.storage import default_storage
 from django.test import override_settings
 from django.utils import timezone
 
+from tests.factories import JobFactory, TranslationFactory
 from transcription import retention, services
 from transcription.artifacts import absolute_url
-from tests.factories import JobFactory, TranslationFactory
 from transcription.models import Job
 
 pytestmark = pytest.mark.django_db
@@ -56,14 +57,18 @@ def test_a_video_player_can_seek_with_byte_ranges(client, stored):
     path = _path(absolute_url(stored(f"burned/{uuid.uuid4()}/video.mp4", content)))
     whole = client.get(path)
     assert whole["Accept-Ranges"] == "bytes"
-    for header, first, last in (("bytes=0-1", 0, 1), ("bytes=100-", 100, 10239), ("bytes=-16", 10224, 10239),
-                                ("bytes=10000-99999", 10000, 10239)):
+    for header, first, last in (
+        ("bytes=0-1", 0, 1),
+        ("bytes=100-", 100, 10239),
+        ("bytes=-16", 10224, 10239),
+        ("bytes=10000-99999", 10000, 10239),
+    ):
         response = client.get(path, HTTP_RANGE=header)
         assert response.status_code == 206, header
         assert response["Content-Range"] == f"bytes {first}-{last}/10240"
         assert response["Content-Type"] == "video/mp4"
         body = b"".join(response.streaming_content)
-        assert body == content[first:last + 1] and int(response["Content-Length"]) == len(body)
+        assert body == content[first : last + 1] and int(response["Content-Length"]) == len(body)
     for ignored in ("bytes=0-1,5-9", "lines=1-2", "bytes=9-3"):
         response = client.get(path, HTTP_RANGE=ignored)
         assert response.status_code == 200 and b"".join(response.streaming_content) == content, ignored
@@ -142,7 +147,9 @@ def test_forgetting_artifacts_clears_the_poll_document(api, account, stored):
     job = _job(account)
     name = stored(f"burned/{job.id}/video.mp4")
     Job.objects.filter(pk=job.pk).update(burned_video=name)
-    assert api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"].startswith("http://testserver/v1/files/")
+    assert (
+        api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"].startswith("http://testserver/v1/files/")
+    )
     services.job_forget_artifacts(job.id)
     assert api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"] is None
 
@@ -153,15 +160,29 @@ def test_behind_a_tls_proxy_links_say_https_and_the_public_host(api, account, st
     direct = api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"]
     assert direct.startswith("http://testserver/v1/files/")
 
-    settings_of = [sys.executable, "-c", "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
-                   "'config.settings'); django.setup(); from django.conf import settings as s; "
-                   "print(getattr(s, 'SECURE_PROXY_SSL_HEADER', None), s.USE_X_FORWARDED_HOST)"]
-    trusted = subprocess.run(settings_of, env={**os.environ, "TRUST_PROXY_HEADERS": "true"}, capture_output=True,
-                             text=True, check=True, timeout=60).stdout.split()
+    settings_of = [
+        sys.executable,
+        "-c",
+        "import django, os; os.environ.setdefault('DJANGO_SETTINGS_MODULE', "
+        "'config.settings'); django.setup(); from django.conf import settings as s; "
+        "print(getattr(s, 'SECURE_PROXY_SSL_HEADER', None), s.USE_X_FORWARDED_HOST)",
+    ]
+    trusted = subprocess.run(
+        settings_of,
+        env={**os.environ, "TRUST_PROXY_HEADERS": "true"},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
     assert trusted == ["('HTTP_X_FORWARDED_PROTO',", "'https')", "True"]
-    with override_settings(SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"), USE_X_FORWARDED_HOST=True,
-                           ALLOWED_HOSTS=["testserver", "media.example.com"]):
-        proxied = api.get(f"/v1/api/transcription/{job.id}", HTTP_X_FORWARDED_PROTO="https",
-                          HTTP_X_FORWARDED_HOST="media.example.com").json()["burned_video_url"]
+    with override_settings(
+        SECURE_PROXY_SSL_HEADER=("HTTP_X_FORWARDED_PROTO", "https"),
+        USE_X_FORWARDED_HOST=True,
+        ALLOWED_HOSTS=["testserver", "media.example.com"],
+    ):
+        proxied = api.get(
+            f"/v1/api/transcription/{job.id}", HTTP_X_FORWARDED_PROTO="https", HTTP_X_FORWARDED_HOST="media.example.com"
+        ).json()["burned_video_url"]
     assert proxied.startswith("https://media.example.com/v1/files/")
     assert api.get(_path(proxied)).status_code == 200

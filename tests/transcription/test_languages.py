@@ -3,8 +3,18 @@ import pytest
 from transcription.pipeline.languages import UnknownLanguage, normalize_language, whisper_language
 
 
-@pytest.mark.parametrize("text,code", [("Spanish", "es"), ("spanish", "es"), ("es", "es"), ("SPA", "es"),
-                                        ("Catalan", "ca"), ("zho", "zh"), ("français", "fr")])
+@pytest.mark.parametrize(
+    "text,code",
+    [
+        ("Spanish", "es"),
+        ("spanish", "es"),
+        ("es", "es"),
+        ("SPA", "es"),
+        ("Catalan", "ca"),
+        ("zho", "zh"),
+        ("français", "fr"),
+    ],
+)
 def test_names_and_iso_codes_are_understood(text, code):
     assert normalize_language(text) == code
 

@@ -1,5 +1,6 @@
 """Support's job actions: cancel (fail + refund) and retry (a fresh job), as services and from the
 admin; and the admin's time-per-stage table."""
+
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -8,11 +9,11 @@ from django.urls import reverse
 from audit.models import AuditEvent
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
-from transcription.services import job_charge
 from tests.support import queued
 from transcription import services, states
 from transcription.admin import format_duration, stage_durations
 from transcription.models import Job, Translation
+from transcription.services import job_charge
 
 pytestmark = pytest.mark.django_db
 
@@ -20,7 +21,9 @@ CHANGELIST = "/admin/transcription/job/"
 
 
 def charged_job(account, *, seconds=120, state=states.PROCESSING, **options):
-    job = services.job_create(account, url="https://example.com/v.mp4", type=options.pop("type", "transcript"), **options)
+    job = services.job_create(
+        account, url="https://example.com/v.mp4", type=options.pop("type", "transcript"), **options
+    )
     job.duration = seconds
     job.save()
     assert job_charge(job).ok
@@ -95,8 +98,13 @@ def test_retry_queues_a_fresh_job_with_the_same_options_and_the_failed_one_stays
     account, support_user, broker, django_capture_on_commit_callbacks
 ):
     job = services.job_create(
-        account, url="https://example.com/v.mp4", type="subtitles", target_languages=["Spanish", "French"],
-        language_code="en", verbatim=True, subtitle_format="webvtt",
+        account,
+        url="https://example.com/v.mp4",
+        type="subtitles",
+        target_languages=["Spanish", "French"],
+        language_code="en",
+        verbatim=True,
+        subtitle_format="webvtt",
     )
     services.job_fail(job.id, "The video could not be downloaded.")
     broker.delete("media")
@@ -139,11 +147,17 @@ def test_the_retry_action_creates_a_new_job_and_says_the_old_one_stays_failed(su
 
 def test_stage_durations_come_from_the_timeline():
     t0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-    timeline = [[s, (t0 + timedelta(seconds=offset)).isoformat()]
-                for s, offset in [("waiting", 0), ("preparing", 2), ("downloading", 5), ("processing", 65), ("done", 200)]]
+    timeline = [
+        [s, (t0 + timedelta(seconds=offset)).isoformat()]
+        for s, offset in [("waiting", 0), ("preparing", 2), ("downloading", 5), ("processing", 65), ("done", 200)]
+    ]
     rows = stage_durations(timeline)
     assert [(state, seconds) for state, _, seconds, _ in rows] == [
-        ("waiting", 2), ("preparing", 3), ("downloading", 60), ("processing", 135), ("done", None)
+        ("waiting", 2),
+        ("preparing", 3),
+        ("downloading", 60),
+        ("processing", 135),
+        ("done", None),
     ]
     running = stage_durations(timeline[:3], now=t0 + timedelta(seconds=35))
     assert running[-1][0] == "downloading" and running[-1][2] == 30 and running[-1][3] is True
@@ -160,7 +174,10 @@ def test_the_job_page_shows_stages_error_and_translations_read_only(support_clie
     assert page.status_code == 200 and page.context["has_change_permission"] is False
     assert "The video is private." in html and "Time per stage" in html and "<td>preparing</td>" in html
     assert "German" in html and 'name="translations-0-language"' not in html
-    assert support_client.post(reverse("admin:transcription_job_change", args=[job.pk]), {"state": "done"}).status_code == 403
+    assert (
+        support_client.post(reverse("admin:transcription_job_change", args=[job.pk]), {"state": "done"}).status_code
+        == 403
+    )
 
 
 def test_the_job_list_filters_by_state_type_account_and_date(support_client, account, other_account):
@@ -169,8 +186,11 @@ def test_the_job_list_filters_by_state_type_account_and_date(support_client, acc
     services.job_fail(failed.id, "nope")
     today = str(datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0))
     for query, count in [
-        ({"state__exact": "failed"}, 1), ({"type__exact": "transcript"}, 1),
-        ({"account__id__exact": other_account.pk}, 1), ({"created_at__gte": today}, 2), ({"q": str(failed.id)}, 1),
+        ({"state__exact": "failed"}, 1),
+        ({"type__exact": "transcript"}, 1),
+        ({"account__id__exact": other_account.pk}, 1),
+        ({"created_at__gte": today}, 2),
+        ({"q": str(failed.id)}, 1),
     ]:
         response = support_client.get(CHANGELIST, query)
         assert response.status_code == 200 and response.context["cl"].result_count == count, query

@@ -3,6 +3,7 @@
 On the real PostgreSQL and Redis: the sweeper's re-queued tasks are read back from the broker's
 queues. Killing real workers is in tests/e2e/test_killed_worker.py.
 """
+
 from datetime import timedelta
 
 import pytest
@@ -10,12 +11,12 @@ from django.conf import settings
 from django.test import override_settings
 from django.utils import timezone
 
+from tests.factories import JobFactory
 from tests.support import queued, wait_until
 from transcription import services, sweeper
 from transcription.claims import JobClaim
-from transcription.stages import burn
-from tests.factories import JobFactory
 from transcription.models import Job
+from transcription.stages import burn
 
 pytestmark = pytest.mark.django_db
 
@@ -43,17 +44,22 @@ def test_a_lapsed_claim_is_requeued_at_its_stage_at_once(account, broker):
     swept = sweeper.sweep_stalled_jobs()
 
     assert set(swept["requeued"]) == {burning.id, processing.id, downloading.id}
-    assert sorted(queued(broker)) == sorted([
-        ("burn", "burn_job", str(burning.id)), ("asr", "transcribe_job", str(processing.id)),
-        ("media", "start_job", str(downloading.id)),
-    ])
+    assert sorted(queued(broker)) == sorted(
+        [
+            ("burn", "burn_job", str(burning.id)),
+            ("asr", "transcribe_job", str(processing.id)),
+            ("media", "start_job", str(downloading.id)),
+        ]
+    )
     for job in Job.objects.filter(pk__in=swept["requeued"]):
         assert job.attempts == 1 and job.lease_until is None, "free for the next worker; one attempt used"
     assert sweeper.sweep_stalled_jobs()["requeued"] == [], "re-queued once, not at every sweep"
 
 
 def test_a_job_that_keeps_killing_its_worker_fails_and_is_refunded(account, broker):
-    job = _job(account, "processing", lease=timezone.now() - timedelta(seconds=5), attempts=settings.STALLED_MAX_ATTEMPTS)
+    job = _job(
+        account, "processing", lease=timezone.now() - timedelta(seconds=5), attempts=settings.STALLED_MAX_ATTEMPTS
+    )
     swept = sweeper.sweep_stalled_jobs()
     assert swept["failed"] == [job.id]
     job.refresh_from_db()
@@ -71,8 +77,9 @@ def test_a_job_waiting_in_a_queue_is_sent_again_but_never_failed(account, broker
     swept = sweeper.sweep_stalled_jobs()
 
     assert set(swept["resent"]) == {waiting.id, handed_over.id} and swept["failed"] == []
-    assert sorted(queued(broker)) == sorted([("media", "start_job", str(waiting.id)),
-                                             ("burn", "burn_job", str(handed_over.id))])
+    assert sorted(queued(broker)) == sorted(
+        [("media", "start_job", str(waiting.id)), ("burn", "burn_job", str(handed_over.id))]
+    )
     assert Job.objects.get(pk=waiting.pk).attempts == settings.STALLED_MAX_ATTEMPTS
     assert Job.objects.get(pk=fresh.pk).state == "waiting"
     assert sweeper.sweep_stalled_jobs()["resent"] == [], "at most once per STALLED_AFTER_SECONDS"
@@ -108,6 +115,7 @@ def test_the_heartbeat_renews_the_claim_while_the_stage_runs(account):
         claim = JobClaim(job.id)
         assert claim.take()
         first = Job.objects.get(pk=job.pk).lease_until
+
         def renewed_claim():
             lease = Job.objects.get(pk=job.pk).lease_until
             return lease if lease > first else None
@@ -132,7 +140,8 @@ def test_a_worker_whose_claim_was_taken_over_leaves_the_new_claim_alone(account)
         other = JobClaim(job.id)
         assert other.take(), "the next worker takes the lapsed claim"
         with stalled:
-            wait_until(lambda: not stalled.thread.is_alive(), "the stalled worker's heartbeat stopping on its own",
-                       timeout=5)
+            wait_until(
+                lambda: not stalled.thread.is_alive(), "the stalled worker's heartbeat stopping on its own", timeout=5
+            )
         stalled.release()
     assert Job.objects.get(pk=job.pk).lease_until == other.until, "neither renewed nor released by the old holder"

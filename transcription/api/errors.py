@@ -3,6 +3,7 @@
 401/404/429 -> {"detail": "..."}; 422 -> {"detail": [{"loc": [...], "msg": "...", "type": "..."}]},
 one entry per offending field. DRF's own errors are translated here so no view has to care.
 """
+
 from __future__ import annotations
 
 import logging
@@ -57,13 +58,17 @@ def validation_errors(detail, location: str) -> list[dict]:
                     walk(value, [*loc, int(key) if key.isdigit() else key])
         elif isinstance(node, list) and node and all(isinstance(item, exceptions.ErrorDetail) for item in node):
             item = node[0]
-            errors.append({"loc": loc, "msg": str(item), "type": _TYPE_BY_CODE.get(item.code, item.code or "value_error")})
+            errors.append(
+                {"loc": loc, "msg": str(item), "type": _TYPE_BY_CODE.get(item.code, item.code or "value_error")}
+            )
         elif isinstance(node, list):
             for index, item in enumerate(node):
                 if item:
                     walk(item, [*loc, index])
         elif isinstance(node, exceptions.ErrorDetail):
-            errors.append({"loc": loc, "msg": str(node), "type": _TYPE_BY_CODE.get(node.code, node.code or "value_error")})
+            errors.append(
+                {"loc": loc, "msg": str(node), "type": _TYPE_BY_CODE.get(node.code, node.code or "value_error")}
+            )
 
     walk(detail, [location])
     return errors
@@ -75,20 +80,35 @@ def exception_handler(exc, context):
     if isinstance(exc, exceptions.ValidationError):
         return Response({"detail": validation_errors(exc.detail, "body")}, status=422)
     if isinstance(exc, exceptions.ParseError):
-        return Response({"detail": [{"loc": ["body"], "msg": f"Malformed JSON: {exc.detail}", "type": "json_invalid"}]}, status=422)
+        return Response(
+            {"detail": [{"loc": ["body"], "msg": f"Malformed JSON: {exc.detail}", "type": "json_invalid"}]}, status=422
+        )
     if isinstance(exc, exceptions.UnsupportedMediaType):
         return Response(
-            {"detail": [{"loc": ["body"], "msg": "The body must be JSON (Content-Type: application/json).", "type": "json_invalid"}]},
+            {
+                "detail": [
+                    {
+                        "loc": ["body"],
+                        "msg": "The body must be JSON (Content-Type: application/json).",
+                        "type": "json_invalid",
+                    }
+                ]
+            },
             status=422,
         )
     if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
-        message = "Missing API token: send 'Authorization: Bearer <token>'." if isinstance(exc, exceptions.NotAuthenticated) else str(exc.detail)
+        message = (
+            "Missing API token: send 'Authorization: Bearer <token>'."
+            if isinstance(exc, exceptions.NotAuthenticated)
+            else str(exc.detail)
+        )
         return Response({"detail": message}, status=401, headers={"WWW-Authenticate": "Bearer"})
     if isinstance(exc, exceptions.Throttled):
         wait = int(exc.wait or 1)
         return Response(
             {"detail": f"Rate limit exceeded; try again in {wait} seconds."},
-            status=429, headers={"Retry-After": str(wait)},
+            status=429,
+            headers={"Retry-After": str(wait)},
         )
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(response.data, dict) and "detail" in response.data:

@@ -1,5 +1,6 @@
 """Fields that refuse what they cannot read, instead of coercing it (DRF would turn 123 into "123"
 and "yes" into True). A wrong JSON type is a 422 naming the field."""
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -34,7 +35,9 @@ class StrictChoiceField(serializers.ChoiceField):
         return data
 
 
-@extend_schema_field({"type": "string", "description": "ISO 639-1 or ISO 639-3 code of the spoken language; null detects it."})
+@extend_schema_field(
+    {"type": "string", "description": "ISO 639-1 or ISO 639-3 code of the spoken language; null detects it."}
+)
 class LanguageCodeField(StrictCharField):
     default_error_messages = {"unknown_language": "{message}"}
 

@@ -1,4 +1,5 @@
 """Jobs and batches as the contract's response bodies: every field, nulls included, nothing more."""
+
 from __future__ import annotations
 
 from transcription.artifacts import absolute_url

@@ -4,6 +4,7 @@ The counters live in Redis so every web process (and later the MCP server) share
 atomic INCR makes the count exact under concurrency. Without REDIS_URL (the embedded default
 of `make run`) a SQLite file on local disk plays the same role for the processes of one machine.
 """
+
 from __future__ import annotations
 
 import math

@@ -1,9 +1,11 @@
 """OpenAPI 3.1 as the contract describes it: the bearer scheme, and 401/422/429 (plus 404 on the
 by-id reads) on every operation with the contract's error schemas."""
+
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.openapi import AutoSchema
 
 from . import serializers as s
+
 
 class ContractAutoSchema(AutoSchema):
     def _get_response_bodies(self, direction="response"):

@@ -1,12 +1,13 @@
 """Request and response shapes of spec/api-v1.md. Class names give the OpenAPI schema names."""
+
 from rest_framework import serializers
 
 from transcription.models import FontSize, JobState, JobType, Quality, SubtitleFormat, TranslationState
 
 from .fields import LanguageCodeField, StrictBooleanField, StrictChoiceField, TargetLanguagesField, UrlField
 
-
 # --- Requests --------------------------------------------------------------------------------
+
 
 class TranscribeRequestSerializer(serializers.Serializer):
     url = UrlField(help_text="Video URL")
@@ -42,9 +43,11 @@ class TranscribePlaylistRequestSerializer(serializers.Serializer):
     def validate(self, attrs):
         if attrs.get("target_languages") and attrs["type"] == JobType.TRANSCRIPT:
             raise serializers.ValidationError(
-                {"target_languages": serializers.ErrorDetail(
-                    "target_languages is only allowed for type 'subtitles' or 'burned'.", code="not_allowed"
-                )}
+                {
+                    "target_languages": serializers.ErrorDetail(
+                        "target_languages is only allowed for type 'subtitles' or 'burned'.", code="not_allowed"
+                    )
+                }
             )
         return attrs
 
@@ -57,6 +60,7 @@ class PlaylistQuerySerializer(serializers.Serializer):
 
 
 # --- Responses -------------------------------------------------------------------------------
+
 
 class TranslationApiResponseSerializer(serializers.Serializer):
     language = serializers.CharField()

@@ -12,7 +12,9 @@ urlpatterns = [
     path("transcription/<str:id>", JobViewSet.as_view({"get": "retrieve"}), name="transcription"),
     path("batch/<str:id>", BatchViewSet.as_view({"get": "retrieve"}), name="batch"),
     path("playlist", PlaylistViewSet.as_view({"get": "list"}), name="playlist"),
-    path("openapi.json", SpectacularJSONAPIView.as_view(authentication_classes=[], permission_classes=[]), name="openapi"),
+    path(
+        "openapi.json", SpectacularJSONAPIView.as_view(authentication_classes=[], permission_classes=[]), name="openapi"
+    ),
     path(
         "docs",
         SpectacularSwaggerView.as_view(url_name="openapi", authentication_classes=[], permission_classes=[]),

@@ -1,4 +1,5 @@
 """The v1 API. Views parse and answer; services write; work runs on Celery."""
+
 from __future__ import annotations
 
 import uuid
@@ -81,20 +82,26 @@ def _not_found(what: str):
 
 
 class JobViewSet(ContractViewSet):
-    @extend_schema(operation_id="transcribe", request=s.TranscribeRequestSerializer, responses={200: s.QueuedJobSerializer})
+    @extend_schema(
+        operation_id="transcribe", request=s.TranscribeRequestSerializer, responses={200: s.QueuedJobSerializer}
+    )
     def transcribe(self, request):
         options = parse_body(s.TranscribeRequestSerializer, request)
         job = services.job_create(request.user, type=JobType.TRANSCRIPT, **options)
         return Response({"id": str(job.id)})
 
-    @extend_schema(operation_id="subtitles", request=s.SubtitlesRequestSerializer, responses={200: s.QueuedSubtitlesJobSerializer})
+    @extend_schema(
+        operation_id="subtitles", request=s.SubtitlesRequestSerializer, responses={200: s.QueuedSubtitlesJobSerializer}
+    )
     def subtitles(self, request):
         options = parse_body(s.SubtitlesRequestSerializer, request)
         subtitle_format = options.pop("format")
         job = services.job_create(request.user, type=JobType.SUBTITLES, subtitle_format=subtitle_format, **options)
         return Response({"id": str(job.id), "format": subtitle_format})
 
-    @extend_schema(operation_id="burn_subtitles", request=s.BurnSubtitlesRequestSerializer, responses={200: s.QueuedJobSerializer})
+    @extend_schema(
+        operation_id="burn_subtitles", request=s.BurnSubtitlesRequestSerializer, responses={200: s.QueuedJobSerializer}
+    )
     def burn_subtitles(self, request):
         options = parse_body(s.BurnSubtitlesRequestSerializer, request)
         job = services.job_create(request.user, type=JobType.BURNED, **options)
@@ -118,13 +125,21 @@ class JobViewSet(ContractViewSet):
 
 
 class BatchViewSet(ContractViewSet):
-    @extend_schema(operation_id="transcribe_playlist", request=s.TranscribePlaylistRequestSerializer, responses={200: s.QueuedBatchSerializer})
+    @extend_schema(
+        operation_id="transcribe_playlist",
+        request=s.TranscribePlaylistRequestSerializer,
+        responses={200: s.QueuedBatchSerializer},
+    )
     def create(self, request):
         options = parse_body(s.TranscribePlaylistRequestSerializer, request)
         listing = _list_or_422(options["url"], "body")
         batch = services.batch_create(
-            request.user, title=listing.title, total=listing.total, skipped=listing.skipped,
-            video_urls=[video.url for video in listing.videos], **options,
+            request.user,
+            title=listing.title,
+            total=listing.total,
+            skipped=listing.skipped,
+            video_urls=[video.url for video in listing.videos],
+            **options,
         )
         ids = [str(job_id) for job_id in batch.jobs.order_by("position").values_list("id", flat=True)]
         return Response(
@@ -139,14 +154,22 @@ class BatchViewSet(ContractViewSet):
             raise _not_found("batch")
         jobs = batch.jobs.order_by("position").prefetch_related(_translations()).defer("txt", "srt", "webvtt")
         return Response(
-            {"batch_id": str(batch.id), "title": batch.title, "items": [job_payload(j, request, with_text=False) for j in jobs]}
+            {
+                "batch_id": str(batch.id),
+                "title": batch.title,
+                "items": [job_payload(j, request, with_text=False) for j in jobs],
+            }
         )
 
 
 def _list_or_422(url: str, location: str):
     try:
-        return list_playlist(url, allow_private=settings.ALLOW_PRIVATE_URLS, timeout=settings.FETCH_TIMEOUT_SECONDS,
-                             max_videos=settings.PLAYLIST_MAX_VIDEOS)
+        return list_playlist(
+            url,
+            allow_private=settings.ALLOW_PRIVATE_URLS,
+            timeout=settings.FETCH_TIMEOUT_SECONDS,
+            max_videos=settings.PLAYLIST_MAX_VIDEOS,
+        )
     except PlaylistError as error:
         raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
 
@@ -159,7 +182,10 @@ class PlaylistViewSet(ContractViewSet):
             OpenApiParameter("type", str, enum=[c for c, _ in JobType.choices], default="transcript"),
             OpenApiParameter("quality", str, enum=["default", "hd", "uhd"], default="default"),
             OpenApiParameter(
-                "target_languages", {"type": "array", "items": {"type": "string"}}, many=True, explode=True,
+                "target_languages",
+                {"type": "array", "items": {"type": "string"}},
+                many=True,
+                explode=True,
                 description="Repeat the parameter or separate with commas; max 10",
             ),
         ],
@@ -168,24 +194,36 @@ class PlaylistViewSet(ContractViewSet):
     def list(self, request):
         query = parse_query(s.PlaylistQuerySerializer, request)
         listing = _list_or_422(query["url"], "query")
-        cost = quote(request.user.pk, [video.duration or 0 for video in listing.videos], query["type"],
-                     query["quality"], query["target_languages"])
-        return Response({
-            "id": listing.id,
-            "title": listing.title,
-            "total": listing.total,
-            "skipped": listing.skipped,
-            "max_videos": settings.PLAYLIST_MAX_VIDEOS,
-            "is_channel": listing.is_channel,
-            "tab": listing.tab,
-            "videos": [
-                {
-                    "id": v.id, "title": v.title, "duration": v.duration or 0, "thumbnail": v.thumbnail,
-                    "is_age_restricted": v.is_age_restricted, "is_live": v.is_live, "language": v.language,
-                }
-                for v in listing.videos
-            ],
-            "needed_seconds": cost.needed_seconds,
-            "remaining_seconds": cost.remaining_seconds,
-            "fits": cost.fits,
-        })
+        cost = quote(
+            request.user.pk,
+            [video.duration or 0 for video in listing.videos],
+            query["type"],
+            query["quality"],
+            query["target_languages"],
+        )
+        return Response(
+            {
+                "id": listing.id,
+                "title": listing.title,
+                "total": listing.total,
+                "skipped": listing.skipped,
+                "max_videos": settings.PLAYLIST_MAX_VIDEOS,
+                "is_channel": listing.is_channel,
+                "tab": listing.tab,
+                "videos": [
+                    {
+                        "id": v.id,
+                        "title": v.title,
+                        "duration": v.duration or 0,
+                        "thumbnail": v.thumbnail,
+                        "is_age_restricted": v.is_age_restricted,
+                        "is_live": v.is_live,
+                        "language": v.language,
+                    }
+                    for v in listing.videos
+                ],
+                "needed_seconds": cost.needed_seconds,
+                "remaining_seconds": cost.remaining_seconds,
+                "fits": cost.fits,
+            }
+        )

@@ -3,10 +3,12 @@
 Nothing here knows about Django. Get the model from
 ``transcription.pipeline.whisper_model.load_model``.
 """
+
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from .languages import whisper_language
 from .types import Segment, Transcript, Word
@@ -63,13 +65,12 @@ def _split_sentences(seg: Segment) -> list[Segment]:
     if len(pieces) < 2:
         return [seg]
     return [
-        Segment(start=ws[0].start, end=ws[-1].end, text="".join(w.text for w in ws).strip(), words=ws)
-        for ws in pieces
+        Segment(start=ws[0].start, end=ws[-1].end, text="".join(w.text for w in ws).strip(), words=ws) for ws in pieces
     ]
 
 
 def transcribe(
-    model: "WhisperModel",
+    model: WhisperModel,
     wav_path: str | os.PathLike,
     *,
     start: float = 0.0,
@@ -120,9 +121,7 @@ def transcribe(
         # Batched mode yields one segment per VAD chunk (up to 30 s); we split those
         # at sentence ends below. Do NOT pass without_timestamps=False here: with
         # faster-whisper 1.2.1 it silently drops the last sentence of every chunk.
-        segments_iter, info = BatchedInferencePipeline(model).transcribe(
-            audio, batch_size=batch_size, **options
-        )
+        segments_iter, info = BatchedInferencePipeline(model).transcribe(audio, batch_size=batch_size, **options)
     else:
         segments_iter, info = model.transcribe(audio, **options)
 

@@ -1,6 +1,7 @@
 """Local audio work with ffmpeg/ffprobe: duration, conversion to 16 kHz mono WAV,
 and splitting long recordings at quiet points.  Nothing here knows about Django.
 """
+
 from __future__ import annotations
 
 import json
@@ -46,9 +47,14 @@ def probe_audio(path: str | os.PathLike, timeout: float = 60) -> float:
     ffprobe cannot read it (or takes longer than ``timeout``).
     """
     cmd = [
-        "ffprobe", "-v", "error",
-        "-show_entries", "format=duration:stream=codec_type,duration",
-        "-of", "json", os.fspath(path),
+        "ffprobe",
+        "-v",
+        "error",
+        "-show_entries",
+        "format=duration:stream=codec_type,duration",
+        "-of",
+        "json",
+        os.fspath(path),
     ]
     try:
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
@@ -94,17 +100,33 @@ def to_wav(
     """
     dst = Path(dst)
     cmd = [
-        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-        "-i", os.fspath(src),
-        "-map", "0:a:0", "-vn", "-sn", "-dn",
-        "-ac", "1", "-ar", str(SAMPLE_RATE), "-c:a", "pcm_s16le",
+        "ffmpeg",
+        "-nostdin",
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-y",
+        "-i",
+        os.fspath(src),
+        "-map",
+        "0:a:0",
+        "-vn",
+        "-sn",
+        "-dn",
+        "-ac",
+        "1",
+        "-ar",
+        str(SAMPLE_RATE),
+        "-c:a",
+        "pcm_s16le",
     ]
     if max_seconds is not None:
         cmd += ["-t", f"{float(max_seconds):.3f}"]
     cmd += ["-f", "wav", os.fspath(dst)]
     try:
-        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE, timeout=timeout)
+        res = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout
+        )
     except subprocess.TimeoutExpired:  # subprocess.run kills ffmpeg before raising
         dst.unlink(missing_ok=True)
         raise AudioError(f"Converting the audio took longer than {timeout:g} seconds.") from None
@@ -189,16 +211,34 @@ def cut_media(src: str | os.PathLike, dst: str | os.PathLike, *, seconds: float,
     """
     dst = Path(dst)
     cmd = [
-        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i", os.fspath(src),
-        "-t", f"{float(seconds):.3f}", "-map", "0:v:0", "-map", "0:a:0?", "-c", "copy", os.fspath(dst),
+        "ffmpeg",
+        "-nostdin",
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-y",
+        "-i",
+        os.fspath(src),
+        "-t",
+        f"{float(seconds):.3f}",
+        "-map",
+        "0:v:0",
+        "-map",
+        "0:a:0?",
+        "-c",
+        "copy",
+        os.fspath(dst),
     ]
     try:
-        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             timeout=timeout)
+        res = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout
+        )
     except subprocess.TimeoutExpired:
         dst.unlink(missing_ok=True)
         raise AudioError(f"Cutting the video took longer than {timeout:g} seconds.") from None
     if res.returncode != 0 or not dst.is_file():
         dst.unlink(missing_ok=True)
-        raise AudioError(f"The video could not be cut: {_last_line(res.stderr) or f'ffmpeg exited with code {res.returncode}'}")
+        raise AudioError(
+            f"The video could not be cut: {_last_line(res.stderr) or f'ffmpeg exited with code {res.returncode}'}"
+        )
     return dst

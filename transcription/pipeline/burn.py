@@ -20,6 +20,7 @@ Progress comes from ``-progress pipe:1`` (``out_time_us=``/``progress=end`` line
 goes to a temporary file (so a chatty ffmpeg can never fill a pipe and stall) and its last meaningful
 line is what a failure reports.
 """
+
 from __future__ import annotations
 
 import json
@@ -158,9 +159,12 @@ def probe_video(path: str | os.PathLike, timeout: float = 60) -> VideoInfo:
         data = {}
     streams = data.get("streams") or []
     videos = [
-        s for s in streams
-        if s.get("codec_type") == "video" and not (s.get("disposition") or {}).get("attached_pic")
-        and int(s.get("width") or 0) > 0 and int(s.get("height") or 0) > 0
+        s
+        for s in streams
+        if s.get("codec_type") == "video"
+        and not (s.get("disposition") or {}).get("attached_pic")
+        and int(s.get("width") or 0) > 0
+        and int(s.get("height") or 0) > 0
     ]
     if not videos:
         raise BurnError(MSG_NO_PICTURE)
@@ -321,15 +325,17 @@ def write_ass(
         raise ValueError(f"unknown font size {font_size!r}; expected one of {sorted(FONT_SCALE)}") from None
     size = round(scale * height, 1)
     subs = pysubs2.SSAFile()
-    subs.info.update({
-        "Title": "Burned-in subtitles",
-        "ScriptType": "v4.00+",
-        "PlayResX": str(int(width)),
-        "PlayResY": str(int(height)),
-        "WrapStyle": "0",
-        "ScaledBorderAndShadow": "yes",
-        "YCbCr Matrix": "None",
-    })
+    subs.info.update(
+        {
+            "Title": "Burned-in subtitles",
+            "ScriptType": "v4.00+",
+            "PlayResX": str(int(width)),
+            "PlayResY": str(int(height)),
+            "WrapStyle": "0",
+            "ScaledBorderAndShadow": "yes",
+            "YCbCr Matrix": "None",
+        }
+    )
     black = pysubs2.Color(0, 0, 0, 0)
     if background:
         outline_colour = pysubs2.Color(0, 0, 0, 0xFF)  # invisible
@@ -405,9 +411,16 @@ def burn_command(
         subtitles += f":fontsdir={filter_escape(fonts_dir)}"
     vf = f"scale={int(width)}:{int(height)}:flags=lanczos,setsar=1,{subtitles}"
     cmd = [
-        "ffmpeg", "-nostdin", "-hide_banner", "-loglevel", "error", "-y",
-        "-i", os.fspath(source),
-        "-map", "0:V:0",
+        "ffmpeg",
+        "-nostdin",
+        "-hide_banner",
+        "-loglevel",
+        "error",
+        "-y",
+        "-i",
+        os.fspath(source),
+        "-map",
+        "0:V:0",
     ]
     if has_audio:
         cmd += ["-map", "0:a:0?"]
@@ -416,10 +429,18 @@ def burn_command(
     if threads:
         cmd += ["-threads", str(int(threads))]
     cmd += [
-        "-sn", "-dn", "-map_metadata", "-1",
-        "-movflags", "+faststart",
-        "-progress", "pipe:1", "-nostats",
-        "-f", "mp4", os.fspath(output),
+        "-sn",
+        "-dn",
+        "-map_metadata",
+        "-1",
+        "-movflags",
+        "+faststart",
+        "-progress",
+        "pipe:1",
+        "-nostats",
+        "-f",
+        "mp4",
+        os.fspath(output),
     ]
     return cmd
 
@@ -472,10 +493,19 @@ def burn(
     ass_path = Path(ass_name)
     ok = False
     try:
-        write_ass(cues, ass_path, width=width, height=height, font_size=font_size,
-                  background=background, language=language)
-        cmd = burn_command(source, ass_path, output, width=width, height=height,
-                           has_audio=info.has_audio, fonts_dir=fonts_dir, threads=threads)
+        write_ass(
+            cues, ass_path, width=width, height=height, font_size=font_size, background=background, language=language
+        )
+        cmd = burn_command(
+            source,
+            ass_path,
+            output,
+            width=width,
+            height=height,
+            has_audio=info.has_audio,
+            fonts_dir=fonts_dir,
+            threads=threads,
+        )
         _run_ffmpeg(cmd, info.duration, on_progress, timeout)
         ok = True
         return output
@@ -493,8 +523,7 @@ def _duration_words(seconds: float) -> str:
     return f"{secs} second" + ("s" if secs != 1 else "")
 
 
-def _run_ffmpeg(cmd: list[str], duration: float, on_progress: Callable[[float], None] | None,
-                timeout: float) -> None:
+def _run_ffmpeg(cmd: list[str], duration: float, on_progress: Callable[[float], None] | None, timeout: float) -> None:
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err)

@@ -13,6 +13,7 @@ pauses and speaker changes rather than after an article or preposition, and "- "
 the speaker changes inside a cue. All times inside ``build_cues`` are whole milliseconds, so what
 SRT/WebVTT store (milliseconds) is exactly what was checked.
 """
+
 from __future__ import annotations
 
 import math
@@ -101,8 +102,16 @@ def _split_long(tok: _Tok) -> list[_Tok]:
     out, at = [], tok.start
     for index, piece in enumerate(pieces):
         end = tok.end if index == len(pieces) - 1 else at + (tok.end - tok.start) * len(piece) // total
-        out.append(_Tok(piece, at, end, tok.speaker, tok.glue if index == 0 else True,
-                        tok.seg_end if index == len(pieces) - 1 else False))
+        out.append(
+            _Tok(
+                piece,
+                at,
+                end,
+                tok.speaker,
+                tok.glue if index == 0 else True,
+                tok.seg_end if index == len(pieces) - 1 else False,
+            )
+        )
         at = end
     return out
 
@@ -180,7 +189,7 @@ class _Planner:
         self.break_cost = [self._break_cost(k) for k in range(n)]
 
     def _gap_after(self, k: int) -> int:
-        return self.toks[k + 1].start - self.toks[k].end if k + 1 < self.n else 10 ** 9
+        return self.toks[k + 1].start - self.toks[k].end if k + 1 < self.n else 10**9
 
     def _break_cost(self, k: int) -> float:
         """Cost of ending a cue after token k."""
@@ -222,8 +231,7 @@ class _Planner:
             return None
         if changes == 1:
             k = next(m for m in range(i + 1, j) if self.toks[m].speaker != self.toks[m - 1].speaker)
-            if (len(_DASH) + self.length(i, k) > MAX_LINE_CHARS
-                    or len(_DASH) + self.length(k, j) > MAX_LINE_CHARS):
+            if len(_DASH) + self.length(i, k) > MAX_LINE_CHARS or len(_DASH) + self.length(k, j) > MAX_LINE_CHARS:
                 return None
             return 0.0, k, True
         total = self.length(i, j)
@@ -239,8 +247,13 @@ class _Planner:
             if bottom > MAX_LINE_CHARS:
                 continue
             cost = linebreaks.break_cost(
-                top, bottom, self.toks[k - 1].text, no_break=self.no_break_words, weak_break=self.weak_break_words,
-                pause=self._gap_after(k - 1) >= _PAUSE_MS, glued=self.toks[k].glue,
+                top,
+                bottom,
+                self.toks[k - 1].text,
+                no_break=self.no_break_words,
+                weak_break=self.weak_break_words,
+                pause=self._gap_after(k - 1) >= _PAUSE_MS,
+                glued=self.toks[k].glue,
                 lone_top=k - i == 1 and top < linebreaks.SHORT_WORD_CHARS,
                 lone_bottom=j - k == 1 and bottom < linebreaks.SHORT_WORD_CHARS,
                 digits_bottom=j - k == 1 and self.toks[k].text.isdigit(),
@@ -266,7 +279,7 @@ class _Planner:
         if span > _MAX_MS:
             cost += 300.0 + (span - _MAX_MS) / 50.0
         need = max(_MIN_MS, self.chars(i, j, layout) * _MS_PER_CHAR)
-        room = (toks[j].start - _GAP_MS if j < self.n else 10 ** 9) - toks[i].start + _MAX_LEAD_MS
+        room = (toks[j].start - _GAP_MS if j < self.n else 10**9) - toks[i].start + _MAX_LEAD_MS
         if need > room:
             cost += (need - room) / 100.0
         cost += self.pause_cost[j] - self.pause_cost[i + 1]
@@ -365,13 +378,13 @@ def build_cues(segments: list[Segment], *, language: str | None = None) -> list[
     plan = planner.plan()
     texts = [planner.lines(i, j, layout) for i, j, layout in plan]
     spans = [(toks[i].start, toks[j - 1].end, len(" ".join(lines))) for (i, j, _), lines in zip(plan, texts)]
-    return [Cue(start=start / 1000, end=end / 1000, lines=lines)
-            for (start, end), lines in zip(_timing(spans), texts)]
+    return [Cue(start=start / 1000, end=end / 1000, lines=lines) for (start, end), lines in zip(_timing(spans), texts)]
 
 
 # --------------------------------------------------------------------------------------------
 # SRT / WebVTT
 # --------------------------------------------------------------------------------------------
+
 
 def _event_text(lines: list[str], *, vtt: bool) -> str:
     out = []
@@ -386,8 +399,11 @@ def _event_text(lines: list[str], *, vtt: bool) -> str:
 def _ssafile(cues: list[Cue], *, vtt: bool) -> pysubs2.SSAFile:
     subs = pysubs2.SSAFile()
     for cue in cues:
-        subs.append(pysubs2.SSAEvent(start=int(round(cue.start * 1000)), end=int(round(cue.end * 1000)),
-                                     text=_event_text(cue.lines, vtt=vtt)))
+        subs.append(
+            pysubs2.SSAEvent(
+                start=int(round(cue.start * 1000)), end=int(round(cue.end * 1000)), text=_event_text(cue.lines, vtt=vtt)
+            )
+        )
     return subs
 
 
@@ -410,4 +426,3 @@ def from_srt(text: str) -> list[Cue]:
         lines = [line.strip() for line in re.split(r"\\N|\n", event.text)]
         cues.append(Cue(start=event.start / 1000, end=event.end / 1000, lines=[line for line in lines if line]))
     return cues
-

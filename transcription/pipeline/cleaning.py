@@ -8,6 +8,7 @@ a sentence end ("Yes. Yes."), numbers. Audio events: [..], (..), *..* of <= 5 wo
 -> lowercase tags (`[music]`, `[applause]`, `[laughter]`), runs merged, [BLANK_AUDIO]/[silence]
 always dropped.
 """
+
 from __future__ import annotations
 
 import re
@@ -44,9 +45,44 @@ _FILLER_OTHER_RE = re.compile(rf"^(?:{_FILLERS_OTHER})$")
 
 # Words that are legitimately doubled ("had had", "very very", "bye bye"): never de-duplicated.
 _DOUBLES = {
-    "en": {"had", "that", "is", "very", "really", "no", "yes", "yeah", "bye", "ha", "haha", "hey", "ho", "la",
-           "na", "da", "blah", "bla", "knock", "go", "well", "more", "many", "far", "again", "over", "round",
-           "now", "there", "never", "come", "tick", "tock", "boom", "bang", "hip"},
+    "en": {
+        "had",
+        "that",
+        "is",
+        "very",
+        "really",
+        "no",
+        "yes",
+        "yeah",
+        "bye",
+        "ha",
+        "haha",
+        "hey",
+        "ho",
+        "la",
+        "na",
+        "da",
+        "blah",
+        "bla",
+        "knock",
+        "go",
+        "well",
+        "more",
+        "many",
+        "far",
+        "again",
+        "over",
+        "round",
+        "now",
+        "there",
+        "never",
+        "come",
+        "tick",
+        "tock",
+        "boom",
+        "bang",
+        "hip",
+    },
     "de": {"die", "das", "der", "den", "dem", "sie", "ja", "nein", "so", "na"},
     "fr": {"nous", "vous", "non", "oui", "si", "très"},
     "es": {"no", "sí", "si", "ya", "muy", "bueno"},
@@ -55,8 +91,33 @@ _DOUBLES = {
     "nl": {"nee", "ja", "heel"},
 }
 _CONJUNCTIONS = {"and", "or", "und", "oder", "et", "ou", "y", "o", "e", "en", "of"}
-_STUTTER_PRONE = {"i", "we", "you", "he", "she", "it", "they", "the", "a", "an", "and", "but", "to", "in", "my",
-                  "je", "il", "le", "la", "ich", "er", "es", "yo", "el", "de"}
+_STUTTER_PRONE = {
+    "i",
+    "we",
+    "you",
+    "he",
+    "she",
+    "it",
+    "they",
+    "the",
+    "a",
+    "an",
+    "and",
+    "but",
+    "to",
+    "in",
+    "my",
+    "je",
+    "il",
+    "le",
+    "la",
+    "ich",
+    "er",
+    "es",
+    "yo",
+    "el",
+    "de",
+}
 
 
 def _is_filler(word: Word, language: str | None) -> bool:
@@ -67,13 +128,12 @@ def _is_filler(word: Word, language: str | None) -> bool:
     return bool(regex.match(core))
 
 
-
 def _capitalize(word: Word) -> Word:
     text = word.text
     for index, ch in enumerate(text):
         if ch.isalpha():
             if ch.islower():
-                return replace(word, text=text[:index] + ch.upper() + text[index + 1:])
+                return replace(word, text=text[:index] + ch.upper() + text[index + 1 :])
             return word
         if ch.isdigit():
             return word
@@ -90,8 +150,11 @@ def _starts_upper(text: str) -> bool:
 def _event_tag(content: str) -> str | None:
     """Normalised tag for the inside of "[...]", "(...)" or "*...*"; None to drop it."""
     content = content.strip()
-    if content and all(ch in MUSIC_CHARS or not ch.isalnum() for ch in content) and any(
-            ch in MUSIC_CHARS for ch in content):
+    if (
+        content
+        and all(ch in MUSIC_CHARS or not ch.isalnum() for ch in content)
+        and any(ch in MUSIC_CHARS for ch in content)
+    ):
         return "music"
     content = re.sub(r"[\[\]()*]", " ", content)
     content = re.sub(r"[^\w\s'-]", "", content).lower()
@@ -132,13 +195,13 @@ def _split_events(words: list[Word]) -> list[tuple[str, Word]]:
                     end_index = look
                     break
             if end_index is not None:
-                content = " ".join(w.text.strip() for w in words[index:end_index + 1])
-                content = content[1:content.rfind(closer)]
+                content = " ".join(w.text.strip() for w in words[index : end_index + 1])
+                content = content[1 : content.rfind(closer)]
                 tag = _event_tag(content)
                 last = words[end_index]
                 if tag:
                     items.append(("event", Word(start=word.start, end=last.end, text=f" [{tag}]")))
-                tail = last.text.strip()[last.text.strip().rfind(closer) + 1:]
+                tail = last.text.strip()[last.text.strip().rfind(closer) + 1 :]
                 if has_word_chars(tail):  # "[Music]Hello": keep the word
                     items.append(("word", replace(last, text=" " + tail)))
                 index = end_index + 1
@@ -174,7 +237,7 @@ def _split_events(words: list[Word]) -> list[tuple[str, Word]]:
 
 
 def _collapse_inner_stutter(word: Word) -> Word:
-    """"I-I" -> "I", "w-we" -> "we", "th-th-the" -> "The"; leaves "bye-bye", "so-so", "re-record", "e-mail"."""
+    """ "I-I" -> "I", "w-we" -> "we", "th-th-the" -> "The"; leaves "bye-bye", "so-so", "re-record", "e-mail"."""
     text = word.text
     lead = text[: len(text) - len(text.lstrip())]
     match = re.match(r"^([\W_]*)(\w+(?:-\w+)+)([\W_]*)$", text.strip())
@@ -196,7 +259,7 @@ def _collapse_inner_stutter(word: Word) -> Word:
 
 
 def _broken_off(word: Word, following: Word | None) -> bool:
-    """"th-" before "the", "I-" before "I", "wh- we": a fragment the speaker abandoned."""
+    """ "th-" before "the", "I-" before "I", "wh- we": a fragment the speaker abandoned."""
     body = word.text.strip()
     if not re.search(r"\w(?:-|--|–|—)$", body):
         return False
@@ -214,7 +277,7 @@ def _broken_off(word: Word, following: Word | None) -> bool:
 
 
 def _transfer_sentence_end(previous: Word, dropped: Word) -> Word:
-    """"there, um." -> "there." : the dropped word's sentence end moves to the previous word."""
+    """ "there, um." -> "there." : the dropped word's sentence end moves to the previous word."""
     trailing = TRAILING_PUNCT.search(dropped.text.strip())
     if not trailing:
         return previous
@@ -244,13 +307,21 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
             return
         out[-1] = _transfer_sentence_end(out[-1], word)
         # "the plan is, uh, fine" -> "the plan is fine"; but "So, um, I" -> "So, I"
-        if (re.search(r",\W*$", word.text) and out[-1].text.endswith(",") and len(out) >= 2
-                and not boundary(len(out) - 2)):
+        if (
+            re.search(r",\W*$", word.text)
+            and out[-1].text.endswith(",")
+            and len(out) >= 2
+            and not boundary(len(out) - 2)
+        ):
             out[-1] = replace(out[-1], text=out[-1].text[:-1])
 
     for index, original in enumerate(words):
-        if index == len(words) - 1 and out and not is_tag(out[-1].text) and (
-                _is_filler(original, language) or _broken_off(original, None)):
+        if (
+            index == len(words) - 1
+            and out
+            and not is_tag(out[-1].text)
+            and (_is_filler(original, language) or _broken_off(original, None))
+        ):
             drop(original)
             # "hello there, uh" -> "hello there": the comma belonged to the filler
             out[-1] = replace(out[-1], text=re.sub(r"[,;:]+$", "", out[-1].text))
@@ -265,8 +336,15 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
             drop(word)
             continue
         core = word_core(word.text)
-        if (out and core and not core.isdigit() and core not in doubles and word_core(out[-1].text) == core
-                and not ends_sentence(out[-1].text) and not is_tag(out[-1].text)):
+        if (
+            out
+            and core
+            and not core.isdigit()
+            and core not in doubles
+            and word_core(out[-1].text) == core
+            and not ends_sentence(out[-1].text)
+            and not is_tag(out[-1].text)
+        ):
             earlier = out.pop()
             if boundary(len(out) - 1) and _starts_upper(earlier.text):
                 capitalize_next = True
@@ -278,9 +356,16 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
         if len(out) >= 4:
             a, b, c, d = out[-4:]
             cores = [word_core(w.text) for w in (a, b, c, d)]
-            if (all(cores) and cores[0] == cores[2] and cores[1] == cores[3] and cores[0] != cores[1]
-                    and not any(is_tag(w.text) for w in (a, b)) and not ends_sentence(a.text)
-                    and not ends_sentence(b.text) and not cores[0].isdigit()):
+            if (
+                all(cores)
+                and cores[0] == cores[2]
+                and cores[1] == cores[3]
+                and cores[0] != cores[1]
+                and not any(is_tag(w.text) for w in (a, b))
+                and not ends_sentence(a.text)
+                and not ends_sentence(b.text)
+                and not cores[0].isdigit()
+            ):
                 del out[-4:-2]
                 if boundary(len(out) - 3) and _starts_upper(a.text):
                     out[-2] = _capitalize(out[-2])
@@ -328,8 +413,9 @@ def _merge_repeated_tags(words: list[Word]) -> list[Word]:
     return out
 
 
-def clean_words(segments: list[Segment], *, verbatim: bool, tag_audio_events: bool,
-                language: str | None = None) -> list[Segment]:
+def clean_words(
+    segments: list[Segment], *, verbatim: bool, tag_audio_events: bool, language: str | None = None
+) -> list[Segment]:
     """Drop or normalise non-speech and disfluencies; return new segments (inputs are untouched).
 
     verbatim=False removes fillers (um, uh, er, hmm, mm, ah... chosen by ``language``, an ISO 639-1
@@ -341,8 +427,7 @@ def clean_words(segments: list[Segment], *, verbatim: bool, tag_audio_events: bo
     from the words, and start/end follow the first/last word that remains when an edge word went.
     Segments without word timestamps get words spread over the segment.
     """
-    language = language_key(language) or guess_language(
-        w.text for segment in segments for w in segment_words(segment))
+    language = language_key(language) or guess_language(w.text for segment in segments for w in segment_words(segment))
     result: list[Segment] = []
     for segment in segments:
         original = segment_words(segment)
@@ -366,4 +451,3 @@ def clean_words(segments: list[Segment], *, verbatim: bool, tag_audio_events: bo
         end = segment.end if last_same else words[-1].end
         result.append(replace(segment, start=start, end=max(start, end), text=text, words=words))
     return result
-

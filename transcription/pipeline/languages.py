@@ -8,6 +8,7 @@ what a translation backend calls a language, and what the speech model calls it,
 
 Only langcodes is imported here, so the API can check languages without loading the speech model.
 """
+
 from __future__ import annotations
 
 import unicodedata

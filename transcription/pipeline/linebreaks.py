@@ -7,6 +7,7 @@ preposition or conjunction when anything else fits, preferably ends at a sentenc
 a pause, never leaves one short word alone, and a last line is never only digits (SRT readers
 take it for the next cue's number).
 """
+
 from __future__ import annotations
 
 import math
@@ -47,12 +48,22 @@ def ends_on(text: str, words: set[str]) -> bool:
     """Whether `text` is one of `words` with no punctuation of its own ("the", not "the,")."""
     if not text[-1:].isalnum() and text[-1:] != "'":
         return False
-    return text.lower().strip("\"“‘«¿¡(") in words
+    return text.lower().strip('"“‘«¿¡(') in words
 
 
-def break_cost(top_chars: int, bottom_chars: int, last_word: str, *, no_break: set[str], weak_break: set[str],
-               pause: bool = False, glued: bool = False, lone_top: bool = False, lone_bottom: bool = False,
-               digits_bottom: bool = False) -> float:
+def break_cost(
+    top_chars: int,
+    bottom_chars: int,
+    last_word: str,
+    *,
+    no_break: set[str],
+    weak_break: set[str],
+    pause: bool = False,
+    glued: bool = False,
+    lone_top: bool = False,
+    lone_bottom: bool = False,
+    digits_bottom: bool = False,
+) -> float:
     """The cost of breaking between a line of `top_chars` ending with `last_word` and the next line
     of `bottom_chars`: imbalance plus what the word before the break says. `lone_*`: the line is
     one short word; `digits_bottom`: the next line is the last and only digits."""
@@ -93,8 +104,12 @@ def _wrap_tokens(text: str) -> list[tuple[str, bool]]:
     for word in text.split():
         glue, piece = False, ""
         for ch in word:
-            if (piece and ch not in ATTACHING_PUNCT and (is_nospace_char(ch) or is_nospace_char(piece[-1]))
-                    and not all(c in OPENING_PUNCT for c in piece)):
+            if (
+                piece
+                and ch not in ATTACHING_PUNCT
+                and (is_nospace_char(ch) or is_nospace_char(piece[-1]))
+                and not all(c in OPENING_PUNCT for c in piece)
+            ):
                 tokens.append((piece, glue))
                 glue, piece = True, ""
             piece += ch
@@ -102,8 +117,9 @@ def _wrap_tokens(text: str) -> list[tuple[str, bool]]:
     return tokens
 
 
-def wrap_lines(text: str, max_chars: int = MAX_LINE_CHARS, max_lines: int = MAX_LINES, *,
-               language: str | None = None) -> list[str]:
+def wrap_lines(
+    text: str, max_chars: int = MAX_LINE_CHARS, max_lines: int = MAX_LINES, *, language: str | None = None
+) -> list[str]:
     """``text`` on as few lines as fit ``max_chars`` each (at most ``max_lines``), broken where
     ``break_cost`` is lowest over all the breaks. ``language`` picks the function words (all the
     known languages' when None). Text too long for ``max_lines`` lines still gets exactly
@@ -142,13 +158,23 @@ def wrap_lines(text: str, max_chars: int = MAX_LINE_CHARS, max_lines: int = MAX_
             step: dict[tuple[int, int], float] = {}
             came: dict[tuple[int, int], tuple[int, int]] = {}
             for (h, i), before in cost.items():
-                for j in ([n] if last_line else range(i + 1, n - (count - line) + 1)):
+                for j in [n] if last_line else range(i + 1, n - (count - line) + 1):
                     if j <= i:
                         continue
-                    total = before + overflow(i, j) + break_cost(
-                        length(h, i), length(i, j), tokens[i - 1][0], no_break=no_break, weak_break=weak_break,
-                        glued=tokens[i][1], lone_top=line == 2 and lone(h, i), lone_bottom=lone(i, j),
-                        digits_bottom=last_line and j - i == 1 and tokens[i][0].isdigit(),
+                    total = (
+                        before
+                        + overflow(i, j)
+                        + break_cost(
+                            length(h, i),
+                            length(i, j),
+                            tokens[i - 1][0],
+                            no_break=no_break,
+                            weak_break=weak_break,
+                            glued=tokens[i][1],
+                            lone_top=line == 2 and lone(h, i),
+                            lone_bottom=lone(i, j),
+                            digits_bottom=last_line and j - i == 1 and tokens[i][0].isdigit(),
+                        )
                     )
                     if total < step.get((i, j), math.inf):
                         step[(i, j)], came[(i, j)] = total, (h, i)
@@ -158,8 +184,9 @@ def wrap_lines(text: str, max_chars: int = MAX_LINE_CHARS, max_lines: int = MAX_
         for came in reversed(back):
             bounds.append(came[bounds[-1]])
         bounds.reverse()
-        lines = ["".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j))
-                 for i, j in bounds]
+        lines = [
+            "".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j)) for i, j in bounds
+        ]
         if all(len(line) <= max_chars for line in lines):
             break
     return lines

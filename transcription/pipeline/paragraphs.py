@@ -1,10 +1,12 @@
 """The `txt` layout: one paragraph per speaker turn. Pure functions over pipeline dataclasses."""
+
 from __future__ import annotations
 
 import math
 import re
 
 from .types import Segment, renumber_speakers
+
 
 def _clock(seconds: float) -> str:
     total = max(0, math.floor(seconds))
@@ -29,6 +31,6 @@ def transcript_text(segments: list[Segment]) -> str:
             turns.append((segment.start, speaker, [text]))
     if not turns:
         return ""
-    return "\n\n".join(f"[{_clock(start)}] Speaker {speaker}: {' '.join(texts)}"
-                       for start, speaker, texts in turns) + "\n"
-
+    return (
+        "\n\n".join(f"[{_clock(start)}] Speaker {speaker}: {' '.join(texts)}" for start, speaker, texts in turns) + "\n"
+    )

@@ -1,5 +1,6 @@
 """List a playlist or channel with yt-dlp's flat extraction: nothing is downloaded or resolved
 beyond the listing itself, so a preview costs one request to the playlist page."""
+
 from __future__ import annotations
 
 import re

@@ -33,6 +33,7 @@ back is checked; CTranslate2 translates a batch with one entry per cue. A cue ma
 speaker-dash lines is translated line by line so each speaker keeps their line; any other cue is
 translated as one sentence and re-wrapped (``linebreaks.wrap_lines``: at most 2 balanced lines).
 """
+
 from __future__ import annotations
 
 import functools
@@ -82,6 +83,7 @@ _DASH = "- "
 # Errors and language names
 # --------------------------------------------------------------------------------------------
 
+
 class TranslationUnavailable(Exception):
     """No backend on this server translates the pair. ``str(e)`` is a sentence for the customer:
     ``TranslationUnavailable("en", "ja")`` writes it (``unavailable_message``), and
@@ -110,12 +112,11 @@ class Translator(Protocol):
 
 
 def unavailable_message(source: str, target: str) -> str:
-    return (f"Translation from {language_label(source)} to {language_label(target)} "
-            "is not available on this server.")
+    return f"Translation from {language_label(source)} to {language_label(target)} is not available on this server."
 
 
 def _pair(source: str | None, target: str | None) -> str:
-    """"Translation from English to Spanish", or just "Translation"."""
+    """ "Translation from English to Spanish", or just "Translation"."""
     if source and target:
         return f"Translation from {language_label(source)} to {language_label(target)}"
     return "Translation"
@@ -128,6 +129,7 @@ def _failed(source: str | None, target: str | None, why: str = "") -> str:
 # --------------------------------------------------------------------------------------------
 # Apertium
 # --------------------------------------------------------------------------------------------
+
 
 @functools.lru_cache(maxsize=1)
 def apertium_modes() -> dict[tuple[str, str], str]:
@@ -162,8 +164,15 @@ def _run_killable(command: list[str], stdin: str, timeout: float) -> tuple[int, 
     """(exit status, stdout, stderr). ``apertium`` is a shell script running a pipeline of
     programs: on timeout the whole process group is killed, not just the shell, so that nothing
     keeps running (or keeps the pipes open) after TimeoutExpired is raised."""
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, encoding="utf-8", start_new_session=True)
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
+        start_new_session=True,
+    )
     try:
         stdout, stderr = process.communicate(stdin, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -179,8 +188,14 @@ def _run_killable(command: list[str], stdin: str, timeout: float) -> tuple[int, 
 class ApertiumTranslator:
     """One or more Apertium modes chained (``["eng-spa", "es-pt"]`` pivots through Spanish)."""
 
-    def __init__(self, modes: list[str], *, timeout: float = DEFAULT_TIMEOUT,
-                 source: str | None = None, target: str | None = None):
+    def __init__(
+        self,
+        modes: list[str],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        source: str | None = None,
+        target: str | None = None,
+    ):
         if not modes:
             raise ValueError("at least one Apertium mode")
         self.modes = list(modes)
@@ -210,8 +225,9 @@ class ApertiumTranslator:
             returncode, stdout, stderr = _run_killable(["apertium", "-f", "html", "-u", mode], document, self.timeout)
         except subprocess.TimeoutExpired:
             log.error("apertium %s: timed out after %s s on %d texts", mode, self.timeout, len(texts))
-            raise TranslationFailed(f"{_pair(self.source, self.target)} took longer than {self.timeout:g} "
-                                    "seconds and was stopped.") from None
+            raise TranslationFailed(
+                f"{_pair(self.source, self.target)} took longer than {self.timeout:g} seconds and was stopped."
+            ) from None
         except OSError as error:
             log.error("apertium %s: could not run: %s", mode, error)
             raise TranslationFailed(_failed(self.source, self.target)) from error
@@ -232,15 +248,50 @@ class ApertiumTranslator:
 # ISO 639-1 (or 639-3) -> NLLB-200 code, where the generic alpha3_Script rule gets it wrong or
 # for the commonest languages.
 NLLB_CODES = {
-    "en": "eng_Latn", "es": "spa_Latn", "fr": "fra_Latn", "de": "deu_Latn", "it": "ita_Latn",
-    "pt": "por_Latn", "ca": "cat_Latn", "gl": "glg_Latn", "nl": "nld_Latn", "sv": "swe_Latn",
-    "da": "dan_Latn", "nb": "nob_Latn", "no": "nob_Latn", "fi": "fin_Latn", "pl": "pol_Latn",
-    "cs": "ces_Latn", "ro": "ron_Latn", "hu": "hun_Latn", "el": "ell_Grek", "tr": "tur_Latn",
-    "ru": "rus_Cyrl", "uk": "ukr_Cyrl", "bg": "bul_Cyrl", "ar": "arb_Arab", "he": "heb_Hebr",
-    "fa": "pes_Arab", "hi": "hin_Deva", "bn": "ben_Beng", "ur": "urd_Arab", "ja": "jpn_Jpan",
-    "ko": "kor_Hang", "zh": "zho_Hans", "vi": "vie_Latn", "th": "tha_Thai", "id": "ind_Latn",
-    "ms": "zsm_Latn", "sw": "swh_Latn", "et": "est_Latn", "lv": "lvs_Latn", "eu": "eus_Latn",
-    "ast": "ast_Latn", "oc": "oci_Latn", "eo": "epo_Latn", "tl": "tgl_Latn",
+    "en": "eng_Latn",
+    "es": "spa_Latn",
+    "fr": "fra_Latn",
+    "de": "deu_Latn",
+    "it": "ita_Latn",
+    "pt": "por_Latn",
+    "ca": "cat_Latn",
+    "gl": "glg_Latn",
+    "nl": "nld_Latn",
+    "sv": "swe_Latn",
+    "da": "dan_Latn",
+    "nb": "nob_Latn",
+    "no": "nob_Latn",
+    "fi": "fin_Latn",
+    "pl": "pol_Latn",
+    "cs": "ces_Latn",
+    "ro": "ron_Latn",
+    "hu": "hun_Latn",
+    "el": "ell_Grek",
+    "tr": "tur_Latn",
+    "ru": "rus_Cyrl",
+    "uk": "ukr_Cyrl",
+    "bg": "bul_Cyrl",
+    "ar": "arb_Arab",
+    "he": "heb_Hebr",
+    "fa": "pes_Arab",
+    "hi": "hin_Deva",
+    "bn": "ben_Beng",
+    "ur": "urd_Arab",
+    "ja": "jpn_Jpan",
+    "ko": "kor_Hang",
+    "zh": "zho_Hans",
+    "vi": "vie_Latn",
+    "th": "tha_Thai",
+    "id": "ind_Latn",
+    "ms": "zsm_Latn",
+    "sw": "swh_Latn",
+    "et": "est_Latn",
+    "lv": "lvs_Latn",
+    "eu": "eus_Latn",
+    "ast": "ast_Latn",
+    "oc": "oci_Latn",
+    "eo": "epo_Latn",
+    "tl": "tgl_Latn",
 }
 
 
@@ -275,7 +326,8 @@ def _ct2_load(folder: Path) -> tuple[object, object, object]:
             raise FileNotFoundError(f"{folder}/model.bin")
         if (folder / "sentencepiece.bpe.model").is_file():
             source_sp = target_sp = sentencepiece.SentencePieceProcessor(
-                model_file=str(folder / "sentencepiece.bpe.model"))
+                model_file=str(folder / "sentencepiece.bpe.model")
+            )
         else:
             source_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "source.spm"))
             target_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.spm"))
@@ -323,7 +375,8 @@ class CT2Translator:
         except Exception as error:  # noqa: BLE001 - whatever breaks, the customer gets one sentence
             log.error("ctranslate2 model %s could not be loaded: %r", self.folder, error)
             raise TranslationFailed(
-                _failed(self.source, self.target, "its translation model could not be loaded")) from error
+                _failed(self.source, self.target, "its translation model could not be loaded")
+            ) from error
 
     def translate(self, texts: list[str]) -> list[str]:
         self.load()
@@ -334,14 +387,18 @@ class CT2Translator:
         if not todo:
             return out
         batch = [source_sp.encode(clean[index], out_type=str) for index in todo]
-        options = dict(beam_size=self.BEAM_SIZE, max_decoding_length=self.MAX_DECODING_LENGTH,
-                       max_batch_size=self.MAX_BATCH_SIZE)
+        options = dict(
+            beam_size=self.BEAM_SIZE, max_decoding_length=self.MAX_DECODING_LENGTH, max_batch_size=self.MAX_BATCH_SIZE
+        )
         prefix_token = None
         if self.is_nllb:
             source_code, prefix_token = nllb_code(self.source), nllb_code(self.target)
             vocabulary = _vocabulary(self.folder)
-            if (not source_code or not prefix_token
-                    or (vocabulary is not None and not {source_code, prefix_token} <= vocabulary)):
+            if (
+                not source_code
+                or not prefix_token
+                or (vocabulary is not None and not {source_code, prefix_token} <= vocabulary)
+            ):
                 raise TranslationFailed(unavailable_message(self.source, self.target))
             batch = [[source_code, *tokens, "</s>"] for tokens in batch]
             options["target_prefix"] = [[prefix_token]] * len(batch)
@@ -369,6 +426,7 @@ class _Identity:
 # Choosing a backend
 # --------------------------------------------------------------------------------------------
 
+
 def _ct2_folder(source: str, target: str, ct2_models: dict[str, str] | None) -> str | None:
     for key, folder in (ct2_models or {}).items():
         if key == "*" or "-" not in key:
@@ -382,8 +440,9 @@ def _ct2_folder(source: str, target: str, ct2_models: dict[str, str] | None) -> 
     return None
 
 
-def find_translator(source: str, target: str, *, ct2_models: dict[str, str] | None = None,
-                    timeout: float = DEFAULT_TIMEOUT) -> Translator | None:
+def find_translator(
+    source: str, target: str, *, ct2_models: dict[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
+) -> Translator | None:
     """The best backend for ``source`` -> ``target`` (ISO 639-1, or 639-3 where there is no 639-1;
     other tags are normalised), or None when nothing here translates the pair.
 
@@ -402,8 +461,9 @@ def find_translator(source: str, target: str, *, ct2_models: dict[str, str] | No
     if (source, target) in modes:
         return ApertiumTranslator([modes[source, target]], timeout=timeout, source=source, target=target)
     if PIVOT not in (source, target) and (source, PIVOT) in modes and (PIVOT, target) in modes:
-        return ApertiumTranslator([modes[source, PIVOT], modes[PIVOT, target]], timeout=timeout,
-                                  source=source, target=target)
+        return ApertiumTranslator(
+            [modes[source, PIVOT], modes[PIVOT, target]], timeout=timeout, source=source, target=target
+        )
     return None
 
 
@@ -449,10 +509,11 @@ def translate_cues(cues: list[Cue], translator: Translator, *, language: str | N
         raise TranslationFailed("Translation failed on this server.")
     out = []
     for cue, (kind, first, count) in zip(cues, plans):
-        parts = translated[first:first + count]
+        parts = translated[first : first + count]
         if kind == "dash":
-            lines = [_DASH + (_DASH_LINE.match(part).group(1) if _DASH_LINE.match(part) else part).strip()
-                     for part in parts]
+            lines = [
+                _DASH + (_DASH_LINE.match(part).group(1) if _DASH_LINE.match(part) else part).strip() for part in parts
+            ]
         elif kind == "text":
             lines = wrap_lines(parts[0], MAX_LINE_CHARS, MAX_LINES, language=language)
         else:
@@ -509,7 +570,8 @@ def align_translated_words(cues: list[Cue], words: list[Word]) -> list[Cue]:
 
     out = []
     for cue, bucket in zip(cues, buckets):
-        text = re.sub(r"\s+", " ", "".join(word.text if word.text[:1].isspace() else " " + word.text
-                                           for word in bucket)).strip()
+        text = re.sub(
+            r"\s+", " ", "".join(word.text if word.text[:1].isspace() else " " + word.text for word in bucket)
+        ).strip()
         out.append(replace(cue, lines=wrap_lines(text, MAX_LINE_CHARS, MAX_LINES, language="en")))
     return out

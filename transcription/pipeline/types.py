@@ -1,4 +1,5 @@
 """Plain data passed between pipeline stages. Nothing here knows about Django."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field

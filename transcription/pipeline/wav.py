@@ -3,6 +3,7 @@
 Read a block or a slice at a time, so memory never grows with the recording's length. Samples come
 back as float32 in [-1, 1].
 """
+
 from __future__ import annotations
 
 import os

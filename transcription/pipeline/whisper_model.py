@@ -20,16 +20,18 @@ anything else
     ``small``) and handed to faster-whisper, which downloads it into
     ``<cache_dir>/hub``. Only works with internet access.
 """
+
 from __future__ import annotations
 
 import hashlib
 import os
 import tempfile
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # pragma: no cover
     from faster_whisper import WhisperModel
@@ -159,10 +161,7 @@ def assemble_base_model(cache_dir: str | os.PathLike) -> Path:
     """
     part1 = _package_data(_BASE_PART1[0], "data", _BASE_PART1[1], pip_hint=_BASE_PIP)
     part2 = _package_data(_BASE_PART2[0], "data", _BASE_PART2[1], pip_hint=_BASE_PIP)
-    side = {
-        name: _package_data(_BASE_PART2[0], "data", name, pip_hint=_BASE_PIP)
-        for name in _BASE_SIDE_FILES
-    }
+    side = {name: _package_data(_BASE_PART2[0], "data", name, pip_hint=_BASE_PIP) for name in _BASE_SIDE_FILES}
 
     folder = Path(cache_dir) / _BASE_FOLDER
     folder.mkdir(parents=True, exist_ok=True)
@@ -199,11 +198,7 @@ def _tiny_en_folder() -> Path:
 
 
 def _looks_like_path(name: str) -> bool:
-    return (
-        os.path.isabs(name)
-        or name.startswith(("./", "../", "~", ".\\", "..\\"))
-        or os.path.isdir(name)
-    )
+    return os.path.isabs(name) or name.startswith(("./", "../", "~", ".\\", "..\\")) or os.path.isdir(name)
 
 
 def resolve_model(name: str | None, cache_dir: str | os.PathLike) -> str:
@@ -231,7 +226,7 @@ def resolve_model(name: str | None, cache_dir: str | os.PathLike) -> str:
 # ---------------------------------------------------------------------------
 # Loading, once per process
 
-_models: dict[tuple, "WhisperModel"] = {}
+_models: dict[tuple, WhisperModel] = {}
 _models_lock = threading.Lock()
 
 
@@ -253,7 +248,7 @@ def load_model(
     device: str = "auto",
     *,
     cpu_threads: int | None = None,
-) -> "WhisperModel":
+) -> WhisperModel:
     """Return a ``faster_whisper.WhisperModel``, loaded once per process.
 
     int8 on CPU, float16 on CUDA (``device="auto"`` picks CUDA when
@@ -286,8 +281,6 @@ def load_model(
             )
         except Exception as exc:
             where = f"folder {source}" if is_local else f"hub id '{source}' (needs internet)"
-            raise ModelUnavailable(
-                f"Could not load Whisper model '{name}' from {where} on {dev}: {exc}"
-            ) from exc
+            raise ModelUnavailable(f"Could not load Whisper model '{name}' from {where} on {dev}: {exc}") from exc
         _models[key] = model
         return model

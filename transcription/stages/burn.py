@@ -2,6 +2,7 @@
 the job fails and is refunded), then one per translation (one that cannot be drawn fails alone).
 A video made before a lost worker is not drawn again.
 """
+
 from __future__ import annotations
 
 import logging
@@ -26,8 +27,11 @@ def run(job_id) -> bool:
 def _burn_stage(job: Job, directory: Path) -> bool:
     services.job_advance(job.id, states.BURNING)
     source = files.fetch(files.source_name(job.id), directory / "source.video")
-    translations = [t for t in job.translations.all()
-                    if t.state in (states.TRANSLATION_TRANSLATING, states.TRANSLATION_BURNING) and t.srt]
+    translations = [
+        t
+        for t in job.translations.all()
+        if t.state in (states.TRANSLATION_TRANSLATING, states.TRANSLATION_BURNING) and t.srt
+    ]
     videos: list[tuple[Translation | None, str | None, str]] = [(None, job.detected_language, job.srt or "")]
     videos += [(t, t.language_code, t.srt) for t in translations]
     for index, (translation, language, srt) in enumerate(videos):
@@ -39,8 +43,14 @@ def _burn_stage(job: Job, directory: Path) -> bool:
             services.translation_advance(translation.id, states.TRANSLATION_BURNING)
         try:
             burn.burn(
-                source, captions.from_srt(srt), output, quality=job.quality, font_size=job.font_size,
-                background=job.background, language=language, on_progress=progress,
+                source,
+                captions.from_srt(srt),
+                output,
+                quality=job.quality,
+                font_size=job.font_size,
+                background=job.background,
+                language=language,
+                on_progress=progress,
                 timeout=settings.BURN_TIMEOUT_SECONDS,
             )
             name = files.store(output, files.burned_name(job.id, language if translation else None))

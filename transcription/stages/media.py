@@ -3,6 +3,7 @@
 The video's length is charged as soon as it is known: from the metadata, or, for direct links
 that carry none, from the downloaded file before anything is converted.
 """
+
 from __future__ import annotations
 
 import math
@@ -34,8 +35,12 @@ def _media_stages(job: Job, directory: Path) -> bool:
     allow_private = settings.ALLOW_PRIVATE_URLS
     burned = job.type == "burned"
     services.job_advance(job.id, states.PREPARING)
-    info = fetch.probe(job.url, allow_private=allow_private, max_duration=settings.MAX_VIDEO_SECONDS,
-                       timeout=settings.FETCH_TIMEOUT_SECONDS)
+    info = fetch.probe(
+        job.url,
+        allow_private=allow_private,
+        max_duration=settings.MAX_VIDEO_SECONDS,
+        timeout=settings.FETCH_TIMEOUT_SECONDS,
+    )
     duration = math.ceil(info.duration) if info.duration else None
     services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500])
     if duration is not None and not _charge(job.id, states.PREPARING, duration):
@@ -43,9 +48,14 @@ def _media_stages(job: Job, directory: Path) -> bool:
 
     services.job_advance(job.id, states.DOWNLOADING)
     source = fetch.download(
-        job.url, directory, allow_private=allow_private, timeout=settings.DOWNLOAD_TIMEOUT_SECONDS,
-        max_bytes=settings.DOWNLOAD_MAX_BYTES, stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
-        max_duration=settings.MAX_VIDEO_SECONDS, video=burned,
+        job.url,
+        directory,
+        allow_private=allow_private,
+        timeout=settings.DOWNLOAD_TIMEOUT_SECONDS,
+        max_bytes=settings.DOWNLOAD_MAX_BYTES,
+        stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
+        max_duration=settings.MAX_VIDEO_SECONDS,
+        video=burned,
     )
 
     services.job_advance(job.id, states.CONVERTING)
@@ -64,8 +74,9 @@ def _media_stages(job: Job, directory: Path) -> bool:
     audio.to_wav(source, wav, timeout=settings.FFMPEG_TIMEOUT_SECONDS, max_seconds=max_seconds)
 
     if burned and max_seconds is not None:
-        source = audio.cut_media(source, directory / f"preview{source.suffix}", seconds=max_seconds,
-                                 timeout=settings.FFMPEG_TIMEOUT_SECONDS)
+        source = audio.cut_media(
+            source, directory / f"preview{source.suffix}", seconds=max_seconds, timeout=settings.FFMPEG_TIMEOUT_SECONDS
+        )
 
     services.job_advance(job.id, states.UPLOADING)
     files.store(wav, files.audio_name(job.id))

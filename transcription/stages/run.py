@@ -6,6 +6,7 @@ Everything a job writes to local disk lives in WORK_DIR/<job id>/ and is removed
 ends, whatever happens. A stage re-delivered after a lost worker starts again from what the job
 already has.
 """
+
 from __future__ import annotations
 
 import logging

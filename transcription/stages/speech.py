@@ -4,6 +4,7 @@
 A re-delivered job in `translating` already has its subtitles: only the missing translations are
 made.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -49,8 +50,17 @@ def _recognise(job: Job, wav: Path) -> None:
         progress = Throttled(
             lambda f, start=start, end=end, done=done: services.job_progress(job.id, (done + f * (end - start)) / total)
         )
-        parts.append(asr.transcribe(model, wav, start=start, end=end, language=job.language_code, verbatim=job.verbatim,
-                                    on_progress=progress))
+        parts.append(
+            asr.transcribe(
+                model,
+                wav,
+                start=start,
+                end=end,
+                language=job.language_code,
+                verbatim=job.verbatim,
+                on_progress=progress,
+            )
+        )
         done += end - start
 
     if len(parts) > 1:

@@ -2,6 +2,7 @@
 model for speech -> English). One translation that cannot be made fails alone, refunded by
 services.translation_fail; the job goes on.
 """
+
 from __future__ import annotations
 
 import logging
@@ -24,8 +25,11 @@ TRANSLATION_ERRORS = (translate.TranslationUnavailable, translate.TranslationFai
 def translate_all(job: Job, wav: Path) -> None:
     """Make each requested translation still missing. A burned job's translations stay
     `translating` with their subtitles until the burn worker draws them."""
-    waiting = [t for t in job.translations.all() if t.state == states.TRANSLATION_PENDING
-               or (t.state == states.TRANSLATION_TRANSLATING and not t.srt)]
+    waiting = [
+        t
+        for t in job.translations.all()
+        if t.state == states.TRANSLATION_PENDING or (t.state == states.TRANSLATION_TRANSLATING and not t.srt)
+    ]
     if not waiting:
         return
     services.job_advance(job.id, states.TRANSLATING)
@@ -41,8 +45,9 @@ def translate_all(job: Job, wav: Path) -> None:
             logger.exception("job %s: translation to %s failed unexpectedly", job.id, translation.language_code)
             services.translation_fail(translation.id, TRANSLATION_INTERNAL_ERROR)
         else:
-            services.translation_advance(translation.id, finished, srt=captions.to_srt(cues),
-                                         webvtt=captions.to_webvtt(cues))
+            services.translation_advance(
+                translation.id, finished, srt=captions.to_srt(cues), webvtt=captions.to_webvtt(cues)
+            )
         services.job_progress(job.id, (index + 1) / len(waiting))
 
 
@@ -53,16 +58,18 @@ def _translated_cues(job: Job, target: str, source_cues: list[captions.Cue], wav
     source = job.detected_language or job.language_code or "en"
     if target == source:
         return source_cues
-    translator = translate.find_translator(source, target, ct2_models=settings.TRANSLATION_MODELS,
-                                           timeout=settings.TRANSLATION_TIMEOUT_SECONDS)
+    translator = translate.find_translator(
+        source, target, ct2_models=settings.TRANSLATION_MODELS, timeout=settings.TRANSLATION_TIMEOUT_SECONDS
+    )
     if translator is not None:
         return translate.translate_cues(source_cues, translator, language=target)
     model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR) if target == "en" else None
     if model is not None and model.model.is_multilingual:  # an English-only model cannot translate
         words = []
         for start, end in audio.plan_chunks(wav):
-            part = asr.transcribe(model, wav, start=start, end=end, language=source, verbatim=job.verbatim,
-                                  task="translate")
+            part = asr.transcribe(
+                model, wav, start=start, end=end, language=source, verbatim=job.verbatim, task="translate"
+            )
             words += [word for segment in part.segments for word in segment.words]
         return translate.align_translated_words(source_cues, words)
     raise translate.TranslationUnavailable(translate.unavailable_message(source, target))

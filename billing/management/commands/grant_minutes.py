@@ -22,4 +22,6 @@ class Command(BaseCommand):
         except ValueError as error:
             raise CommandError(str(error)) from None
         balance = account_balance(account.pk)
-        self.stdout.write(f"Granted {minutes} minutes to {account.email}; balance is now {balance // 60} min {balance % 60} s.")
+        self.stdout.write(
+            f"Granted {minutes} minutes to {account.email}; balance is now {balance // 60} min {balance % 60} s."
+        )

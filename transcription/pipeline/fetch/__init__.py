@@ -29,6 +29,7 @@ is pointed at an empty ``ffmpeg_location``: such downloads fail instead of
 escaping the checks.  ``fixup`` is off in any case: the pipeline converts the
 file with its own ffmpeg run later (see ``audio.to_wav``).
 """
+
 from __future__ import annotations
 
 import json
@@ -75,7 +76,7 @@ from .errors import (  # noqa: F401 - the messages callers compare errors with
     too_big_message,
     too_long_message,
 )
-from .guard import VIDEO_FORMAT, AddressPolicy, Abort, Blocked, GuardedYoutubeDL, Session, check_url, ydl_params
+from .guard import VIDEO_FORMAT, Abort, AddressPolicy, Blocked, GuardedYoutubeDL, Session, check_url, ydl_params
 from .watchdog import run_watched
 
 __all__ = ["FetchError", "check_url", "probe", "download", "extract_listing", "too_long_message"]
@@ -157,13 +158,21 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout
     url = fmt.get("url")
     if not url:
         return None
-    headers = {k: v for k, v in (fmt.get("http_headers") or {}).items() if k.lower() in ("user-agent", "referer", "cookie")}
+    headers = {
+        k: v for k, v in (fmt.get("http_headers") or {}).items() if k.lower() in ("user-agent", "referer", "cookie")
+    }
     cmd = ["ffprobe", "-v", "error", "-rw_timeout", str(int(timeout * 1_000_000))]
     if not session.policy.allow_private:
         url = _final_url(ydl, url, headers)
         session.check_request_url(url)
-        cmd += ["-max_redirects", "0", "-protocol_whitelist", "http,https,tcp,tls",
-                "-format_whitelist", _FFPROBE_FORMATS]
+        cmd += [
+            "-max_redirects",
+            "0",
+            "-protocol_whitelist",
+            "http,https,tcp,tls",
+            "-format_whitelist",
+            _FFPROBE_FORMATS,
+        ]
     if headers:
         cmd += ["-headers", "".join(f"{k}: {v}\r\n" for k, v in headers.items())]
     cmd += ["-show_entries", "format=duration", "-of", "json", url]
@@ -219,8 +228,11 @@ def probe(
                 _refuse_playlist(info)
                 _refuse_live(info)
                 duration = _duration(info)
-                if duration is None and str(info.get("protocol", "")).startswith("http") \
-                        and "+" not in str(info.get("protocol")):
+                if (
+                    duration is None
+                    and str(info.get("protocol", "")).startswith("http")
+                    and "+" not in str(info.get("protocol"))
+                ):
                     duration = _remote_duration(ydl, session, info, timeout)
                 if max_duration is not None and duration is not None and duration > max_duration:
                     raise FetchError(too_long_message(duration, max_duration))
@@ -298,12 +310,14 @@ def download(
         no_ffmpeg = None if allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
         try:
             params = ydl_params(session, socket_timeout=stall_timeout, no_ffmpeg_dir=no_ffmpeg)
-            params.update({
-                "outtmpl": {"default": str(dest / "media.%(ext)s")},
-                **({"format": VIDEO_FORMAT} if video else {}),
-                "match_filter": match_filter,
-                "progress_hooks": [progress],
-            })
+            params.update(
+                {
+                    "outtmpl": {"default": str(dest / "media.%(ext)s")},
+                    **({"format": VIDEO_FORMAT} if video else {}),
+                    "match_filter": match_filter,
+                    "progress_hooks": [progress],
+                }
+            )
             with GuardedYoutubeDL(params, session) as ydl:
                 info = ydl.extract_info(url, download=True)
                 if not info:
@@ -329,9 +343,12 @@ def download(
 
     try:
         return run_watched(
-            session, work,
-            deadline=timeout, on_deadline=FetchError(download_timeout_message(timeout)),
-            stall=stall_timeout, on_stall=FetchError(stalled_message(stall_timeout)),
+            session,
+            work,
+            deadline=timeout,
+            on_deadline=FetchError(download_timeout_message(timeout)),
+            stall=stall_timeout,
+            on_stall=FetchError(stalled_message(stall_timeout)),
         )
     except FetchError:
         for p in set(dest.iterdir()) - before:
@@ -345,7 +362,9 @@ def download(
         raise
 
 
-def extract_listing(url: str, *, allow_private: bool, timeout: float = 30, allowed_networks: Sequence[str] = ()) -> dict:
+def extract_listing(
+    url: str, *, allow_private: bool, timeout: float = 30, allowed_networks: Sequence[str] = ()
+) -> dict:
     """yt-dlp's flat extraction of a playlist or channel page: the entries as the page lists
     them, none of them resolved or downloaded. Goes through the same address guard as probe()."""
     policy = AddressPolicy(allow_private, allowed_networks)
@@ -353,7 +372,11 @@ def extract_listing(url: str, *, allow_private: bool, timeout: float = 30, allow
     session = Session(policy)
 
     def work() -> dict:
-        params = {**ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=None), "noplaylist": False, "playlistend": 1000}
+        params = {
+            **ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=None),
+            "noplaylist": False,
+            "playlistend": 1000,
+        }
         with GuardedYoutubeDL(params, session) as ydl:
             info = ydl.extract_info(url, download=False)
             if not info:

@@ -1,5 +1,6 @@
 """Everything that goes wrong while fetching ends as a FetchError whose message can be shown to
 the client as it is: the messages, and the mapping of yt-dlp's and the network's errors to them."""
+
 from __future__ import annotations
 
 import re
@@ -209,4 +210,3 @@ def map_error(exc: BaseException, session) -> FetchError:
         return FetchError(f"The address could not be reached: {reason}.")
 
     return FetchError("The video could not be fetched: " + _clean_ytdlp_message(str(exc)))
-

@@ -14,6 +14,7 @@ The same handler records every socket it opens in the :class:`Session`, so a dow
 overruns its time limit or stalls can be stopped at once by shutting those sockets down
 (watchdog.py).
 """
+
 from __future__ import annotations
 
 import functools
@@ -37,10 +38,7 @@ from yt_dlp.utils import DownloadCancelled
 from .errors import MSG_INVALID, MSG_PRIVATE, MSG_SCHEME, FetchError
 
 # Only protocols that yt-dlp downloads itself, through the guarded handler.
-AUDIO_FORMAT = (
-    "bestaudio[protocol^=http]/bestaudio[protocol^=m3u8]"
-    "/best[protocol^=http]/best[protocol^=m3u8]"
-)
+AUDIO_FORMAT = "bestaudio[protocol^=http]/bestaudio[protocol^=m3u8]/best[protocol^=http]/best[protocol^=m3u8]"
 # For burned-in subtitles: the best single file that has both picture and sound. Merging separate
 # video and audio streams would need ffmpeg inside yt-dlp, which stays disabled (it would fetch
 # URLs past the address guard).
@@ -53,8 +51,13 @@ def _is_forbidden_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
         if mapped is not None and _is_forbidden_ip(mapped):
             return True
     return (
-        ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_multicast
-        or ip.is_reserved or ip.is_unspecified or not ip.is_global
+        ip.is_loopback
+        or ip.is_private
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+        or not ip.is_global
     )
 
 
@@ -138,8 +141,8 @@ class Session:
     def __init__(self, policy: AddressPolicy):
         self.policy = policy
         self.lock = threading.Lock()
-        self.sockets: "weakref.WeakSet[socket.socket]" = weakref.WeakSet()
-        self.processes: "weakref.WeakSet[subprocess.Popen]" = weakref.WeakSet()
+        self.sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
+        self.processes: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
         self.cancelled = threading.Event()
         self.failure: FetchError | None = None  # set by the policy or the watchdog; wins over anything else
         self.last_activity = time.monotonic()
@@ -278,8 +281,7 @@ class _GuardProcessor(urllib.request.BaseHandler):
         # Through a proxy the socket goes to the proxy, not to the URL's host: the URL
         # checks above still apply, the connection check would only see the proxy.
         proxied = req.selector == req.full_url or getattr(req, "_tunnel_host", None)
-        return self.http.do_open(
-            functools.partial(self._connection, conn_class, not proxied), req, **kwargs)
+        return self.http.do_open(functools.partial(self._connection, conn_class, not proxied), req, **kwargs)
 
     def _connection(self, conn_class, check, *args, **kwargs):
         hc = conn_class(*args, **kwargs)
@@ -374,4 +376,3 @@ def ydl_params(session: Session, *, socket_timeout: float, no_ffmpeg_dir: str | 
     if no_ffmpeg_dir is not None:
         params["ffmpeg_location"] = no_ffmpeg_dir
     return params
-

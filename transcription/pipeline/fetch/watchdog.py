@@ -1,6 +1,7 @@
 """Every probe and download runs in a worker thread watched from the caller's: past its deadline,
 or with no activity for its stall time, its session is aborted (sockets shut down, subprocesses
 killed), so no fetch hangs a worker."""
+
 from __future__ import annotations
 
 import threading
@@ -12,8 +13,16 @@ from .errors import FetchError, map_error
 from .guard import Session
 
 
-def run_watched(session: Session, fn: Callable[[], Any], *, deadline: float, on_deadline: FetchError,
-         stall: float | None = None, on_stall: FetchError | None = None, grace: float = 5.0) -> Any:
+def run_watched(
+    session: Session,
+    fn: Callable[[], Any],
+    *,
+    deadline: float,
+    on_deadline: FetchError,
+    stall: float | None = None,
+    on_stall: FetchError | None = None,
+    grace: float = 5.0,
+) -> Any:
     """Run ``fn`` in a worker thread; stop it (sockets shut down, subprocesses
     killed) when it runs past ``deadline`` seconds or shows no activity for
     ``stall`` seconds.  A worker that does not unwind within ``grace`` seconds is
@@ -49,4 +58,3 @@ def run_watched(session: Session, fn: Callable[[], Any], *, deadline: float, on_
     if "value" not in outcome:  # abandoned without a recorded reason (should not happen)
         raise on_deadline
     return outcome["value"]
-
