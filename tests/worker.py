@@ -13,7 +13,7 @@ from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
-QUEUES = "media,asr,burn"
+QUEUES = "media,asr,burn,hooks"
 
 
 def _database_url() -> str:

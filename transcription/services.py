@@ -13,6 +13,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from billing.services import job_refund, translation_refund
+from webhooks.services import message_record_job_end
 
 from . import poll_cache, states
 from .languages import normalize_language
@@ -96,6 +97,7 @@ def job_progress(job_id, fraction: float) -> None:
 @transaction.atomic
 def job_finish(job_id, **results) -> Job:
     job = job_advance(job_id, states.DONE, 1.0, **results)
+    message_record_job_end(job)  # the webhook event commits with the job's end, or neither does
     return job
 
 
@@ -117,6 +119,7 @@ def job_fail(job_id, error: str) -> Job | None:
             translation.error = "The job failed before this translation was made."
             translation.save()
         job_refund(job, reason=f"Job failed: {error}")
+        message_record_job_end(job)
     logger.info("job %s failed: %s", job_id, error)
     return job
 
