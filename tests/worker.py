@@ -32,8 +32,8 @@ def purge_queues(env: dict) -> None:
 
 
 @contextlib.contextmanager
-def running_worker(log_path: Path, **extra_env: str):
-    """Start a worker on all queues; yield the process; stop it (or kill it) at the end.
+def running_worker(log_path: Path, queues: str = QUEUES, **extra_env: str):
+    """Start a worker on `queues` (all by default); yield the process; stop it (or kill it) at the end.
 
     The worker talks to the test database (the test must commit: django_db(transaction=True)).
     """
@@ -48,7 +48,7 @@ def running_worker(log_path: Path, **extra_env: str):
     purge_queues(env)
     log = log_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", QUEUES, "--concurrency", "1",
+        [sys.executable, "-m", "celery", "-A", "config", "worker", "--queues", queues, "--concurrency", "1",
          "--without-gossip", "--without-mingle", "--loglevel", "INFO", "--hostname", f"test-{os.getpid()}@%h"],
         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )

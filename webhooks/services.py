@@ -207,8 +207,9 @@ def signed_headers(message: Message, signing_secrets: list[str], now: datetime) 
 
 
 def _claim_seconds() -> float:
-    """How long a delivery may hold its message: the request's own limit, and room to record it."""
-    return settings.WEBHOOK_TIMEOUT_SECONDS + 10
+    """How long a delivery may hold its message: twice the request's own limit, leaving room for
+    the name lookup (which that limit does not cover) and for recording the attempt."""
+    return 2 * settings.WEBHOOK_TIMEOUT_SECONDS + 1
 
 
 def message_deliver(message_id) -> Attempt | None:

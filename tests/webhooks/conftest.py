@@ -1,5 +1,7 @@
 """Webhook fixtures: a receiver on 127.0.0.1 that verifies signatures, an account whose webhook
 points at it, and jobs that end through transcription.services (as the runner ends them)."""
+import time
+
 import pytest
 from django.test import override_settings
 
@@ -43,3 +45,20 @@ def message_of(job, event_type=None):
 
     found = Message.objects.filter(job=job)
     return found.get(event_type=event_type) if event_type else found.get()
+
+
+def wait_for_message(message_id, ready, what: str, timeout: float = 60):
+    """Poll the database until `ready(message)` is true; return the message. Fails after `timeout`
+    seconds saying what was awaited and where the message stood."""
+    from webhooks.models import Message
+
+    deadline = time.monotonic() + timeout
+    while True:
+        message = Message.objects.get(pk=message_id)
+        if ready(message):
+            return message
+        if time.monotonic() > deadline:
+            outcomes = [attempt.outcome for attempt in message.attempts.all()]
+            raise AssertionError(f"message {message.webhook_id}: no {what} after {timeout} s; it is {message.state}, "
+                                 f"claimed until {message.claimed_until}, attempts {outcomes}")
+        time.sleep(0.2)
