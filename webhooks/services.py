@@ -144,10 +144,10 @@ def job_event_data(job: Job) -> dict:
     return document
 
 
-def _queue(message_id) -> None:
+def _queue(message_id, countdown: float = 0) -> None:
     from .tasks import deliver_message
 
-    deliver_message.delay(str(message_id))
+    deliver_message.apply_async((str(message_id),), countdown=countdown)
 
 
 def _record(endpoint: Endpoint, event_type: str, data: dict, **about) -> Message:
@@ -215,7 +215,8 @@ def _claim_seconds() -> float:
 def message_deliver(message_id) -> Attempt | None:
     """Post a message that is due and that no other worker holds; record the attempt and what
     follows from it. Returns the attempt, or None when there was nothing to do."""
-    from . import delivery
+    from . import delivery  # loads the download guard, and with it yt-dlp: workers only
+
     now = timezone.now()
     held = now + timedelta(seconds=_claim_seconds())
     free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
@@ -269,15 +270,9 @@ def _attempt_record(message_id, held, url: str, started: datetime, answer) -> At
         message.next_attempt_at = now + timedelta(seconds=delay)
         message.queued_at = now if delay <= QUEUE_AHEAD_SECONDS else None
         if message.queued_at:
-            transaction.on_commit(lambda: _queue_later(message_id, delay), robust=True)
+            transaction.on_commit(lambda: _queue(message_id, delay), robust=True)
     message.save()
     return attempt
-
-
-def _queue_later(message_id, delay: float) -> None:
-    from .tasks import deliver_message
-
-    deliver_message.apply_async((str(message_id),), countdown=delay)
 
 
 def _endpoint_disable(endpoint: Endpoint, reason: str, now: datetime) -> None:
