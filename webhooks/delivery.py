@@ -117,7 +117,14 @@ def post(url: str, body: bytes, headers: dict[str, str], *, allow_private: bool,
     # http.client opens its socket through this attribute (HTTPSConnection then wraps it in TLS
     # for `host`), which lets the guard see, and the watchdog close, every socket it uses.
     connection._create_connection = opener
-    watchdog = threading.Timer(timeout, opener.stop)
+
+    def stop() -> None:
+        opener.stop()
+        if connection.sock is not None:  # the TLS socket that replaced the one opener made
+            with contextlib.suppress(OSError):
+                connection.sock.shutdown(socket.SHUT_RDWR)
+
+    watchdog = threading.Timer(timeout, stop)
     watchdog.start()
     try:
         target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

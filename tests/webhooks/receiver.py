@@ -10,7 +10,8 @@ with the `standardwebhooks` verifier, records it, and answers what the test scri
 
 Scripted answers: an int status (with a short text body), ("status", body) for a body of one's
 own, "drop" (close the connection without answering), "hold" (keep the request open until
-`release()` or until the sender goes away).
+`release()` or until the sender goes away), "trickle" (send the answer one byte every 0.2 s,
+so that no single read ever waits long).
 """
 from __future__ import annotations
 
@@ -54,6 +55,15 @@ class _Handler(BaseHTTPRequestHandler):
         if answer == "hold":
             receiver.released.wait(timeout=60)
             answer = 200
+        if answer == "trickle":
+            with contextlib.suppress(OSError):
+                for byte in b"HTTP/1.0 200 OK\r\nX-Slow: " + b"." * 150:
+                    if receiver.released.wait(0.2):
+                        break
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+            self.close_connection = True
+            return
         status, text = answer if isinstance(answer, tuple) else (answer, f"answer {answer}")
         payload = text.encode() if isinstance(text, str) else text
         with contextlib.suppress(OSError):
@@ -77,7 +87,8 @@ class _Server(ThreadingHTTPServer):
 
 
 def self_signed_context(folder: Path) -> ssl.SSLContext:
-    """A TLS server context with a certificate for 127.0.0.1 that nobody's CA store trusts."""
+    """A TLS server context with a certificate for 127.0.0.1 that no CA store trusts; the
+    certificate is `folder / "cert.pem"`, for a test that trusts it (SSL_CERT_FILE)."""
     key, cert = folder / "key.pem", folder / "cert.pem"
     subprocess.run(
         ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),

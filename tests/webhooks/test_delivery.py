@@ -111,8 +111,9 @@ def test_only_the_start_of_an_answer_is_read(account, receiver, secret):
 
 @PRIVATE_OK
 @override_settings(WEBHOOK_TIMEOUT_SECONDS=1)
-def test_a_receiver_that_keeps_the_request_waiting_is_given_up(account, receiver, secret):
-    receiver.script = ["hold"]
+@pytest.mark.parametrize("behaviour", ["hold", "trickle"])
+def test_a_receiver_that_keeps_the_request_waiting_is_given_up(account, receiver, secret, behaviour):
+    receiver.script = [behaviour]
     started = time.monotonic()
     attempt = message_deliver(message_of(fail_job(account)).id)
     assert attempt.status_code is None and attempt.error == "No answer within 1 s."
@@ -140,6 +141,20 @@ def test_a_certificate_nobody_trusts_is_refused(account, tmp_path):
         assert attempt.status_code is None
         assert attempt.error.startswith("The certificate could not be verified: self-signed certificate")
         assert tls_receiver.requests == []
+
+
+@PRIVATE_OK
+@override_settings(WEBHOOK_TIMEOUT_SECONDS=1)
+def test_https_to_a_trusted_certificate_is_delivered_and_timed(account, tmp_path, monkeypatch):
+    with Receiver(tls=self_signed_context(tmp_path)) as tls_receiver:
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "cert.pem"))  # this machine trusts it now
+        tls_receiver.secrets = [endpoint_set(account, tls_receiver.url())]
+        tls_receiver.script = [200, "trickle"]
+        assert message_deliver(message_of(fail_job(account)).id).status_code == 200
+        assert tls_receiver.requests[0].payload["type"] == "job.failed"
+        started = time.monotonic()
+        attempt = message_deliver(message_of(fail_job(account)).id)
+        assert attempt.error == "No answer within 1 s." and time.monotonic() - started < 3
 
 
 @PRIVATE_OK
