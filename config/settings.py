@@ -132,12 +132,14 @@ REDIS_URL = env.str("REDIS_URL", default="")
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
 if CELERY_BROKER_URL == "filesystem://":
     _broker_dir = DATA_DIR / "broker"
-    for _folder in ("queue", "processed"):
+    for _folder in ("queue", "processed", "control"):
         (_broker_dir / _folder).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "queue"),
         "data_folder_out": str(_broker_dir / "queue"),
         "processed_folder": str(_broker_dir / "processed"),
+        # the exchange tables, which kombu otherwise writes to ./control in the working directory
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 else:
