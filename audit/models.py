@@ -3,7 +3,7 @@ from django.db import models
 
 
 class AuditEvent(models.Model):
-    """Who did what to an account: token changes, staff grants, job retries and cancellations.
+    """Who did what to an account: token and webhook changes, staff grants, job retries and cancellations.
 
     Written by the services of every app through audit.services.audit_record, never edited; the
     admin shows them read-only. `actor` is empty for changes made outside a person's session (a
@@ -17,6 +17,10 @@ class AuditEvent(models.Model):
         MINUTES_GRANTED = "minutes_granted", "Minutes granted"
         JOB_RETRIED = "job_retried", "Job retried"
         JOB_CANCELLED = "job_cancelled", "Job cancelled"
+        WEBHOOK_SET = "webhook_set", "Webhook URL set"
+        WEBHOOK_ROTATED = "webhook_rotated", "Webhook secret rotated"
+        WEBHOOK_REMOVED = "webhook_removed", "Webhook removed"
+        WEBHOOK_RESENT = "webhook_resent", "Webhook event sent again"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"

@@ -41,6 +41,7 @@ INSTALLED_APPS = [
     "accounts",
     "billing",
     "transcription",
+    "webhooks",
 ]
 
 MIDDLEWARE = [
@@ -160,12 +161,14 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "media"
-# media: download and ffmpeg; asr: speech recognition (put GPU workers here); burn: encoding.
+# media: download and ffmpeg; asr: speech recognition (put GPU workers here); burn: encoding;
+# hooks: webhook deliveries (short network waits, kept apart from long media work).
 CELERY_TASK_ROUTES = {
     "transcription.tasks.start_job": {"queue": "media"},
     "transcription.tasks.transcribe_job": {"queue": "asr"},
     "transcription.tasks.burn_job": {"queue": "burn"},
     "transcription.tasks.*": {"queue": "media"},
+    "webhooks.tasks.*": {"queue": "hooks"},
 }
 
 # --- Rate limits (per account, fixed one-minute window) --------------------------------------
@@ -225,6 +228,7 @@ CELERY_BEAT_SCHEDULE = {
     "sweep-stalled-jobs": {"task": "transcription.tasks.sweep_stalled_jobs", "schedule": 60.0},
     "renew-plans": {"task": "billing.tasks.renew_plans", "schedule": 3600.0},
     "delete-expired-artifacts": {"task": "transcription.tasks.delete_expired_artifacts", "schedule": 3600.0},
+    "send-due-webhooks": {"task": "webhooks.tasks.send_due_messages", "schedule": 30.0},
 }
 DOWNLOAD_TIMEOUT_SECONDS = env.int("DOWNLOAD_TIMEOUT_SECONDS", default=30 * 60)
 DOWNLOAD_MAX_BYTES = env.int("DOWNLOAD_MAX_BYTES", default=8 * 1024**3)
@@ -241,3 +245,10 @@ TRANSLATION_MODELS = env.dict("TRANSLATION_MODELS", default={})
 TRANSLATION_TIMEOUT_SECONDS = env.int("TRANSLATION_TIMEOUT_SECONDS", default=10 * 60)
 # The contract's cap on videos per batch and per preview: a constant, not an environment variable.
 PLAYLIST_MAX_VIDEOS = 25
+
+# --- Webhooks ------------------------------------------------------------------------------------
+# Seconds to wait before each retry of an event the receiver did not take (Standard Webhooks'
+# schedule: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 24 h); after the last one it is given up.
+WEBHOOK_RETRY_SECONDS = env.list("WEBHOOK_RETRY_SECONDS", cast=float, default=[5, 300, 1800, 7200, 18000, 36000, 86400])
+# Limit of one delivery attempt, connecting and reading the answer included.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=15.0)

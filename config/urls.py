@@ -11,6 +11,7 @@ urlpatterns = [
     path("v1/api/", include("transcription.api.urls")),
     path("v1/files/<str:token>", artifact, name="artifact"),
     path("account/", include("accounts.urls")),
+    path("account/api/webhook/", include("webhooks.urls")),
     path("admin/", admin.site.urls),
 ]
 

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-SUPPORT_MIGRATION = "accounts.migrations.0004_support_group"
+SUPPORT_MIGRATIONS = ("accounts.migrations.0004_support_group", "webhooks.migrations.0002_support_group")
 
 
 def support_group():
@@ -17,7 +17,8 @@ def support_group():
 
     group = Group.objects.filter(name="support").first()
     if group is None:
-        importlib.import_module(SUPPORT_MIGRATION).create_support_group(apps, None)
+        importlib.import_module(SUPPORT_MIGRATIONS[0]).create_support_group(apps, None)
+        importlib.import_module(SUPPORT_MIGRATIONS[1]).grant_support(apps, None)
         group = Group.objects.get(name="support")
     return group
 

@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 
 ROOT = Path(__file__).resolve().parent.parent
-QUEUES = "media,asr,burn"
+QUEUES = "media,asr,burn,hooks"
 
 
 def database_url() -> str:
@@ -38,8 +38,8 @@ def purge_queues(env: dict) -> None:
 
 
 @contextlib.contextmanager
-def running_worker(log_path: Path, **extra_env: str):
-    """Start a worker on all queues; yield the process; stop it (or kill it) at the end.
+def running_worker(log_path: Path, queues: str = QUEUES, **extra_env: str):
+    """Start a worker on `queues` (all by default); yield the process; stop it (or kill it) at the end.
 
     The worker talks to the test database (the test must commit: django_db(transaction=True)).
     """
@@ -62,7 +62,7 @@ def running_worker(log_path: Path, **extra_env: str):
             "config",
             "worker",
             "--queues",
-            QUEUES,
+            queues,
             "--concurrency",
             "1",
             "--without-gossip",

@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
+from django.db.models import Prefetch
+
 from transcription.artifacts import absolute_url
+from transcription.models import Translation
+
+
+def translations_in_order():
+    """A job's translations in order. Translation's default ordering is ("job", "position"), and
+    "job" expands to Job's own ordering (-created_at): the prefetch would join transcription_job
+    and sort on it for nothing, since the prefetched rows are grouped per job anyway."""
+    return Prefetch("translations", queryset=Translation.objects.order_by("position"))
 
 
 def _translation_document(translation, *, with_text: bool) -> dict:
@@ -56,3 +66,12 @@ def with_links(document: dict, request) -> dict:
 
 def job_payload(job, request, *, with_text: bool = True) -> dict:
     return with_links(job_document(job, with_text=with_text), request)
+
+
+def batch_payload(batch, request) -> dict:
+    """A Batch (BatchStatus): its jobs in queue order, without their text."""
+    jobs = batch.jobs.order_by("position").prefetch_related(translations_in_order()).defer("txt", "srt", "webvtt")
+    return {
+        "batch_id": str(batch.id), "title": batch.title,
+        "items": [job_payload(job, request, with_text=False) for job in jobs],
+    }

@@ -5,19 +5,18 @@ from __future__ import annotations
 import uuid
 
 from django.conf import settings
-from django.db.models import Prefetch
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import exceptions, viewsets
 from rest_framework.response import Response
 
 from billing.selectors import quote
 from transcription import poll_cache, services
-from transcription.models import Batch, Job, JobType, Translation
+from transcription.models import Batch, Job, JobType
 from transcription.pipeline.playlist import PlaylistError, list_playlist
 
 from . import serializers as s
 from .errors import RequestValidationError, validation_errors
-from .presenters import job_document, job_payload, with_links
+from .presenters import batch_payload, job_document, translations_in_order, with_links
 from .throttles import AccountRateThrottle, rate_limit_headers
 
 
@@ -70,13 +69,6 @@ class ContractViewSet(viewsets.ViewSet):
         return response
 
 
-def _translations():
-    """A job's translations in order. Translation's default ordering is ("job", "position"), and
-    "job" expands to Job's own ordering (-created_at): the prefetch would join transcription_job
-    and sort on it for nothing, since the prefetched rows are grouped per job anyway."""
-    return Prefetch("translations", queryset=Translation.objects.order_by("position"))
-
-
 def _not_found(what: str):
     return exceptions.NotFound(f"No {what} with that id on this account.")
 
@@ -114,7 +106,7 @@ class JobViewSet(ContractViewSet):
         # translations changes (transcription.poll_cache).
         cached = poll_cache.get(job_id)
         if cached is None:
-            job = Job.objects.filter(pk=job_id).prefetch_related(_translations()).first()
+            job = Job.objects.filter(pk=job_id).prefetch_related(translations_in_order()).first()
             if job is None:
                 raise _not_found("job")
             cached = poll_cache.put(job_id, job.account_id, job_document(job))
@@ -152,14 +144,7 @@ class BatchViewSet(ContractViewSet):
         batch = Batch.objects.filter(pk=batch_id, account=request.user).first()
         if batch is None:
             raise _not_found("batch")
-        jobs = batch.jobs.order_by("position").prefetch_related(_translations()).defer("txt", "srt", "webvtt")
-        return Response(
-            {
-                "batch_id": str(batch.id),
-                "title": batch.title,
-                "items": [job_payload(j, request, with_text=False) for j in jobs],
-            }
-        )
+        return Response(batch_payload(batch, request))
 
 
 def _list_or_422(url: str, location: str):
