@@ -17,9 +17,8 @@ from django.utils import timezone
 from audit.models import AuditEvent
 from audit.services import audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
-from webhooks.services import message_record_job_end
 
-from . import dispatch, poll_cache, states
+from . import dispatch, poll_cache, signals, states
 from .models import Batch, Job, Translation
 from .pipeline.languages import normalize_language
 
@@ -140,7 +139,7 @@ def job_charge(job: Job) -> ChargeResult:
 @transaction.atomic
 def job_finish(job_id, **results) -> Job:
     job = job_advance(job_id, states.DONE, 1.0, **results)
-    message_record_job_end(job)  # the webhook event commits with the job's end, or neither does
+    signals.job_ended.send(sender=Job, job=job)  # listeners write in this transaction (webhooks' outbox)
     return job
 
 
@@ -162,7 +161,7 @@ def job_fail(job_id, error: str) -> Job | None:
             translation.error = "The job failed before this translation was made."
             translation.save()
         job_refund(job, reason=f"Job failed: {error}")
-        message_record_job_end(job)
+        signals.job_ended.send(sender=Job, job=job)
     logger.info("job %s failed: %s", job_id, error)
     return job
 

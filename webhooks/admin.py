@@ -1,5 +1,6 @@
 """Webhooks for support staff: set an account's URL, rotate its secret, read every event and
 attempt, and send an event again. Every write goes through webhooks.services (audited there)."""
+
 from __future__ import annotations
 
 import json
@@ -67,8 +68,11 @@ class EndpointAdmin(admin.ModelAdmin):
         self.message_user(
             request,
             format_html(
-                "{} signing secret for {}: <code class=\"new-secret\">{}</code> — pass it on safely; it will not "
-                "be shown again.", what, endpoint.account, secret,
+                '{} signing secret for {}: <code class="new-secret">{}</code> — pass it on safely; it will not '
+                "be shown again.",
+                what,
+                endpoint.account,
+                secret,
             ),
             messages.SUCCESS,
         )
@@ -83,7 +87,9 @@ class EndpointAdmin(admin.ModelAdmin):
     @admin.action(description="Rotate the signing secret (the old one signs for 24 h more)", permissions=["change"])
     def rotate_secret(self, request, queryset):
         for endpoint in queryset.select_related("account__user"):
-            self._show_secret(request, endpoint, services.endpoint_rotate_secret(endpoint.account, by=request.user), "New")
+            self._show_secret(
+                request, endpoint, services.endpoint_rotate_secret(endpoint.account, by=request.user), "New"
+            )
 
 
 class AttemptInline(ReadOnlyAdminMixin, admin.TabularInline):
@@ -101,8 +107,20 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ["account__user__email"]
     actions = ["send_again"]
     inlines = [AttemptInline]
-    fields = ["webhook_id", "account", "endpoint", "event_type", "job", "batch", "state", "error", "created_at",
-              "next_attempt_at", "delivered_at", "payload"]
+    fields = [
+        "webhook_id",
+        "account",
+        "endpoint",
+        "event_type",
+        "job",
+        "batch",
+        "state",
+        "error",
+        "created_at",
+        "next_attempt_at",
+        "delivered_at",
+        "payload",
+    ]
     readonly_fields = fields
 
     # Messages are written by the services only: the page is read-only. "Change" stays on the

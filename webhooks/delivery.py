@@ -15,6 +15,7 @@ more to connect, so a name that changes its answer in between gets no further). 
 The standard library's http.client is used rather than requests or urllib3: it never follows
 redirects, and it lets the connection go to the very address that was checked.
 """
+
 from __future__ import annotations
 
 import base64
@@ -88,8 +89,9 @@ class _Connection:
                     sock.shutdown(socket.SHUT_RDWR)
 
 
-def post(url: str, body: bytes, headers: dict[str, str], *, allow_private: bool, timeout: float,
-         read_limit: int = READ_LIMIT) -> Answer:
+def post(
+    url: str, body: bytes, headers: dict[str, str], *, allow_private: bool, timeout: float, read_limit: int = READ_LIMIT
+) -> Answer:
     """POST `body` to `url`; never raises for anything the receiver or the network does."""
     started = time.monotonic()
 

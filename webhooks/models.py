@@ -2,6 +2,7 @@
 
 Written only by webhooks.services.
 """
+
 import uuid
 
 from django.db import models
@@ -60,10 +61,12 @@ class Message(models.Model):
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="webhook_messages")
     endpoint = models.ForeignKey(Endpoint, null=True, blank=True, on_delete=models.SET_NULL, related_name="messages")
     event_type = models.CharField(max_length=20, choices=EventType.choices)
-    job = models.ForeignKey("transcription.Job", null=True, blank=True, on_delete=models.PROTECT,
-                            related_name="webhook_messages")
-    batch = models.ForeignKey("transcription.Batch", null=True, blank=True, on_delete=models.PROTECT,
-                              related_name="webhook_messages")
+    job = models.ForeignKey(
+        "transcription.Job", null=True, blank=True, on_delete=models.PROTECT, related_name="webhook_messages"
+    )
+    batch = models.ForeignKey(
+        "transcription.Batch", null=True, blank=True, on_delete=models.PROTECT, related_name="webhook_messages"
+    )
     body = models.TextField(help_text="The JSON sent, byte for byte the same in every attempt.")
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     error = models.TextField(blank=True, help_text="Why it was not delivered.")

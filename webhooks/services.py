@@ -1,11 +1,12 @@
 """The only place that writes webhook endpoints, messages (the outbox) and attempts.
 
 An event is recorded in the database transaction that ends its job (`message_record_job_end`,
-called by transcription.services.job_finish / job_fail), and its delivery task is sent once that
+which receives transcription.signals.job_ended from job_finish / job_fail), and its delivery task is sent once that
 transaction has committed. A crash between the commit and the send, a broker that lost the task,
 or a worker killed mid-delivery only delays it: `messages_sweep` (beat, every 30 s) sends again
 what is due and that no live worker holds.
 """
+
 from __future__ import annotations
 
 import base64
@@ -15,19 +16,22 @@ import math
 import secrets
 from datetime import UTC, datetime, timedelta
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from standardwebhooks import Webhook
 
-from audit.services import audit_record
 from accounts.models import Account
 from audit.models import AuditEvent
+from audit.services import audit_record
 from transcription import states
 from transcription.api.presenters import batch_payload, job_document, with_links
 from transcription.models import Batch, Job
+from transcription.pipeline.fetch import FetchError, check_url
 
+from . import delivery
 from .models import Attempt, Endpoint, Message
 
 logger = logging.getLogger(__name__)
@@ -42,6 +46,7 @@ RESEND_LOST_AFTER = timedelta(minutes=5)
 # Fields of a job that carry whole texts: events leave them out (the client GETs the job for them).
 TEXT_FIELDS = ("txt", "srt", "webvtt")
 MAX_URL_LENGTH = 2048
+DELIVER_TASK = "webhooks.tasks.deliver_message"
 
 
 class WebhookUrlError(ValueError):
@@ -54,9 +59,6 @@ def new_secret() -> str:
 
 def endpoint_check_url(url: str) -> str:
     """The URL, stripped, if the address guard of downloads lets it through; else WebhookUrlError."""
-    # Imported here: the guard's module loads yt-dlp, which web processes otherwise never need.
-    from transcription.pipeline.fetch import FetchError, check_url
-
     url = url.strip()
     if len(url) > MAX_URL_LENGTH:
         raise WebhookUrlError(f"The address is longer than {MAX_URL_LENGTH} characters.")
@@ -106,7 +108,9 @@ def endpoint_rotate_secret(account: Account, *, by=None) -> str:
     endpoint.secret = secret
     endpoint.save()
     audit_record(
-        account, AuditEvent.Action.WEBHOOK_ROTATED, by=by,
+        account,
+        AuditEvent.Action.WEBHOOK_ROTATED,
+        by=by,
         detail=f"Signing secret {endpoint.previous_secret[:10]}… replaced by {secret[:10]}… (both sign for 24 h)",
     )
     return secret
@@ -121,7 +125,9 @@ def endpoint_remove(account: Account, *, by=None) -> bool:
     if endpoint is None:
         return False
     endpoint.messages.filter(state=Message.State.PENDING).update(
-        state=Message.State.FAILED, error="The webhook was removed.", next_attempt_at=None,
+        state=Message.State.FAILED,
+        error="The webhook was removed.",
+        next_attempt_at=None,
     )
     endpoint.delete()
     audit_record(account, AuditEvent.Action.WEBHOOK_REMOVED, by=by, detail=f"Webhook {endpoint.url} removed")
@@ -146,17 +152,21 @@ def job_event_data(job: Job) -> dict:
 
 
 def _queue(message_id, countdown: float = 0) -> None:
-    from .tasks import deliver_message
-
-    deliver_message.apply_async((str(message_id),), countdown=countdown)
+    # Sent by name (the task routes put it on `hooks`), so the services never import the tasks.
+    current_app.send_task(DELIVER_TASK, (str(message_id),), countdown=countdown)
 
 
 def _record(endpoint: Endpoint, event_type: str, data: dict, **about) -> Message:
     now = timezone.now()
     body = json.dumps({"type": event_type, "timestamp": _timestamp(now), "data": data}, separators=(",", ":"))
     message = Message.objects.create(
-        account_id=endpoint.account_id, endpoint=endpoint, event_type=event_type, body=body,
-        next_attempt_at=now, queued_at=now, **about,
+        account_id=endpoint.account_id,
+        endpoint=endpoint,
+        event_type=event_type,
+        body=body,
+        next_attempt_at=now,
+        queued_at=now,
+        **about,
     )
     # robust: a broker that is down must not undo the job's end; the sweep sends it later.
     transaction.on_commit(lambda: _queue(message.id), robust=True)
@@ -177,9 +187,10 @@ def _batch_ended(batch_id) -> Batch | None:
     return batch
 
 
-def message_record_job_end(job: Job) -> None:
+def message_record_job_end(job: Job, **signal) -> None:
     """Record job.done or job.failed for a job that has just ended, and batch.done when it was the
-    last of its batch to end. Must run inside the transaction that ends the job."""
+    last of its batch to end. Receives transcription.signals.job_ended, inside the transaction that
+    ends the job."""
     endpoint = Endpoint.objects.filter(account_id=job.account_id, disabled_at__isnull=True).first()
     if endpoint is None:
         return
@@ -216,8 +227,6 @@ def _claim_seconds() -> float:
 def message_deliver(message_id) -> Attempt | None:
     """Post a message that is due and that no other worker holds; record the attempt and what
     follows from it. Returns the attempt, or None when there was nothing to do."""
-    from . import delivery  # loads the download guard, and with it yt-dlp: workers only
-
     now = timezone.now()
     held = now + timedelta(seconds=_claim_seconds())
     free = Q(claimed_until__isnull=True) | Q(claimed_until__lt=now)
@@ -228,14 +237,19 @@ def message_deliver(message_id) -> Attempt | None:
     endpoint = message.endpoint
     if endpoint is None or not endpoint.enabled:
         Message.objects.filter(pk=message_id, claimed_until=held).update(
-            state=Message.State.FAILED, next_attempt_at=None, claimed_until=None,
+            state=Message.State.FAILED,
+            next_attempt_at=None,
+            claimed_until=None,
             error="The webhook was removed." if endpoint is None else "The webhook is disabled.",
         )
         return None
     started = timezone.now()
     answer = delivery.post(
-        endpoint.url, message.body.encode(), signed_headers(message, endpoint.signing_secrets(started), started),
-        allow_private=settings.ALLOW_PRIVATE_URLS, timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
+        endpoint.url,
+        message.body.encode(),
+        signed_headers(message, endpoint.signing_secrets(started), started),
+        allow_private=settings.ALLOW_PRIVATE_URLS,
+        timeout=settings.WEBHOOK_TIMEOUT_SECONDS,
     )
     return _attempt_record(message_id, held, endpoint.url, started, answer)
 
@@ -244,8 +258,13 @@ def message_deliver(message_id) -> Attempt | None:
 def _attempt_record(message_id, held, url: str, started: datetime, answer) -> Attempt:
     message = Message.objects.select_for_update(of=("self",)).select_related("endpoint").get(pk=message_id)
     attempt = Attempt.objects.create(
-        message=message, number=message.attempts.count() + 1, url=url, started_at=started,
-        duration_ms=round(answer.seconds * 1000), status_code=answer.status, error=answer.error,
+        message=message,
+        number=message.attempts.count() + 1,
+        url=url,
+        started_at=started,
+        duration_ms=round(answer.seconds * 1000),
+        status_code=answer.status,
+        error=answer.error,
         response_excerpt=answer.excerpt,
     )
     if message.claimed_until != held or message.state != Message.State.PENDING:
@@ -257,7 +276,11 @@ def _attempt_record(message_id, held, url: str, started: datetime, answer) -> At
     schedule = settings.WEBHOOK_RETRY_SECONDS
     if answer.delivered:
         message.state, message.delivered_at, message.next_attempt_at, message.error = (
-            Message.State.DELIVERED, now, None, "")
+            Message.State.DELIVERED,
+            now,
+            None,
+            "",
+        )
     elif answer.status == 410:
         reason = f"The receiver answered 410 Gone at {_timestamp(now)}: webhook disabled."
         message.state, message.next_attempt_at, message.error = Message.State.FAILED, None, reason
@@ -281,7 +304,9 @@ def _endpoint_disable(endpoint: Endpoint, reason: str, now: datetime) -> None:
     endpoint.disabled_at, endpoint.disabled_reason = now, reason
     endpoint.save(update_fields=["disabled_at", "disabled_reason", "updated_at"])
     endpoint.messages.filter(state=Message.State.PENDING).update(
-        state=Message.State.FAILED, next_attempt_at=None, error="The webhook was disabled (410 Gone) before it was sent.",
+        state=Message.State.FAILED,
+        next_attempt_at=None,
+        error="The webhook was disabled (410 Gone) before it was sent.",
     )
     logger.info("webhook of account %s disabled: %s", endpoint.account_id, reason)
 
@@ -296,17 +321,21 @@ def messages_sweep(now: datetime | None = None) -> dict:
     A message sent twice is harmless: the second task finds it claimed or delivered and stops.
     """
     now = now or timezone.now()
-    due = Message.objects.filter(state=Message.State.PENDING, next_attempt_at__lte=now).only("id", "claimed_until", "queued_at")
+    due = Message.objects.filter(state=Message.State.PENDING, next_attempt_at__lte=now).only(
+        "id", "claimed_until", "queued_at"
+    )
     requeued, queued = [], []
     for message in due.filter(claimed_until__lt=now)[:1000]:
         if Message.objects.filter(pk=message.id, claimed_until=message.claimed_until).update(
-                claimed_until=None, queued_at=now):
+            claimed_until=None, queued_at=now
+        ):
             _queue(message.id)
             requeued.append(message.id)
     lost = Q(queued_at__isnull=True) | Q(queued_at__lt=now - RESEND_LOST_AFTER)
     for message in due.filter(lost, claimed_until__isnull=True)[:1000]:
         if Message.objects.filter(pk=message.id, claimed_until__isnull=True, queued_at=message.queued_at).update(
-                queued_at=now):
+            queued_at=now
+        ):
             _queue(message.id)
             queued.append(message.id)
     return {"requeued": requeued, "queued": queued}
@@ -326,7 +355,11 @@ def message_resend(message_id, *, by=None) -> Message:
     message.endpoint, message.state, message.error, message.delivered_at = endpoint, Message.State.PENDING, "", None
     message.next_attempt_at = message.queued_at = now
     message.save()
-    audit_record(message.account, AuditEvent.Action.WEBHOOK_RESENT, by=by,
-                 detail=f"Event {message.event_type} {message.webhook_id} sent again")
+    audit_record(
+        message.account,
+        AuditEvent.Action.WEBHOOK_RESENT,
+        by=by,
+        detail=f"Event {message.event_type} {message.webhook_id} sent again",
+    )
     transaction.on_commit(lambda: _queue(message.id), robust=True)
     return message

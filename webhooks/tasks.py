@@ -1,4 +1,5 @@
 """Celery tasks of the `hooks` queue: thin wrappers around webhooks.services."""
+
 from celery import shared_task
 
 from . import services

@@ -3,6 +3,7 @@
 A new secret is rendered into the response of the POST that made it and shown nowhere else: it is
 seen once (the server keeps it to sign, but never shows it again). Pages are never cached.
 """
+
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -45,8 +46,9 @@ def endpoint_edit(request):
                 return _show_secret(request, Endpoint.objects.get(account=account), secret, rotated=False)
             messages.success(request, "Webhook URL saved.")
             return redirect("accounts:api")
-    return render(request, "webhooks/edit.html",
-                  {"form": form, "endpoint": endpoint, "timeout": settings.WEBHOOK_TIMEOUT_SECONDS})
+    return render(
+        request, "webhooks/edit.html", {"form": form, "endpoint": endpoint, "timeout": settings.WEBHOOK_TIMEOUT_SECONDS}
+    )
 
 
 def _confirmed(request) -> bool:

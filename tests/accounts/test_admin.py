@@ -61,8 +61,14 @@ def test_the_support_group_views_everything_and_changes_only_what_it_needs():
     ]:
         assert f"{app_label}.view_{model}" in perms
     writes = {p for p in perms if not p.split(".")[1].startswith("view_")}
-    assert writes == {"billing.add_ledgerentry", "accounts.change_account", "transcription.change_job",
-                      "webhooks.add_endpoint", "webhooks.change_endpoint", "webhooks.change_message"}
+    assert writes == {
+        "billing.add_ledgerentry",
+        "accounts.change_account",
+        "transcription.change_job",
+        "webhooks.add_endpoint",
+        "webhooks.change_endpoint",
+        "webhooks.change_message",
+    }
 
 
 def test_a_support_user_cannot_delete_through_the_admin(support_user):

@@ -13,6 +13,7 @@ own, "drop" (close the connection without answering), "hold" (keep the request o
 `release()` or until the sender goes away), "trickle" (send the answer one byte every 0.2 s,
 so that no single read ever waits long).
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -38,7 +39,7 @@ class Received:
 
 
 class _Handler(BaseHTTPRequestHandler):
-    server: "_Server"
+    server: _Server
     protocol_version = "HTTP/1.0"
 
     def log_message(self, format, *args):  # noqa: A002 - keep the test output quiet
@@ -83,7 +84,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    receiver: "Receiver"
+    receiver: Receiver
 
 
 def self_signed_context(folder: Path) -> ssl.SSLContext:
@@ -91,9 +92,27 @@ def self_signed_context(folder: Path) -> ssl.SSLContext:
     certificate is `folder / "cert.pem"`, for a test that trusts it (SSL_CERT_FILE)."""
     key, cert = folder / "key.pem", folder / "cert.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", str(key), "-out", str(cert),
-         "-days", "1", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True, timeout=60,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "1",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
     )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(cert, key)
@@ -115,7 +134,7 @@ class Receiver:
             self.scheme = "https"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
-    def __enter__(self) -> "Receiver":
+    def __enter__(self) -> Receiver:
         self._thread.start()
         return self
 

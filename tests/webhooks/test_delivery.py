@@ -2,6 +2,7 @@
 that verifies every request with the standardwebhooks verifier: signatures and secrets, what
 counts as delivered, the limits (redirects, answer size, time, certificates, private addresses),
 and what is recorded. The end-to-end tests run the same code in a real `hooks` worker."""
+
 import base64
 import json
 import time
@@ -11,8 +12,8 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from tests.webhooks.conftest import fail_job, message_of
 from tests.webhooks.receiver import Receiver, self_signed_context
+from tests.webhooks.support import fail_job, message_of
 from transcription.pipeline import fetch
 from webhooks import delivery
 from webhooks.models import Endpoint, Message
@@ -71,7 +72,9 @@ def test_a_retry_waits_for_its_time(account, receiver, secret):
     assert message_deliver(message.id).outcome == "The connection was closed without an answer."
     message.refresh_from_db()
     assert message.state == Message.State.PENDING
-    assert timedelta(seconds=4) < message.next_attempt_at - timezone.now() <= timedelta(seconds=5), "first retry after 5 s"
+    assert timedelta(seconds=4) < message.next_attempt_at - timezone.now() <= timedelta(seconds=5), (
+        "first retry after 5 s"
+    )
     assert message_deliver(message.id) is None, "not due yet"
 
 
@@ -190,8 +193,9 @@ def test_the_sweep_sends_again_what_no_worker_has_or_will_take(account, receiver
     now = timezone.now()
     Message.objects.filter(pk=lost.pk).update(queued_at=now - timedelta(minutes=6))
     Message.objects.filter(pk=lapsed.pk).update(claimed_until=now - timedelta(seconds=1))
-    Message.objects.filter(pk=held.pk).update(claimed_until=now + timedelta(seconds=20),
-                                              queued_at=now - timedelta(minutes=6))
+    Message.objects.filter(pk=held.pk).update(
+        claimed_until=now + timedelta(seconds=20), queued_at=now - timedelta(minutes=6)
+    )
     swept = messages_sweep(now)
     assert swept == {"requeued": [lapsed.id], "queued": [lost.id]}
     assert messages_sweep(now) == {"requeued": [], "queued": []}, "sent once, not on every sweep"
@@ -208,4 +212,3 @@ def test_a_retry_far_ahead_is_left_to_the_sweep(account, receiver, secret):
     assert message.queued_at is None, "not parked in the broker for an hour"
     assert messages_sweep(timezone.now()) == {"requeued": [], "queued": []}
     assert messages_sweep(message.next_attempt_at) == {"requeued": [], "queued": [message.id]}
-

@@ -2,6 +2,7 @@
 `manage.py set_webhook`, support staff in the admin. The secret is shown once; a private address
 is refused wherever it is typed in; every change is audited; attempts are shown to the holder and
 to support, who can send an event again."""
+
 import base64
 import re
 from io import StringIO
@@ -11,10 +12,9 @@ from django.core.management import CommandError, call_command
 from django.test import Client, override_settings
 from django.urls import reverse
 
-from audit.models import AuditEvent
 from accounts.services import account_create
-from tests.staff import support_client, support_user  # noqa: F401 (fixtures)
-from tests.webhooks.conftest import fail_job, message_of
+from audit.models import AuditEvent
+from tests.webhooks.support import fail_job, message_of
 from transcription.pipeline import fetch
 from webhooks.models import Endpoint, Message
 from webhooks.services import endpoint_set, message_deliver
@@ -72,13 +72,16 @@ def test_changing_the_url_keeps_the_secret(client, holder):
     assert (endpoint.url, endpoint.secret) == ("https://hooks.example.com/b", secret)
 
 
-@pytest.mark.parametrize("url,error", [
-    ("http://127.0.0.1:8000/hook", fetch.MSG_PRIVATE),
-    ("http://10.1.2.3/hook", fetch.MSG_PRIVATE),
-    ("http://169.254.169.254/latest/meta-data", fetch.MSG_PRIVATE),
-    ("ftp://hooks.example.com/", fetch.MSG_SCHEME),
-    ("not a url", fetch.MSG_SCHEME),
-])
+@pytest.mark.parametrize(
+    "url,error",
+    [
+        ("http://127.0.0.1:8000/hook", fetch.MSG_PRIVATE),
+        ("http://10.1.2.3/hook", fetch.MSG_PRIVATE),
+        ("http://169.254.169.254/latest/meta-data", fetch.MSG_PRIVATE),
+        ("ftp://hooks.example.com/", fetch.MSG_SCHEME),
+        ("not a url", fetch.MSG_SCHEME),
+    ],
+)
 def test_a_private_or_odd_address_is_refused_with_the_reason(client, holder, url, error):
     response = client.post(EDIT, {"url": url})
     assert response.status_code == 200 and error in response.content.decode()
@@ -162,18 +165,25 @@ def test_set_webhook_prints_the_secret_alone_on_the_last_line(account):
     again = run_command("alice@example.com", "https://hooks.example.com/b")
     endpoint = Endpoint.objects.get(account=account)
     assert again[-1] != lines[-1] and SECRET.fullmatch(again[-1]), "a secret is never printed twice"
-    assert (endpoint.url, endpoint.secret, endpoint.previous_secret) == ("https://hooks.example.com/b", again[-1], lines[-1])
+    assert (endpoint.url, endpoint.secret, endpoint.previous_secret) == (
+        "https://hooks.example.com/b",
+        again[-1],
+        lines[-1],
+    )
     assert [action for action, _ in audit(account)] == ["webhook_set", "webhook_set", "webhook_rotated"]
     assert run_command("alice@example.com", "--remove") == ["Removed the webhook of alice@example.com."]
     assert not Endpoint.objects.exists()
 
 
-@pytest.mark.parametrize("args,error", [
-    (("alice@example.com", "http://192.168.1.20/hook"), fetch.MSG_PRIVATE),
-    (("nobody@example.com", "https://hooks.example.com/a"), "No account for nobody@example.com."),
-    (("alice@example.com",), "Give the webhook URL"),
-    (("alice@example.com", "--remove"), "has no webhook"),
-])
+@pytest.mark.parametrize(
+    "args,error",
+    [
+        (("alice@example.com", "http://192.168.1.20/hook"), fetch.MSG_PRIVATE),
+        (("nobody@example.com", "https://hooks.example.com/a"), "No account for nobody@example.com."),
+        (("alice@example.com",), "Give the webhook URL"),
+        (("alice@example.com", "--remove"), "has no webhook"),
+    ],
+)
 def test_set_webhook_refuses_with_a_reason(account, args, error):
     with pytest.raises(CommandError, match=re.escape(error)):
         run_command(*args)
@@ -189,20 +199,26 @@ def page_messages(response):
 
 @PRIVATE_OK
 def test_support_sets_a_webhook_and_sees_the_secret_once(support_client, support_user, account):
-    response = support_client.post(reverse("admin:webhooks_endpoint_add"),
-                                   {"account": account.pk, "url": "https://hooks.example.com/a"}, follow=True)
+    response = support_client.post(
+        reverse("admin:webhooks_endpoint_add"),
+        {"account": account.pk, "url": "https://hooks.example.com/a"},
+        follow=True,
+    )
     [secret] = [found.group(0) for found in map(SECRET.search, page_messages(response)) if found]
     endpoint = Endpoint.objects.get(account=account)
     assert endpoint.secret == secret
     assert (AuditEvent.objects.get(account=account).action, AuditEvent.objects.get(account=account).actor) == (
-        "webhook_set", support_user)
+        "webhook_set",
+        support_user,
+    )
     page = support_client.get(reverse("admin:webhooks_endpoint_change", args=[endpoint.pk])).content.decode()
     assert secret not in page and secret[:10] in page
 
 
 def test_support_is_refused_a_private_address(support_client, account):
-    response = support_client.post(reverse("admin:webhooks_endpoint_add"),
-                                   {"account": account.pk, "url": "http://127.0.0.1/hook"})
+    response = support_client.post(
+        reverse("admin:webhooks_endpoint_add"), {"account": account.pk, "url": "http://127.0.0.1/hook"}
+    )
     assert response.status_code == 200 and fetch.MSG_PRIVATE in response.content.decode()
     assert not Endpoint.objects.exists()
 
@@ -211,8 +227,11 @@ def test_support_is_refused_a_private_address(support_client, account):
 def test_support_rotates_a_secret(support_client, account):
     old = endpoint_set(account, "https://hooks.example.com/a")
     endpoint = Endpoint.objects.get()
-    response = support_client.post(reverse("admin:webhooks_endpoint_changelist"),
-                                   {"action": "rotate_secret", "_selected_action": [endpoint.pk]}, follow=True)
+    response = support_client.post(
+        reverse("admin:webhooks_endpoint_changelist"),
+        {"action": "rotate_secret", "_selected_action": [endpoint.pk]},
+        follow=True,
+    )
     new = SECRET.search(page_messages(response)[0]).group(0)
     endpoint.refresh_from_db()
     assert new != old and endpoint.secret == new and endpoint.signing_secrets(endpoint.updated_at) == [new, old]

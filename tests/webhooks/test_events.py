@@ -1,6 +1,7 @@
 """Which events a job's end records, what they carry, and that they commit with the job's end:
 job.done / job.failed for every job, batch.done once, when the last job of a batch ends, even when
 two jobs of the batch end at the same moment."""
+
 import json
 import threading
 import time
@@ -8,7 +9,7 @@ import time
 import pytest
 from django.db import connection, connections, transaction
 
-from tests.webhooks.conftest import fail_job, message_of, new_job
+from tests.webhooks.support import fail_job, message_of, new_job
 from transcription import services as job_services
 from transcription.artifacts import unsign
 from transcription.models import Batch, Translation
@@ -27,11 +28,13 @@ def without_text(document: dict) -> dict:
 
 def files_named(document: dict) -> dict:
     """The document with each signed link replaced by the storage name it opens."""
+
     def name(link):
         return link and unsign(link.rsplit("/", 1)[1])
 
     return {
-        **document, "burned_video_url": name(document["burned_video_url"]),
+        **document,
+        "burned_video_url": name(document["burned_video_url"]),
         "translations": [{**t, "burned_video_url": name(t["burned_video_url"])} for t in document["translations"]],
     }
 
@@ -40,10 +43,22 @@ def files_named(document: dict) -> dict:
 def test_a_finished_job_is_sent_as_the_api_returns_it_without_its_texts(account, api, secret, settings):
     settings.PUBLIC_BASE_URL = "https://transcribe.example.org"
     job = new_job(account, type="burned", state="burning", duration=42)
-    Translation.objects.create(job=job, language="Spanish", language_code="es", state="done", srt="1\n...",
-                               webvtt="WEBVTT", burned_video=f"burned/{job.id}/video.es.mp4")
-    job_services.job_finish(job.id, txt="[00:00:00] Speaker 1: Hello.", srt="1\n00:00:00,000 --> 00:00:01,000\nHello.\n",
-                            webvtt="WEBVTT\n", burned_video=f"burned/{job.id}/video.mp4")
+    Translation.objects.create(
+        job=job,
+        language="Spanish",
+        language_code="es",
+        state="done",
+        srt="1\n...",
+        webvtt="WEBVTT",
+        burned_video=f"burned/{job.id}/video.es.mp4",
+    )
+    job_services.job_finish(
+        job.id,
+        txt="[00:00:00] Speaker 1: Hello.",
+        srt="1\n00:00:00,000 --> 00:00:01,000\nHello.\n",
+        webvtt="WEBVTT\n",
+        burned_video=f"burned/{job.id}/video.mp4",
+    )
     event = json.loads(message_of(job).body)
     assert set(event) == {"type", "timestamp", "data"} and event["type"] == "job.done"
     assert event["timestamp"].endswith("Z")
@@ -90,8 +105,9 @@ def test_a_job_that_ends_twice_records_one_event(account, secret):
 
 
 def batch_of(account, size: int) -> Batch:
-    batch = Batch.objects.create(account=account, url="https://example.com/playlist", title="Talks", total=size,
-                                 type="transcript")
+    batch = Batch.objects.create(
+        account=account, url="https://example.com/playlist", title="Talks", total=size, type="transcript"
+    )
     for position in range(size):
         new_job(account, batch=batch, position=position, url=f"https://example.com/{position}.mp4")
     return batch
@@ -115,8 +131,9 @@ def test_batch_done_comes_once_with_the_last_job_as_the_api_returns_the_batch(ac
 
 def _blocked_on_a_lock() -> bool:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                       "AND wait_event_type = 'Lock'")
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        )
         return cursor.fetchone()[0] > 0
 
 

@@ -6,12 +6,13 @@ them again; here the test runs the sweep where beat would.
 The worker's attempts time out after 2 s, so a dead worker's claim lapses after 5 s.
 In a module of its own: no other worker may take the message instead of the one this test kills.
 """
+
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
-from tests.webhooks.conftest import fail_job, message_of, wait_for_message
+from tests.webhooks.support import fail_job, message_of, wait_for_message
 from tests.worker import kill_worker, running_worker
 from webhooks.models import Message
 from webhooks.services import RESEND_LOST_AFTER, messages_sweep

@@ -4,12 +4,14 @@ standardwebhooks verifier; a receiver that is down is retried with the same webh
 
 The worker retries after 0.5 s instead of 5 s, 5 min, ... (WEBHOOK_RETRY_SECONDS).
 """
+
 import json
 
 import pytest
 
-from tests.webhooks.conftest import fail_job, message_of, wait_for_message
-from tests.worker import running_worker, wait_for_job
+from tests.support import wait_for_job
+from tests.webhooks.support import fail_job, message_of, wait_for_message
+from tests.worker import running_worker
 from transcription.pipeline import fetch
 from webhooks.models import Message
 
@@ -20,8 +22,12 @@ TEXT_FIELDS = {"txt", "srt", "webvtt"}
 
 @pytest.fixture(scope="module")
 def worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    with running_worker(tmp_path_factory.mktemp("hooks") / "worker.log", ALLOW_PRIVATE_URLS="true",
-                        WEBHOOK_RETRY_SECONDS="0.5,0.5,0.5", WEBHOOK_TIMEOUT_SECONDS="5") as process:
+    with running_worker(
+        tmp_path_factory.mktemp("hooks") / "worker.log",
+        ALLOW_PRIVATE_URLS="true",
+        WEBHOOK_RETRY_SECONDS="0.5,0.5,0.5",
+        WEBHOOK_TIMEOUT_SECONDS="5",
+    ) as process:
         yield process
 
 
@@ -60,5 +66,7 @@ def test_a_receiver_down_for_two_attempts_gets_the_third_with_the_same_id(worker
     assert all(request.payload == json.loads(message.body) for request in requests), "each attempt verifies"
     delivered = wait_for_message(message.id, lambda m: m.state == "delivered", "delivery")
     assert [attempt.outcome for attempt in delivered.attempts.all()] == [
-        "HTTP 503", "The connection was closed without an answer.", "HTTP 200",
+        "HTTP 503",
+        "The connection was closed without an answer.",
+        "HTTP 200",
     ]

@@ -72,6 +72,7 @@ def batch_payload(batch, request) -> dict:
     """A Batch (BatchStatus): its jobs in queue order, without their text."""
     jobs = batch.jobs.order_by("position").prefetch_related(translations_in_order()).defer("txt", "srt", "webvtt")
     return {
-        "batch_id": str(batch.id), "title": batch.title,
+        "batch_id": str(batch.id),
+        "title": batch.title,
         "items": [job_payload(job, request, with_text=False) for job in jobs],
     }

@@ -34,7 +34,9 @@ class Command(BaseCommand):
             raise CommandError(f"{url}: {error}") from None
         if secret is None:
             secret = endpoint_rotate_secret(account)
-            self.stdout.write(f"Webhook of {account.email} now posts to {url}; the previous secret signs for 24 h more.")
+            self.stdout.write(
+                f"Webhook of {account.email} now posts to {url}; the previous secret signs for 24 h more."
+            )
         else:
             self.stdout.write(f"Webhook of {account.email} posts to {url}.")
         self.stdout.write(f"Events: {', '.join(Message.EventType.values)}. Signing secret:")
