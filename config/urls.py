@@ -12,7 +12,8 @@ urlpatterns = [
     path("v1/files/<str:token>", artifact, name="artifact"),
     path("account/", include("accounts.urls")),
     path("admin/", admin.site.urls),
+    path("", include("website.urls")),
 ]
 
-handler404 = "transcription.api.errors.json_not_found"
+handler404 = "website.views.not_found"
 handler500 = "transcription.api.errors.json_server_error"
