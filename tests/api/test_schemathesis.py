@@ -7,8 +7,8 @@ request accepted.
 Seeded and deterministic, so CI sees the same cases every run. The test account's rate limits are
 raised (the run sends thousands of requests a minute); no check is switched off. Operations that
 read something outside the request get real test data, as schemathesis itself asks for: the
-playlist operations a feed the media server on 127.0.0.1 serves (any other address is a 422 with
-the reason, which no document can foresee), the by-id reads a real job and batch of the account
+playlist operations, in their schema-valid cases, a feed the media server on 127.0.0.1 serves (any
+other address is a 422 with the reason, which no document can foresee), the by-id reads a real job and batch of the account
 half of the time (the other half, ids of nobody's: 404).
 """
 
@@ -31,40 +31,47 @@ MAX_EXAMPLES = 20
 SCHEMATHESIS = Path(sys.executable).parent / "schemathesis"
 
 
-# The documented request examples of the playlist POST name an address of the example's own; the
-# examples phase sends them as they are, so they get the feed like every generated case.
+# Every schema-valid case of the playlist operations (the documented examples included) names
+# the test's feed; schema-violating cases keep what schemathesis made, so they are still refused.
 HOOKS = """
 import os
 
 import schemathesis
 
+FEED = os.environ["PLAYLIST_FEED_URL"]
+
+
+def _name_the_feed(case):
+    if case.operation.label == "POST /v1/api/transcribe-playlist" and isinstance(case.body, dict):
+        case.body["url"] = FEED
+    elif case.operation.label == "GET /v1/api/playlist" and isinstance(case.query, dict):
+        case.query["url"] = FEED
+    return case
+
+
+@schemathesis.hook
+def map_case(context, case):
+    if case.meta is not None and case.meta.generation.mode.is_positive:
+        _name_the_feed(case)
+    return case
+
 
 @schemathesis.hook
 def before_add_examples(context, examples):
-    if context.operation.label == "POST /v1/api/transcribe-playlist":
-        for case in examples:
-            if isinstance(case.body, dict):
-                case.body["url"] = os.environ["PLAYLIST_FEED_URL"]
+    for case in examples:
+        _name_the_feed(case)
 """
 
 
-def _config(feed_url: str, job_id: str, batch_id: str) -> str:
+def _config(job_id: str, batch_id: str) -> str:
     return f"""
-hooks = "playlist_examples"
+hooks = "playlist_feed"
 
 [dictionaries.jobs]
 values = ["{job_id}"]
 
 [dictionaries.batches]
 values = ["{batch_id}"]
-
-[[operations]]
-include-operation-id = "preview_playlist"
-parameters = {{ "query.url" = "{feed_url}" }}
-
-[[operations]]
-include-operation-id = "transcribe_playlist"
-parameters = {{ "body.url" = "{feed_url}" }}
 
 [[operations]]
 include-operation-id = "get_transcription"
@@ -96,9 +103,9 @@ def test_schemathesis_with_every_check_and_phase_finds_nothing(
         video_urls=[media_server.url("/files/speech.mp4")],
         type="transcript",
     )
-    (tmp_path / "playlist_examples.py").write_text(HOOKS)
+    (tmp_path / "playlist_feed.py").write_text(HOOKS)
     config = tmp_path / "schemathesis.toml"
-    config.write_text(_config(feed_url, str(job.pk), str(batch.pk)))
+    config.write_text(_config(str(job.pk), str(batch.pk)))
 
     command = [
         str(SCHEMATHESIS),
