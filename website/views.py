@@ -34,6 +34,7 @@ from transcription.api.views import playlist_listing, validate
 from transcription.artifacts import signed_path
 from transcription.models import Batch, Job, JobType, Quality, Translation
 from transcription.pipeline.burn import QUALITY_HEIGHT
+from transcription.pipeline.languages import language_label
 from transcription.states import FINAL_STATES
 
 from .forms import JobForm
@@ -41,6 +42,7 @@ from .templatetags.website_tags import duration_hms
 
 JOBS_PER_PAGE = 25
 QUALITY_LABEL = {quality: "4K" if height == 2160 else f"{height}p" for quality, height in QUALITY_HEIGHT.items()}
+FONT_SIZE_LABEL = {"default": "standard-size", "large": "large", "xl": "extra-large"}
 # The txt layout of DESIGN.md section 2: "[HH:MM:SS] Speaker N: text", one paragraph each.
 PARAGRAPH = re.compile(r"^\[(\d\d:\d\d:\d\d)\] (Speaker \d+): (.*)$", re.S)
 FILE_TYPES = {"txt": "text/plain; charset=utf-8", "srt": "application/x-subrip; charset=utf-8", "vtt": "text/vtt"}
@@ -213,6 +215,8 @@ def job_detail(request, job_id):
             "paragraphs": transcript_paragraphs(job.txt),
             "videos": videos,
             "quality_label": QUALITY_LABEL.get(job.quality, job.quality),
+            "font_size_label": FONT_SIZE_LABEL.get(job.font_size, job.font_size),
+            "language": language_label(job.language_code or job.detected_language or ""),
         },
     )
 

@@ -71,8 +71,13 @@ def test_a_newcomer_signs_up_queues_a_video_and_watches_the_result(live_server, 
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign up").click()
     confirm_email_if_asked(page, email)
-
     page.goto(f"{live_server.url}/")
+    if not page.get_by_role("button", name="Sign out").count():  # confirmed, but not signed in yet
+        page.goto(f"{live_server.url}/account/login/")
+        page.get_by_label("Email").fill(email)
+        page.get_by_label("Password").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.goto(f"{live_server.url}/")
     page.get_by_role("link", name="Queue a video").click()
     expect(page).to_have_url(f"{live_server.url}/jobs/new/")
     page.get_by_label("Video, playlist or channel URL").fill(media_server.url("/files/speech.mp4"))
