@@ -39,3 +39,16 @@ def quote(
         needed_seconds=pricing.playlist_cost(durations, job_type, quality, translations),
         remaining_seconds=account_balance(account_id),
     )
+
+
+def charged_seconds(job_ids: Iterable) -> dict:
+    """Seconds each job has cost so far (charges less refunds), by job id; jobs never charged are
+    left out (they found no minutes, or have not reached `preparing` yet)."""
+    rows = (
+        LedgerEntry.objects.filter(
+            job_id__in=list(job_ids), kind__in=[LedgerEntry.Kind.CHARGE, LedgerEntry.Kind.REFUND]
+        )
+        .values("job_id")
+        .annotate(total=Sum("seconds"))
+    )
+    return {row["job_id"]: -row["total"] for row in rows}

@@ -36,12 +36,14 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI served from our own static files: the docs work offline
     "django_celery_results",
     "audit",
     "accounts",
     "billing",
     "transcription",
     "webhooks",
+    "website",
 ]
 
 MIDDLEWARE = [
@@ -197,13 +199,30 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Video Transcription Service API",
-    "DESCRIPTION": "Turns a public video URL into a transcript, subtitles or a video with burned-in subtitles.",
+    # The description (prices, errors, polling) is written by transcription.api.schema.finish_document.
     "VERSION": "1.0.0",
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": False,
-    "ENUM_NAME_OVERRIDES": {},
+    # The contract's names for its enumerations, so a generated client gets the types it names.
+    "ENUM_NAME_OVERRIDES": {
+        "State": "transcription.models.JobState",
+        "TranslationState": "transcription.models.TranslationState",
+        "TranscriptionType": "transcription.models.JobType",
+        "Quality": "transcription.models.Quality",
+        "FontSize": "transcription.models.FontSize",
+        "SubtitleFormat": "transcription.models.SubtitleFormat",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "transcription.api.schema.finish_document",
+    ],
     "SCHEMA_PATH_PREFIX": "/v1/api",
+    # Swagger UI from drf-spectacular-sidecar's static files: the docs page needs no internet.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "persistAuthorization": True, "validatorUrl": None},
 }
 
 LOGGING = {

@@ -13,7 +13,8 @@ urlpatterns = [
     path("account/", include("accounts.urls")),
     path("account/api/webhook/", include("webhooks.urls")),
     path("admin/", admin.site.urls),
+    path("", include("website.urls")),
 ]
 
-handler404 = "transcription.api.errors.json_not_found"
+handler404 = "website.views.not_found"
 handler500 = "transcription.api.errors.json_server_error"

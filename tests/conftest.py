@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.conf import settings
 
+from tests.browser import browser, chromium_executable, new_page  # noqa: F401 (fixtures for every test module)
 from tests.staff import support_client, support_user  # noqa: F401 (fixtures for every test module)
 
 
@@ -38,11 +39,12 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits():
-    """Each test starts with empty rate-limit windows."""
+    """Each test starts with empty rate-limit windows, and lists playlists afresh (the API keeps a
+    listing for a minute, and tests reuse feed addresses with other contents)."""
     import redis
 
     client = redis.Redis.from_url(settings.REDIS_URL)
-    keys = list(client.scan_iter("ratelimit:*"))
+    keys = [*client.scan_iter("ratelimit:*"), *client.scan_iter("cache:playlist:*")]
     if keys:
         client.delete(*keys)
     yield

@@ -1,7 +1,9 @@
 """The OpenAPI 3.1 document, and live responses checked against it."""
 
+import re
+
 import pytest
-from django.test import Client
+from django.test import Client, override_settings
 
 CONTRACT_SCHEMAS = {
     "TranscriptionApiResponse",
@@ -55,7 +57,7 @@ def test_it_names_the_contracts_schemas(document):
 
 def test_every_operation_uses_the_bearer_scheme_and_lists_its_errors(document):
     schemes = document["components"]["securitySchemes"]
-    assert any(s == {"type": "http", "scheme": "bearer"} for s in schemes.values())
+    assert any((s["type"], s["scheme"]) == ("http", "bearer") for s in schemes.values())
     for path, method in OPERATIONS:
         operation = document["paths"][path][method]
         assert any(set(item) & set(schemes) for item in operation["security"])
@@ -106,6 +108,104 @@ def test_the_job_schema_has_every_field_of_the_contract(document):
     }
 
 
-def test_the_docs_page_shows_the_document(client):
+def test_the_enumerations_carry_the_contracts_names(document):
+    schemas = document["components"]["schemas"]
+    expected = {
+        "State": {
+            "waiting",
+            "preparing",
+            "downloading",
+            "converting",
+            "uploading",
+            "processing",
+            "merging",
+            "aligning",
+            "translating",
+            "burning",
+            "done",
+            "failed",
+        },
+        "TranslationState": {"pending", "translating", "burning", "done", "failed"},
+        "TranscriptionType": {"transcript", "subtitles", "burned"},
+        "Quality": {"default", "hd", "uhd"},
+        "FontSize": {"default", "large", "xl"},
+        "SubtitleFormat": {"srt", "webvtt"},
+    }
+    for name, values in expected.items():
+        assert set(schemas[name]["enum"]) == values, name
+    assert not [name for name in schemas if name.endswith("Enum")], "no generated enum names are left"
+    job = schemas["TranscriptionApiResponse"]["properties"]
+    assert job["state"] == {"$ref": "#/components/schemas/State"}
+    assert job["type"] == {"$ref": "#/components/schemas/TranscriptionType"}
+    assert schemas["TranslationApiResponse"]["properties"]["state"] == {"$ref": "#/components/schemas/TranslationState"}
+
+
+def test_path_ids_are_uuids_and_urls_are_uris(document):
+    for path in ("/v1/api/transcription/{id}", "/v1/api/batch/{id}"):
+        (parameter,) = document["paths"][path]["get"]["parameters"]
+        assert parameter["in"] == "path" and parameter["schema"] == {"type": "string", "format": "uuid"}
+    for name in ("TranscribeRequest", "SubtitlesRequest", "BurnSubtitlesRequest", "TranscribePlaylistRequest"):
+        url = document["components"]["schemas"][name]["properties"]["url"]
+        assert url["format"] == "uri" and url["maxLength"] == 2048, name
+    preview = {p["name"]: p for p in document["paths"]["/v1/api/playlist"]["get"]["parameters"]}
+    assert preview["url"]["schema"]["format"] == "uri" and preview["url"]["required"]
+    assert preview["type"]["schema"] == {"$ref": "#/components/schemas/TranscriptionType"}
+
+
+@override_settings(RATE_LIMIT_JOBS_PER_MINUTE=1000)
+def test_languages_are_listed_as_the_server_reads_them(document, api, broker):
+    import json
+
+    schemas = document["components"]["schemas"]
+    codes, names = schemas["LanguageCode"]["enum"], schemas["LanguageName"]["enum"]
+    assert "" not in codes and {"en", "es", "haw", "yue"} <= set(codes)
+    assert {"Spanish", "English", "Japanese"} <= set(names)
+    language_code = schemas["TranscribeRequest"]["properties"]["language_code"]
+    assert {"$ref": "#/components/schemas/LanguageCode"} in [
+        {"$ref": branch.get("$ref")} for branch in language_code["oneOf"] if "$ref" in branch
+    ] and {"type": "null"} in language_code["oneOf"]
+    targets = schemas["SubtitlesRequest"]["properties"]["target_languages"]
+    assert targets["items"] == {"$ref": "#/components/schemas/LanguageName"} and targets["maxItems"] == 10
+
+    def status(body):
+        return api.post("/v1/api/subtitles", data=json.dumps(body), content_type="application/json").status_code
+
+    for code in codes:
+        assert status({"url": "https://e.com/v", "language_code": code}) == 200, code
+    for start in range(0, len(names), 10):
+        assert status({"url": "https://e.com/v", "target_languages": names[start : start + 10]}) == 200
+    assert status({"url": "https://e.com/v", "language_code": ""}) == 422
+
+
+def test_every_operation_is_described_with_an_example(document):
+    for path, method in OPERATIONS:
+        operation = document["paths"][path][method]
+        assert operation["summary"] and len(operation["description"]) > 80, (path, method)
+        if method == "post":
+            examples = operation["requestBody"]["content"]["application/json"]["examples"]
+            assert examples and all(example["value"]["url"].startswith("https://") for example in examples.values())
+        else:
+            assert operation["parameters"], (path, method)
+
+
+def test_the_description_has_the_prices_errors_and_polling_advice(document):
+    from billing import pricing
+
+    text = document["info"]["description"]
+    assert "every 2 to 3 seconds" in text
+    for status in ("401", "404", "422", "429"):
+        assert f"| {status} |" in text
+    burned = f"{pricing.base_multiplier('burned', 'uhd')}× at `uhd` (2160p)"
+    assert burned in text and f"+{pricing.translation_multiplier('burned', 'hd')}× at `hd`" in text
+
+
+def test_the_docs_page_is_served_from_this_server_without_inline_script(client):
     response = client.get("/v1/api/docs")
-    assert response.status_code == 200 and b"openapi.json" in response.content
+    page = response.content.decode()
+    assert response.status_code == 200
+    sources = re.findall(r'<(?:script|link)[^>]*(?:src|href)="([^"]+)"', page)
+    assert sources and all(source.startswith("/") for source in sources), sources
+    assert any("swagger-ui-bundle.js" in source for source in sources)
+    script = client.get(next(source for source in sources if "script" in source))
+    assert script.status_code == 200 and b"/v1/api/openapi.json" in script.content
+    assert "<style" not in page and not re.search(r"<script(?![^>]*src=)", page)

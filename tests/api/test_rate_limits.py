@@ -101,7 +101,7 @@ def test_100_concurrent_http_requests_get_exactly_60_answers_and_40_429s(live_se
     def send(_):
         request = urllib.request.Request(
             f"{live_server.url}/v1/api/transcribe",
-            data=b'{"url": "not a url"}',
+            data=b'{"url": "https://example.com/v.mp4"}',
             method="POST",
             headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
         )

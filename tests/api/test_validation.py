@@ -112,3 +112,22 @@ def test_bad_query_parameters_are_named(api):
 def test_target_languages_are_refused_for_a_transcript_playlist(api):
     found = errors(post(api, "/v1/api/transcribe-playlist", {"url": "https://x.test/p", "target_languages": ["es"]}))
     assert ("body", "target_languages") in found
+
+
+@pytest.mark.parametrize("url", ["", "not a url at all", " https://x.test/v", "https://x.test/a b", "http://x:port/"])
+def test_a_url_that_is_not_an_absolute_uri_is_a_422_on_the_url(api, url):
+    response = post(api, "/v1/api/transcribe", {"url": url})
+    assert ("body", "url") in errors(response)
+    (entry,) = response.json()["detail"]
+    assert entry["type"] in ("url_parsing", "string_too_short")
+
+
+@pytest.mark.parametrize("url", ["https://x.test/v?a=1#t=30", "http://[::1]:8080/v.mp4", "ftp://x.test/v", "urn:x:y"])
+def test_any_absolute_uri_is_queued_and_left_to_the_job(api, url):
+    assert post(api, "/v1/api/transcribe", {"url": url}).status_code == 200
+
+
+def test_more_than_10_target_languages_is_a_422_even_when_they_repeat(api):
+    assert ("body", "target_languages") in errors(
+        post(api, "/v1/api/subtitles", {"url": "https://x.test/v", "target_languages": ["es"] * 11})
+    )

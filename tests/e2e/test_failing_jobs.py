@@ -30,7 +30,7 @@ class TestWithPrivateAddressesRefused:
         assert body["state"] == "failed" and body["error"] == fetch.MSG_PRIVATE
         assert media_server.count("/files/") == before
 
-    @pytest.mark.parametrize("url", ["ftp://example.com/video.mp4", "file:///etc/passwd", "not a url at all"])
+    @pytest.mark.parametrize("url", ["ftp://example.com/video.mp4", "file:///etc/passwd", "mailto:talks@example.com"])
     def test_only_http_and_https_are_accepted(self, worker, api, url):
         job_id = submit(api, "/v1/api/transcribe", {"url": url})
         wait_for_job(job_id, timeout=60)

@@ -31,6 +31,7 @@ _TYPE_BY_CODE = {
     "unknown_language": "value_error",
     "not_allowed": "value_error",
     "uuid_parsing": "uuid_parsing",
+    "not_a_uri": "url_parsing",
 }
 
 

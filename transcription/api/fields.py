@@ -1,7 +1,9 @@
 """Fields that refuse what they cannot read, instead of coercing it (DRF would turn 123 into "123"
 and "yes" into True). A wrong JSON type is a 422 naming the field."""
 
-from drf_spectacular.types import OpenApiTypes
+import ipaddress
+import re
+
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
@@ -36,7 +38,10 @@ class StrictChoiceField(serializers.ChoiceField):
 
 
 @extend_schema_field(
-    {"type": "string", "description": "ISO 639-1 or ISO 639-3 code of the spoken language; null detects it."}
+    {
+        "$ref": "#/components/schemas/LanguageCode",
+        "description": "ISO 639-1 or ISO 639-3 code of the spoken language; null (the default) detects it.",
+    }
 )
 class LanguageCodeField(StrictCharField):
     default_error_messages = {"unknown_language": "{message}"}
@@ -57,6 +62,15 @@ class LanguageCodeField(StrictCharField):
         return value
 
 
+@extend_schema_field(
+    {
+        "type": "array",
+        "items": {"$ref": "#/components/schemas/LanguageName"},
+        "maxItems": 10,
+        "description": "Language names or ISO 639-1/639-3 codes (case-insensitive), at most 10; duplicates are "
+        "collapsed. Each one is charged: see the pricing rules above.",
+    }
+)
 class TargetLanguagesField(serializers.ListField):
     """Language names or ISO codes, at most 10; duplicates (by language) are collapsed, the
     first spelling the client used is kept."""
@@ -76,6 +90,9 @@ class TargetLanguagesField(serializers.ListField):
 
     def to_internal_value(self, data):
         values = super().to_internal_value(data)
+        # More than 10 items is a 422 even when some repeat: the document says maxItems 10.
+        if len(values) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
         seen, unique = set(), []
         for value in values:
             code = normalize_language(value)
@@ -101,12 +118,63 @@ class TargetLanguageField(StrictCharField):
         return value
 
 
-@extend_schema_field(OpenApiTypes.STR)
+# RFC 3986: scheme ":" hier-part ["?" query] ["#" fragment], checked piece by piece.
+_PCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
+_URI = re.compile(
+    r"^[A-Za-z][A-Za-z0-9+.\-]*:"
+    r"(?://(?P<authority>[^/?#]*)(?:/" + _PCHAR + r"*)*|(?:/|" + _PCHAR + r")*)"
+    r"(?:\?(?:" + _PCHAR + r"|[/?])*)?"
+    r"(?:#(?:" + _PCHAR + r"|[/?])*)?$"
+)
+_AUTHORITY = re.compile(
+    r"^(?:(?:[A-Za-z0-9\-._~!$&'()*+,;=:]|%[0-9A-Fa-f]{2})*@)?"
+    r"(?:\[(?P<ipv6>[^\]]*)\]|(?:[A-Za-z0-9\-._~!$&'()*+,;=]|%[0-9A-Fa-f]{2})*)"
+    r"(?::[0-9]*)?$"
+)
+
+
+def is_absolute_uri(value: str) -> bool:
+    """Whether `value` is an absolute URI by RFC 3986, what OpenAPI's `format: uri` means."""
+    match = _URI.match(value)
+    if not match:
+        return False
+    authority = match.group("authority")
+    if authority is None:
+        return True
+    host = _AUTHORITY.match(authority)
+    if not host:
+        return False
+    if host.group("ipv6") is not None:
+        try:
+            ipaddress.IPv6Address(host.group("ipv6"))
+        except ValueError:
+            return False
+    return True
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "format": "uri",
+        "maxLength": 2048,
+        "description": "Address of the video (an absolute URI). One that cannot be fetched is not refused here: "
+        "the job ends `failed` with the reason in `error`.",
+    }
+)
 class UrlField(StrictCharField):
-    """Any string: a URL that cannot be fetched is not a 422 but a job that fails with a reason."""
+    """An absolute URI (RFC 3986), as the document says. A URI that cannot be fetched (another
+    scheme, a private host, a missing file) is not a 422 but a job that fails with a reason."""
+
+    default_error_messages = {"not_a_uri": "Input should be a URL, an absolute URI such as https://example.com/video."}
 
     def __init__(self, **kwargs):
         kwargs.setdefault("max_length", 2048)
-        kwargs.setdefault("allow_blank", True)
-        kwargs.setdefault("trim_whitespace", True)
+        # Taken as sent: " https://…" is not a URI, and the document says so.
+        kwargs.setdefault("trim_whitespace", False)
         super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if not is_absolute_uri(value):
+            self.fail("not_a_uri")
+        return value

@@ -67,7 +67,7 @@ class TranslationApiResponseSerializer(serializers.Serializer):
     state = serializers.ChoiceField(choices=TranslationState.choices)
     srt = serializers.CharField(allow_null=True, required=False)
     webvtt = serializers.CharField(allow_null=True, required=False)
-    burned_video_url = serializers.CharField(allow_null=True, required=False)
+    burned_video_url = serializers.URLField(allow_null=True, required=False)
     error = serializers.CharField(allow_null=True, required=False)
 
 
@@ -85,7 +85,9 @@ class TranscriptionApiResponseSerializer(serializers.Serializer):
     txt = serializers.CharField(allow_null=True, required=False)
     srt = serializers.CharField(allow_null=True, required=False)
     webvtt = serializers.CharField(allow_null=True, required=False)
-    burned_video_url = serializers.CharField(allow_null=True, required=False)
+    burned_video_url = serializers.URLField(
+        allow_null=True, required=False, help_text="Signed link to the burned video (7 days); answers byte ranges"
+    )
     video_url = serializers.CharField(allow_null=True, required=False)
     duration = serializers.IntegerField(allow_null=True, required=False)
     error = serializers.CharField(allow_null=True, required=False)
@@ -95,24 +97,24 @@ class TranscriptionApiResponseSerializer(serializers.Serializer):
 
 
 class QueuedJobSerializer(serializers.Serializer):
-    id = serializers.CharField()
+    id = serializers.UUIDField(help_text="The job's id: poll GET /v1/api/transcription/{id}")
 
 
 class QueuedSubtitlesJobSerializer(serializers.Serializer):
-    id = serializers.CharField()
+    id = serializers.UUIDField(help_text="The job's id: poll GET /v1/api/transcription/{id}")
     format = serializers.ChoiceField(choices=SubtitleFormat.choices)
 
 
 class QueuedBatchSerializer(serializers.Serializer):
-    batch_id = serializers.CharField()
+    batch_id = serializers.UUIDField(help_text="Poll every job at once with GET /v1/api/batch/{id}")
     title = serializers.CharField(allow_blank=True)
     count = serializers.IntegerField()
     skipped = serializers.IntegerField()
-    ids = serializers.ListField(child=serializers.CharField())
+    ids = serializers.ListField(child=serializers.UUIDField(), help_text="Job ids in queue order")
 
 
 class BatchStatusSerializer(serializers.Serializer):
-    batch_id = serializers.CharField()
+    batch_id = serializers.UUIDField()
     title = serializers.CharField(allow_blank=True)
     items = TranscriptionApiResponseSerializer(many=True)
 

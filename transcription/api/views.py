@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 import uuid
 
 from django.conf import settings
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import exceptions, viewsets
 from rest_framework.response import Response
 
 from billing.selectors import quote
+from config import shared_cache
 from transcription import poll_cache, services
 from transcription.models import Batch, Job, JobType
 from transcription.pipeline.playlist import PlaylistError, list_playlist
@@ -20,14 +23,21 @@ from .presenters import batch_payload, job_document, translations_in_order, with
 from .throttles import AccountRateThrottle, rate_limit_headers
 
 
+def validate(serializer_class, data: dict, location: str = "body") -> dict:
+    """The options a request serializer reads from `data`, or a RequestValidationError whose
+    entries name each offending field under `location`: the one check for every front door
+    (the API and the website's job form)."""
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise RequestValidationError(validation_errors(serializer.errors, location))
+    return serializer.validated_data
+
+
 def parse_body(serializer_class, request) -> dict:
     data = request.data
     if not isinstance(data, dict):
         raise RequestValidationError([{"loc": ["body"], "msg": "The body must be a JSON object.", "type": "dict_type"}])
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        raise RequestValidationError(validation_errors(serializer.errors, "body"))
-    return serializer.validated_data
+    return validate(serializer_class, data)
 
 
 def parse_path_id(value: str) -> uuid.UUID:
@@ -50,10 +60,31 @@ def parse_query(serializer_class, request) -> dict:
             data[name] = [item.strip() for value in values for item in value.split(",") if item.strip()]
         else:
             data[name] = values[-1]
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        raise RequestValidationError(validation_errors(serializer.errors, "query"))
-    return serializer.validated_data
+    return validate(serializer_class, data, "query")
+
+
+# --- What the document says of each operation -----------------------------------------------
+
+EXAMPLE_VIDEO = "https://videos.example.com/talks/keynote.mp4"
+_QUEUED = (
+    " The answer comes at once; poll `GET /v1/api/transcription/{id}` every 2 to 3 seconds until `state` "
+    "is `done` or `failed`. A video that cannot be fetched, or an account without minutes, is not an HTTP "
+    "error: the job ends `failed` with the reason in `error` (and its minutes back)."
+)
+
+
+def _example(name: str, value: dict, summary: str = "") -> OpenApiExample:
+    return OpenApiExample(name, value=value, summary=summary or name, request_only=True)
+
+
+def _id_parameter(what: str) -> OpenApiParameter:
+    return OpenApiParameter(
+        "id", OpenApiTypes.UUID, OpenApiParameter.PATH, description=f"The {what}'s id, as its POST answered it."
+    )
+
+
+def _ref(name: str) -> dict:
+    return {"$ref": f"#/components/schemas/{name}"}
 
 
 class ContractViewSet(viewsets.ViewSet):
@@ -75,7 +106,16 @@ def _not_found(what: str):
 
 class JobViewSet(ContractViewSet):
     @extend_schema(
-        operation_id="transcribe", request=s.TranscribeRequestSerializer, responses={200: s.QueuedJobSerializer}
+        operation_id="transcribe",
+        summary="Queue a video for a transcript",
+        description="Queues one video for a plain-text transcript with timestamps and speaker tags "
+        "(`[00:00:12] Speaker 1: …`, a paragraph per turn). Costs 1× the video's length." + _QUEUED,
+        request=s.TranscribeRequestSerializer,
+        responses={200: s.QueuedJobSerializer},
+        examples=[
+            _example("A video, language detected", {"url": EXAMPLE_VIDEO}),
+            _example("Spanish, verbatim", {"url": EXAMPLE_VIDEO, "language_code": "es", "verbatim": True}),
+        ],
     )
     def transcribe(self, request):
         options = parse_body(s.TranscribeRequestSerializer, request)
@@ -83,7 +123,20 @@ class JobViewSet(ContractViewSet):
         return Response({"id": str(job.id)})
 
     @extend_schema(
-        operation_id="subtitles", request=s.SubtitlesRequestSerializer, responses={200: s.QueuedSubtitlesJobSerializer}
+        operation_id="subtitles",
+        summary="Queue a video for subtitles (SRT and WebVTT), optionally translated",
+        description="Queues one video for subtitles: both `srt` and `webvtt` are always made; `format` only "
+        "says which one the client reads, and is echoed. Each of `target_languages` adds a translation "
+        "with the same cues and times. Costs 1× the video's length, +1× per target language." + _QUEUED,
+        request=s.SubtitlesRequestSerializer,
+        responses={200: s.QueuedSubtitlesJobSerializer},
+        examples=[
+            _example(
+                "WebVTT, and in Spanish and French",
+                {"url": EXAMPLE_VIDEO, "format": "webvtt", "target_languages": ["Spanish", "French"]},
+            ),
+            _example("SRT only", {"url": EXAMPLE_VIDEO}),
+        ],
     )
     def subtitles(self, request):
         options = parse_body(s.SubtitlesRequestSerializer, request)
@@ -92,14 +145,36 @@ class JobViewSet(ContractViewSet):
         return Response({"id": str(job.id), "format": subtitle_format})
 
     @extend_schema(
-        operation_id="burn_subtitles", request=s.BurnSubtitlesRequestSerializer, responses={200: s.QueuedJobSerializer}
+        operation_id="burn_subtitles",
+        summary="Queue a video to get it back with the subtitles burned in",
+        description="Queues one video to be downloaded and drawn again with its subtitles in the picture, "
+        "at `quality` 720p (`default`), 1080p (`hd`) or 4K (`uhd`). Each of `target_languages` gives one more "
+        "video. Costs 3×, 4× or 5× the video's length by quality, +(1 + that)× per target language. "
+        "`burned_video_url` is a signed link (7 days) that answers byte ranges, so players can seek." + _QUEUED,
+        request=s.BurnSubtitlesRequestSerializer,
+        responses={200: s.QueuedJobSerializer},
+        examples=[
+            _example(
+                "1080p, large text on a box",
+                {"url": EXAMPLE_VIDEO, "quality": "hd", "font_size": "large", "background": True},
+            ),
+            _example("720p, and a Spanish version", {"url": EXAMPLE_VIDEO, "target_languages": ["Spanish"]}),
+        ],
     )
     def burn_subtitles(self, request):
         options = parse_body(s.BurnSubtitlesRequestSerializer, request)
         job = services.job_create(request.user, type=JobType.BURNED, **options)
         return Response({"id": str(job.id)})
 
-    @extend_schema(operation_id="get_transcription", responses={200: s.TranscriptionApiResponseSerializer})
+    @extend_schema(
+        operation_id="get_transcription",
+        summary="Poll a job and read its results",
+        description="The job's state, progress and, once `done`, its results (`txt`, `srt`, `webvtt`, "
+        "`burned_video_url`, `translations`). Poll every 2 to 3 seconds until `state` is `done` or `failed`; "
+        "each call counts as one poll. Answers the same for a job queued by any POST, a batch or the website.",
+        parameters=[_id_parameter("job")],
+        responses={200: s.TranscriptionApiResponseSerializer},
+    )
     def retrieve(self, request, id: str):
         job_id = parse_path_id(id)
         # Clients poll every few seconds; the answer is cached until the job or one of its
@@ -119,12 +194,28 @@ class JobViewSet(ContractViewSet):
 class BatchViewSet(ContractViewSet):
     @extend_schema(
         operation_id="transcribe_playlist",
+        summary="Queue every public video of a playlist or channel",
+        description="Lists the playlist or channel (its first 25 public videos; private, deleted and live ones "
+        "are counted in `skipped`) and queues one job per video, all of `type`. A job costs what the same job "
+        "queued alone costs, charged as each one starts. An address that cannot be listed is a 422 on `url` "
+        "with the reason. Poll the jobs one by one or all at once with `GET /v1/api/batch/{id}`.",
         request=s.TranscribePlaylistRequestSerializer,
         responses={200: s.QueuedBatchSerializer},
+        examples=[
+            _example(
+                "Subtitles for a playlist, in Spanish too",
+                {
+                    "url": "https://videos.example.com/playlists/talks",
+                    "type": "subtitles",
+                    "target_languages": ["Spanish"],
+                },
+            ),
+            _example("Transcripts of a channel", {"url": "https://videos.example.com/@conference"}),
+        ],
     )
     def create(self, request):
         options = parse_body(s.TranscribePlaylistRequestSerializer, request)
-        listing = _list_or_422(options["url"], "body")
+        listing = playlist_listing(options["url"], "body")
         batch = services.batch_create(
             request.user,
             title=listing.title,
@@ -138,7 +229,14 @@ class BatchViewSet(ContractViewSet):
             {"batch_id": str(batch.id), "title": batch.title, "count": len(ids), "skipped": batch.skipped, "ids": ids}
         )
 
-    @extend_schema(operation_id="get_batch", responses={200: s.BatchStatusSerializer})
+    @extend_schema(
+        operation_id="get_batch",
+        summary="Poll every job of a batch",
+        description="Every job the batch queued, in queue order, as `GET /v1/api/transcription/{id}` shows it "
+        "but without the text results (read each job by id for them). Counts as one poll.",
+        parameters=[_id_parameter("batch")],
+        responses={200: s.BatchStatusSerializer},
+    )
     def retrieve(self, request, id: str):
         batch_id = parse_path_id(id)
         batch = Batch.objects.filter(pk=batch_id, account=request.user).first()
@@ -147,9 +245,20 @@ class BatchViewSet(ContractViewSet):
         return Response(batch_payload(batch, request))
 
 
-def _list_or_422(url: str, location: str):
+# A playlist's listing is kept this long (in Redis, shared by the web processes): a client that
+# previews a playlist and then queues it, or polls the preview, costs one yt-dlp listing, not one
+# a request. Failures are not kept: the next request tries again.
+PLAYLIST_LISTING_SECONDS = 60
+
+
+def playlist_listing(url: str, location: str = "body"):
+    """The playlist or channel behind `url`, or a 422 on the url at `location` (body/query)."""
+    key = "playlist:" + hashlib.sha256(url.encode()).hexdigest()
+    listing = shared_cache.get(key)
+    if listing is not None:
+        return listing
     try:
-        return list_playlist(
+        listing = list_playlist(
             url,
             allow_private=settings.ALLOW_PRIVATE_URLS,
             timeout=settings.FETCH_TIMEOUT_SECONDS,
@@ -157,28 +266,41 @@ def _list_or_422(url: str, location: str):
         )
     except PlaylistError as error:
         raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
+    shared_cache.set(key, listing, PLAYLIST_LISTING_SECONDS)
+    return listing
 
 
 class PlaylistViewSet(ContractViewSet):
     @extend_schema(
         operation_id="preview_playlist",
+        summary="What a playlist or channel would queue, and what it would cost",
+        description="Lists the playlist or channel as `POST /v1/api/transcribe-playlist` would (its first 25 "
+        "public videos) and says the seconds of balance the batch needs against the seconds left (`fits`). "
+        "Queues nothing; counts as a poll. An address that cannot be listed is a 422 on `url` with the reason.",
         parameters=[
-            OpenApiParameter("url", str, required=True, description="Playlist or channel URL"),
-            OpenApiParameter("type", str, enum=[c for c, _ in JobType.choices], default="transcript"),
-            OpenApiParameter("quality", str, enum=["default", "hd", "uhd"], default="default"),
+            OpenApiParameter(
+                "url",
+                {"type": "string", "format": "uri", "maxLength": 2048},
+                required=True,
+                description="Playlist or channel URL",
+                examples=[OpenApiExample("A playlist", value="https://videos.example.com/playlists/talks")],
+            ),
+            OpenApiParameter(
+                "type", _ref("TranscriptionType"), description="What each job would make (default `transcript`)"
+            ),
+            OpenApiParameter("quality", _ref("Quality"), description="For burned jobs (default `default`)"),
             OpenApiParameter(
                 "target_languages",
-                {"type": "array", "items": {"type": "string"}},
-                many=True,
+                {"type": "array", "items": _ref("LanguageName"), "maxItems": 10},
                 explode=True,
-                description="Repeat the parameter or separate with commas; max 10",
+                description="Only for `subtitles` and `burned`; repeat the parameter or separate with commas; max 10",
             ),
         ],
         responses={200: s.PlaylistPreviewSerializer},
     )
-    def list(self, request):
+    def preview(self, request):
         query = parse_query(s.PlaylistQuerySerializer, request)
-        listing = _list_or_422(query["url"], "query")
+        listing = playlist_listing(query["url"], "query")
         cost = quote(
             request.user.pk,
             [video.duration or 0 for video in listing.videos],

@@ -14,6 +14,7 @@ from __future__ import annotations
 import unicodedata
 
 import langcodes
+from langcodes.data_dicts import LANGUAGE_ALPHA3
 
 # The speech model's language codes (faster_whisper.tokenizer._LANGUAGE_CODES; a test checks that
 # they agree). Mostly ISO 639-1; "haw" and "yue" are 639-3, and Whisper writes Javanese "jw".
@@ -96,3 +97,39 @@ def whisper_language(code: str) -> str:
             if language in WHISPER_LANGUAGES:
                 return language
     raise UnknownLanguage(f"Language code {code!r} is not supported by Whisper.")
+
+
+def speech_language_choices() -> list[tuple[str, str]]:
+    """(code, English name) of every language the speech model knows, by name: a form's choices."""
+    return sorted(((code, language_label(code)) for code in WHISPER_LANGUAGES), key=lambda item: item[1])
+
+
+def speech_language_codes() -> list[str]:
+    """The language_code values the OpenAPI document lists: the standard code (ISO 639-1 where
+    there is one, else ISO 639-3) of every language the speech model knows. whisper_language
+    reads more spellings of them (639-3 codes, any case, BCP 47 tags); the list stays short, since
+    a client generated from the document, and every test of it, walks the whole list."""
+    return sorted({langcodes.Language.get(normalize_language(code)).language for code in WHISPER_LANGUAGES})
+
+
+def target_language_names() -> list[str]:
+    """The target_languages values the OpenAPI document lists: the English name of every language
+    with an ISO 639-1 code or that the speech model knows. normalize_language reads more (codes,
+    any case, names in other languages, any language langcodes knows)."""
+    names = set()
+    for code in {*LANGUAGE_ALPHA3, *WHISPER_LANGUAGES}:
+        try:
+            language = normalize_language(code)
+        except UnknownLanguage:
+            continue
+        name = language_label(language)
+        if name.isprintable() and _reads_as(name, language):
+            names.add(name)
+    return sorted(names)
+
+
+def _reads_as(name: str, code: str) -> bool:
+    try:
+        return normalize_language(name) == code
+    except UnknownLanguage:
+        return False

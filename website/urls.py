@@ -1,0 +1,15 @@
+from django.urls import path
+
+from . import views
+
+app_name = "website"
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("jobs/", views.job_list, name="jobs"),
+    path("jobs/new/", views.job_new, name="job-new"),
+    path("jobs/status/", views.job_status, name="job-status"),
+    path("jobs/<uuid:job_id>/", views.job_detail, name="job"),
+    path("jobs/<uuid:job_id>/files/<str:name>", views.job_file, name="job-file"),
+    path("batches/<uuid:batch_id>/", views.batch_detail, name="batch"),
+]

@@ -1,0 +1,375 @@
+"""The website: the landing page, and the account holder's jobs (list, one job, a batch, the form
+that queues one). Views parse and answer: the job form is checked by the API's own serializers,
+counted by the API's rate limit and queued by the same services, so a job queued here is the job
+the API would have queued.
+
+Every page works under a Content-Security-Policy of same-origin scripts and styles only: no
+inline script or style; the progress poller is website/static/website/jobs.js.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import uuid
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.utils.text import slugify
+from django.views.decorators.cache import never_cache
+from django.views.decorators.http import require_GET, require_http_methods
+
+from accounts.models import Account
+from billing import pricing
+from billing.selectors import account_balance, charged_seconds
+from transcription import services
+from transcription.api import ratelimit
+from transcription.api.errors import RequestValidationError, json_not_found
+from transcription.api.views import playlist_listing, validate
+from transcription.artifacts import signed_path
+from transcription.models import Batch, Job, JobType, Quality, Translation
+from transcription.pipeline.burn import QUALITY_HEIGHT
+from transcription.pipeline.languages import language_label
+from transcription.states import FINAL_STATES
+
+from .forms import JobForm
+from .templatetags.website_tags import duration_hms
+
+JOBS_PER_PAGE = 25
+QUALITY_LABEL = {quality: "4K" if height == 2160 else f"{height}p" for quality, height in QUALITY_HEIGHT.items()}
+FONT_SIZE_LABEL = {"default": "standard-size", "large": "large", "xl": "extra-large"}
+# The txt layout of DESIGN.md section 2: "[HH:MM:SS] Speaker N: text", one paragraph each.
+PARAGRAPH = re.compile(r"^\[(\d\d:\d\d:\d\d)\] (Speaker \d+): (.*)$", re.S)
+FILE_TYPES = {"txt": "text/plain; charset=utf-8", "srt": "application/x-subrip; charset=utf-8", "vtt": "text/vtt"}
+
+
+def _account(request) -> Account | None:
+    if not request.user.is_authenticated:
+        return None
+    return Account.objects.filter(user=request.user).first()
+
+
+def _account_or_404(request) -> Account:
+    account = _account(request)
+    if account is None:
+        raise Http404("This login has no account.")
+    return account
+
+
+def price_rows() -> list[dict]:
+    """What one minute of video costs, per product, from billing.pricing (the one copy of prices)."""
+    rows = [
+        {
+            "product": "Transcript (text with timestamps and speakers)",
+            "cost": pricing.base_multiplier(JobType.TRANSCRIPT),
+            "per_translation": None,
+        },
+        {
+            "product": "Subtitles (SRT and WebVTT)",
+            "cost": pricing.base_multiplier(JobType.SUBTITLES),
+            "per_translation": pricing.translation_multiplier(JobType.SUBTITLES),
+        },
+    ]
+    for quality in Quality:
+        rows.append(
+            {
+                "product": f"Video with burned-in subtitles, {QUALITY_LABEL[quality]}",
+                "cost": pricing.base_multiplier(JobType.BURNED, quality),
+                "per_translation": pricing.translation_multiplier(JobType.BURNED, quality),
+            }
+        )
+    return rows
+
+
+def home(request):
+    base = request.build_absolute_uri("/").rstrip("/")
+    return render(
+        request,
+        "website/home.html",
+        {
+            "prices": price_rows(),
+            "free_minutes": settings.FREE_MINUTES,
+            "base_url": base,
+            "account": _account(request),
+            "limits": {
+                "jobs": settings.RATE_LIMIT_JOBS_PER_MINUTE,
+                "polls": settings.RATE_LIMIT_POLLS_PER_MINUTE,
+                "videos": settings.PLAYLIST_MAX_VIDEOS,
+                "hours": settings.MAX_VIDEO_SECONDS // 3600,
+            },
+        },
+    )
+
+
+def _with_charges(jobs: list[Job]) -> list[Job]:
+    charged = charged_seconds([job.pk for job in jobs])
+    for job in jobs:
+        seconds = charged.get(job.pk)
+        job.charged = None if seconds is None else pricing.format_minutes(seconds)
+    return jobs
+
+
+def _groups(jobs: list[Job]) -> list[tuple[Batch | None, list[Job]]]:
+    """Jobs in the order listed, a batch's jobs together under their batch (in queue order)."""
+    groups = []
+    for batch_id, members in itertools.groupby(jobs, key=lambda job: job.batch_id):
+        members = list(members)
+        if batch_id is None:
+            groups.extend((None, [job]) for job in members)
+        else:
+            groups.append((members[0].batch, sorted(members, key=lambda job: job.position)))
+    return groups
+
+
+_LISTED = ("id", "batch", "position", "type", "state", "progress", "title", "url", "duration", "error", "created_at")
+
+
+@never_cache
+@login_required
+def job_list(request):
+    account = _account(request)
+    if account is None:
+        return render(request, "website/no_account.html", status=404)
+    jobs = Job.objects.filter(account=account).select_related("batch").only(*_LISTED, "batch__title", "batch__url")
+    page = Paginator(jobs.order_by("-created_at", "-position"), JOBS_PER_PAGE).get_page(request.GET.get("page"))
+    listed = _with_charges(list(page.object_list))
+    return render(
+        request,
+        "website/jobs.html",
+        {
+            "page": page,
+            "groups": _groups(listed),
+            "running": [str(job.pk) for job in listed if job.state not in FINAL_STATES],
+            "balance": pricing.format_minutes(max(account_balance(account.pk), 0)),
+        },
+    )
+
+
+@never_cache
+@login_required
+def batch_detail(request, batch_id):
+    account = _account_or_404(request)
+    batch = Batch.objects.filter(pk=batch_id, account=account).first()
+    if batch is None:
+        raise Http404("No batch with that id on this account.")
+    jobs = _with_charges(list(batch.jobs.order_by("position").only(*_LISTED)))
+    return render(
+        request,
+        "website/batch.html",
+        {"batch": batch, "jobs": jobs, "running": [str(job.pk) for job in jobs if job.state not in FINAL_STATES]},
+    )
+
+
+def _job_or_404(request, job_id) -> Job:
+    job = Job.objects.filter(pk=job_id, account=_account_or_404(request)).first()
+    if job is None:
+        raise Http404("No job with that id on this account.")
+    return job
+
+
+def transcript_paragraphs(txt: str | None) -> list[dict]:
+    """The txt result as paragraphs of time, speaker and text, for the page to lay out."""
+    paragraphs = []
+    for block in (txt or "").split("\n\n"):
+        block = block.strip()
+        if not block:
+            continue
+        match = PARAGRAPH.match(block)
+        if match:
+            paragraphs.append({"time": match.group(1), "speaker": match.group(2), "text": match.group(3)})
+        else:
+            paragraphs.append({"time": None, "speaker": None, "text": block})
+    return paragraphs
+
+
+@never_cache
+@login_required
+def job_detail(request, job_id):
+    job = _job_or_404(request, job_id)
+    _with_charges([job])
+    translations = list(job.translations.order_by("position"))
+    videos = []
+    if job.burned_video:
+        videos.append({"label": "Original language", "url": signed_path(job.burned_video), "id": "video"})
+    for translation in translations:
+        if translation.burned_video:
+            videos.append(
+                {
+                    "label": translation.language,
+                    "url": signed_path(translation.burned_video),
+                    "id": f"video-{translation.language_code}",
+                }
+            )
+    return render(
+        request,
+        "website/job.html",
+        {
+            "job": job,
+            "final": job.state in FINAL_STATES,
+            "translations": translations,
+            "paragraphs": transcript_paragraphs(job.txt),
+            "videos": videos,
+            "quality_label": QUALITY_LABEL.get(job.quality, job.quality),
+            "font_size_label": FONT_SIZE_LABEL.get(job.font_size, job.font_size),
+            "language": language_label(job.language_code or job.detected_language or ""),
+        },
+    )
+
+
+def _download_name(job: Job, suffix: str) -> str:
+    stem = slugify(job.title)[:80] or f"job-{job.pk}"
+    return f"{stem}{suffix}"
+
+
+@never_cache
+@login_required
+@require_GET
+def job_file(request, job_id, name: str):
+    """transcript.txt, subtitles.srt, subtitles.vtt, and subtitles.<language code>.srt/.vtt for
+    each translation; a 404 for what the job does not have (yet)."""
+    job = _job_or_404(request, job_id)
+    stem, _, extension = name.rpartition(".")
+    if extension not in FILE_TYPES:
+        raise Http404("No such file.")
+    text, suffix = None, f".{extension}"
+    if stem == "transcript" and extension == "txt":
+        text = job.txt
+    elif stem == "subtitles" and extension in ("srt", "vtt"):
+        text = job.srt if extension == "srt" else job.webvtt
+    elif stem.startswith("subtitles.") and extension in ("srt", "vtt"):
+        code = stem.removeprefix("subtitles.")
+        translation = Translation.objects.filter(job=job, language_code=code).first()
+        if translation is not None:
+            text = translation.srt if extension == "srt" else translation.webvtt
+            suffix = f".{code}.{extension}"
+    if not text:
+        raise Http404("This job has no such file (yet).")
+    response = HttpResponse(text, content_type=FILE_TYPES[extension])
+    response["Content-Disposition"] = f'attachment; filename="{_download_name(job, suffix)}"'
+    return response
+
+
+def _rate_limited(request, account: Account, bucket: str):
+    """Count the request on the account's shared counters (REST, MCP and the website alike)."""
+    state = ratelimit.hit(account.pk, bucket)
+    return None if state.allowed else state
+
+
+@never_cache
+@login_required
+@require_GET
+def job_status(request):
+    """State and progress of the account's jobs named by ?id=, for the pages' progress poller.
+    Counts as one poll of the account's rate limit, whatever the number of ids."""
+    account = _account_or_404(request)
+    limited = _rate_limited(request, account, ratelimit.POLLS)
+    if limited is not None:
+        response = JsonResponse({"detail": f"Rate limit exceeded; try again in {limited.retry_after} seconds."})
+        response.status_code = 429
+        response["Retry-After"] = str(limited.retry_after)
+        return response
+    ids = []
+    for value in request.GET.getlist("id")[:JOBS_PER_PAGE]:
+        try:
+            ids.append(uuid.UUID(value))
+        except ValueError:  # a malformed id names no job of this account
+            continue
+    jobs = _with_charges(
+        list(Job.objects.filter(account=account, pk__in=ids).only("id", "state", "progress", "duration"))
+    )
+    return JsonResponse(
+        {
+            "jobs": [
+                {
+                    "id": str(job.pk),
+                    "state": job.state,
+                    "progress": job.progress,
+                    "final": job.state in FINAL_STATES,
+                    "duration": duration_hms(job.duration) or None,
+                    "charged": job.charged,
+                }
+                for job in jobs
+            ]
+        }
+    )
+
+
+@never_cache
+@login_required
+@require_http_methods(["GET", "POST"])
+def job_new(request):
+    account = _account(request)
+    if account is None:
+        return render(request, "website/no_account.html", status=404)
+    form = JobForm(request.POST or None, initial={"url": request.GET.get("url", "")})
+    status = 200
+    if request.method == "POST" and form.is_valid():
+        limited = _rate_limited(request, account, ratelimit.JOBS)
+        if limited is not None:
+            form.add_error(
+                None,
+                f"Too many job requests this minute (the limit is {limited.limit} a minute, shared with the API); "
+                f"try again in {limited.retry_after} seconds.",
+            )
+            status = 429
+        else:
+            try:
+                return redirect(_queue(account, form))
+            except RequestValidationError as error:
+                form.add_api_errors(error.errors)
+                status = 422
+    elif request.method == "POST":
+        status = 422
+    return render(
+        request,
+        "website/job_new.html",
+        {
+            "form": form,
+            "balance": pricing.format_minutes(max(account_balance(account.pk), 0)),
+            "prices": price_rows(),
+            "multipliers_json": json.dumps(
+                {
+                    "burned": {q: pricing.base_multiplier(JobType.BURNED, q) for q in Quality},
+                    "burned_translation": {q: pricing.translation_multiplier(JobType.BURNED, q) for q in Quality},
+                    "subtitles": pricing.base_multiplier(JobType.SUBTITLES),
+                    "subtitles_translation": pricing.translation_multiplier(JobType.SUBTITLES),
+                    "transcript": pricing.base_multiplier(JobType.TRANSCRIPT),
+                }
+            ),
+        },
+        status=status,
+    )
+
+
+def _queue(account: Account, form: JobForm) -> str:
+    """Validate the request as the API would and queue it; the page to go to next."""
+    serializer, body = form.api_request()
+    options = validate(serializer, body)
+    if form.cleaned_data["playlist"]:
+        listing = playlist_listing(options["url"])
+        batch = services.batch_create(
+            account,
+            title=listing.title,
+            total=listing.total,
+            skipped=listing.skipped,
+            video_urls=[video.url for video in listing.videos],
+            **options,
+        )
+        return reverse("website:batch", args=[batch.pk])
+    job_type = form.cleaned_data["type"]
+    if job_type == JobType.SUBTITLES:
+        options["subtitle_format"] = options.pop("format")
+    job = services.job_create(account, type=job_type, **options)
+    return reverse("website:job", args=[job.pk])
+
+
+def not_found(request, exception=None):
+    """The 404 of every address: the API's JSON body under /v1/, a page for people elsewhere."""
+    if request.path.startswith("/v1/"):
+        return json_not_found(request, exception)
+    return render(request, "website/404.html", status=404)
