@@ -76,7 +76,7 @@ class TranslationInline(ReadOnlyAdminMixin, admin.TabularInline):
 
 @admin.register(Job)
 class JobAdmin(admin.ModelAdmin):
-    list_display = ["short_id", "account", "type", "state", "progress", "created_at", "error_summary"]
+    list_display = ["short_id", "account", "type", "state", "progress", "language_found", "created_at", "error_summary"]
     list_filter = [
         "state",
         "type",
@@ -130,6 +130,7 @@ class JobAdmin(admin.ModelAdmin):
                     "title",
                     "duration",
                     "detected_language",
+                    "detected_language_probability",
                     "is_preview",
                     "preview_minutes",
                     "outputs",
@@ -167,6 +168,15 @@ class JobAdmin(admin.ModelAdmin):
     @admin.display(description="Job", ordering="id")
     def short_id(self, job):
         return str(job.id)[:8]
+
+    @admin.display(description="Language found", ordering="detected_language")
+    def language_found(self, job):
+        # Support staff see at a glance whether a poor transcript follows from an unsure detection.
+        if not job.detected_language:
+            return ""
+        if job.detected_language_probability is None:
+            return job.detected_language
+        return f"{job.detected_language} ({job.detected_language_probability:.0%})"
 
     @admin.display(description="Error")
     def error_summary(self, job):

@@ -111,6 +111,11 @@ class Job(JobOptions):
     title = models.CharField(max_length=500, blank=True)
     duration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds of source video, rounded up.")
     detected_language = models.CharField(max_length=12, null=True, blank=True)
+    detected_language_probability = models.FloatField(
+        null=True,
+        blank=True,
+        help_text="Whisper's probability for the detected language (0-1); empty when the language was given.",
+    )
     is_preview = models.BooleanField(default=False)
     preview_minutes = models.PositiveIntegerField(null=True, blank=True)
 

@@ -7,9 +7,11 @@ Nothing here knows about Django. Get the model from
 from __future__ import annotations
 
 import os
+import zlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from . import language_id
 from .languages import whisper_language
 from .types import Segment, Transcript, Word
 from .wav import SAMPLE_RATE, read_slice
@@ -34,6 +36,13 @@ DEFAULT_BATCH_SIZE = 8
 VERBATIM_PROMPT = "Umm, let me think like, hmm... Okay, here's what I'm, like, thinking."
 
 ProgressCallback = Callable[[float], None]
+
+# Recovery of dropped speech (bench/asr/multilingual.py): a stretch of VAD speech this long with no
+# recognised word in it (words widened by WORD_PAD_S each side), or a segment whose text compresses
+# better than Whisper's own repetition limit, is decoded again plainly.
+MIN_UNCOVERED_S = 1.0
+WORD_PAD_S = 0.4
+MAX_COMPRESSION_RATIO = 2.4
 
 
 def _convert(seg, offset: float) -> Segment:
@@ -82,6 +91,7 @@ def transcribe(
     batch_size: int = DEFAULT_BATCH_SIZE,
     beam_size: int = 5,
     on_progress: ProgressCallback | None = None,
+    recover_dropped: bool = True,
 ) -> Transcript:
     """Transcribe (or, with ``task="translate"``, translate to English) part of a WAV.
 
@@ -92,8 +102,14 @@ def transcribe(
     ``on_progress(fraction)`` is called as segments arrive with the fraction of the
     slice covered so far, and with 1.0 at the end.
 
-    ``Transcript.language`` is the language used (detected or given, Whisper code);
-    ``Transcript.duration`` is the length of the slice actually read, in seconds.
+    ``Transcript.language`` is the language used (detected or given, Whisper code), with
+    ``Transcript.language_probability`` when detected (``language_id.detect_language``: an unsure
+    first look is followed by several windows); ``Transcript.duration`` is the length of the slice
+    actually read, in seconds.
+
+    ``recover_dropped`` decodes again, plainly, any stretch of speech that came back without words
+    and any segment caught in a repetition loop: batched decoding reads each VAD chunk once, and
+    when Whisper ends a chunk early (or loops) the rest of its speech is lost without a trace.
     """
     if task not in ("transcribe", "translate"):
         raise ValueError(f"task must be 'transcribe' or 'translate', not {task!r}")
@@ -106,6 +122,12 @@ def transcribe(
         if on_progress:
             on_progress(1.0)
         return Transcript(language=lang or "", duration=0.0, segments=[])
+
+    probability = None
+    regions = language_id.speech_regions(audio) if (recover_dropped or not lang) else []
+    if not lang and model.model.is_multilingual:
+        detection = language_id.detect_language(model, audio, regions=regions)
+        lang, probability = detection.language, detection.probability
 
     options = dict(
         language=lang,
@@ -133,10 +155,78 @@ def transcribe(
         if on_progress:
             done = max(done, min(1.0, float(seg.end) / duration))
             on_progress(done)
+    if recover_dropped:
+        segments = _recover_dropped(model, audio, offset, segments, regions, options)
     if on_progress:
         on_progress(1.0)
 
-    return Transcript(language=info.language or lang or "", duration=round(duration, 3), segments=segments)
+    return Transcript(
+        language=info.language or lang or "",
+        duration=round(duration, 3),
+        segments=segments,
+        language_probability=probability,
+    )
+
+
+def _compression_ratio(text: str) -> float:
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def uncovered_speech(
+    regions: list[tuple[float, float]], segments: list[Segment], pad: float = WORD_PAD_S
+) -> list[tuple[float, float]]:
+    """Stretches of speech (seconds) that no recognised word, widened by ``pad``, touches."""
+    words = sorted((w.start - pad, w.end + pad) for seg in segments for w in seg.words)
+    gaps = []
+    for start, end in regions:
+        cursor = start
+        for ws, we in words:
+            if we <= cursor or ws >= end:
+                continue
+            if ws > cursor:
+                gaps.append((cursor, ws))
+            cursor = max(cursor, we)
+        if cursor < end:
+            gaps.append((cursor, end))
+    return gaps
+
+
+def _recover_dropped(model, audio, offset: float, segments: list[Segment], regions, options) -> list[Segment]:
+    """Decode again, plainly, the speech that came back without words or in a repetition loop."""
+    spans = [
+        (s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset)
+        for s, e in (
+            (round((a - offset) * SAMPLE_RATE), round((b - offset) * SAMPLE_RATE))
+            for a, b in uncovered_speech(
+                [(s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset) for s, e in regions], segments
+            )
+            if b - a >= MIN_UNCOVERED_S
+        )
+    ]
+    looping = [seg for seg in segments if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO]
+    spans += [(seg.start, seg.end) for seg in looping]
+    if not spans:
+        return segments
+    merged: list[list[float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+
+    kept = [seg for seg in segments if seg not in looping]
+    for start, end in merged:
+        first = max(0, round((start - offset) * SAMPLE_RATE))
+        last = min(len(audio), round((end - offset) * SAMPLE_RATE))
+        if last - first < SAMPLE_RATE // 4:
+            continue
+        # a short gap is all speech (VAD said so); a looping chunk may hold pauses
+        vad = (last - first) > 5 * SAMPLE_RATE
+        found, _ = model.transcribe(audio[first:last], **{**options, "vad_filter": vad})
+        new = [_convert(seg, offset + first / SAMPLE_RATE) for seg in found]
+        kept += [seg for seg in new if seg.words and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
+    return sorted(kept, key=lambda seg: seg.start)
 
 
 def merge(parts: list[Transcript]) -> Transcript:

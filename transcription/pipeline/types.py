@@ -40,6 +40,8 @@ class Transcript:
     language: str
     duration: float
     segments: list[Segment] = field(default_factory=list)
+    # Whisper's probability for a detected language (None when the language was given).
+    language_probability: float | None = None
 
 
 @dataclass

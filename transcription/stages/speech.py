@@ -67,7 +67,12 @@ def _recognise(job: Job, wav: Path) -> None:
         services.job_advance(job.id, states.MERGING)
     transcript = asr.merge(parts)
 
-    services.job_advance(job.id, states.ALIGNING, detected_language=transcript.language)
+    services.job_advance(
+        job.id,
+        states.ALIGNING,
+        detected_language=transcript.language,
+        detected_language_probability=transcript.language_probability,
+    )
     segments = speakers.assign_speakers(transcript.segments, speakers.diarize(wav))
     segments = cleaning.clean_words(
         segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language

@@ -1,0 +1,184 @@
+"""Multilingual accuracy and completeness of ``asr.transcribe`` on the set of ``multilingual_set.py``.
+
+    python bench/asr/multilingual.py                          # base; default decoding vs batched without recovery
+    python bench/asr/multilingual.py --modes default --only 'ja|hi' --out /tmp/m.json
+
+For every clip and decoding mode: WER (CER for Japanese and Chinese), completeness (share of the
+reference words, or characters, found in the transcript in order), the seconds of VAD speech that
+no recognised word covers (words widened by 0.4 s; ``longest_gap_s`` is the longest such stretch: a
+dropped sentence shows there), the language detected and its probability (with the language given
+the transcription is not re-run). Modes:
+
+* ``default``: ``asr.transcribe`` as the worker calls it (batched, dropped speech recovered);
+* ``batched-unrecovered``: batched without the recovery (the behaviour before issue 21);
+* ``plain``: ``WhisperModel.transcribe`` without batching (and without the recovery).
+
+Results: ``results-multilingual.json`` and a table on stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import unicodedata
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from multilingual_set import CHARACTER_LANGUAGES, NUMBER_WORDS, build  # noqa: E402
+
+from transcription.pipeline import asr, language_id  # noqa: E402
+from transcription.pipeline.wav import SAMPLE_RATE, read_slice  # noqa: E402
+from transcription.pipeline.whisper_model import load_model  # noqa: E402
+
+MODES = {
+    "default": dict(batched=True, recover_dropped=True),
+    "batched-unrecovered": dict(batched=True, recover_dropped=False),
+    "plain": dict(batched=False, recover_dropped=False),
+}
+
+
+def tokens(text: str, language: str) -> list[str]:
+    """Lower case, no punctuation, number words as digits; characters for ja/zh."""
+    text = unicodedata.normalize("NFKC", text).lower()
+    text = "".join(" " if unicodedata.category(c)[0] in "PSZ" else c for c in text)
+    numbers = {w: str(i) for i, w in enumerate(NUMBER_WORDS.get(language, []), 1)}
+    if language in CHARACTER_LANGUAGES:
+        for word, digit in numbers.items():
+            text = text.replace(word, digit)
+        return [c for c in text if not c.isspace()]
+    return [numbers.get(w, w) for w in text.split()]
+
+
+def error_rate(ref: list[str], hyp: list[str]) -> float:
+    d = list(range(len(hyp) + 1))
+    for i, r in enumerate(ref, 1):
+        prev, d[0] = d[0], i
+        for j, h in enumerate(hyp, 1):
+            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
+    return d[len(hyp)] / max(1, len(ref))
+
+
+def found(ref: list[str], hyp: list[str]) -> int:
+    """Reference tokens found in the transcript, in order (longest common subsequence blocks)."""
+    return sum(b.size for b in difflib.SequenceMatcher(None, ref, hyp, autojunk=False).get_matching_blocks())
+
+
+def evaluate(model, clip, mode: str) -> dict:
+    started = time.perf_counter()
+    transcript = asr.transcribe(model, clip.path, **MODES[mode])
+    seconds = time.perf_counter() - started
+    text = " ".join(seg.text for seg in transcript.segments)
+    # score in the language spoken most (a switching file: the union of its languages' number words)
+    language = clip.language or clip.languages[0]
+    ref, hyp = tokens(clip.reference, language), tokens(text, language)
+    for other in clip.languages[1:]:
+        ref2, hyp2 = tokens(clip.reference, other), tokens(text, other)
+        if found(ref2, hyp2) > found(ref, hyp):
+            ref, hyp = ref2, hyp2
+    audio = read_slice(clip.path, 0.0, None)
+    regions = [(s / SAMPLE_RATE, e / SAMPLE_RATE) for s, e in language_id.speech_regions(audio)]
+    gaps = asr.uncovered_speech(regions, transcript.segments)
+    return {
+        "clip": clip.name,
+        "kind": clip.kind,
+        "language": clip.language,
+        "mode": mode,
+        "metric": "CER" if language in CHARACTER_LANGUAGES else "WER",
+        "error_rate": round(error_rate(ref, hyp), 3),
+        "reference_tokens": len(ref),
+        "found_tokens": found(ref, hyp),
+        "completeness": round(found(ref, hyp) / max(1, len(ref)), 3),
+        "speech_s": round(sum(e - s for s, e in regions), 2),
+        "uncovered_speech_s": round(sum(e - s for s, e in gaps), 2),
+        "longest_gap_s": round(max((e - s for s, e in gaps), default=0.0), 2),
+        "detected": transcript.language,
+        "probability": transcript.language_probability,
+        "seconds": round(seconds, 2),
+        "audio_s": round(len(audio) / SAMPLE_RATE, 2),
+        "text": text,
+    }
+
+
+def summary(rows: list[dict]) -> dict:
+    out = {}
+    for mode in sorted({r["mode"] for r in rows}):
+        mine = [r for r in rows if r["mode"] == mode]
+        detectable = [r for r in mine if r["language"]]
+        by_language = {}
+        for r in mine:
+            key = r["language"] or r["clip"]
+            agg = by_language.setdefault(
+                key, {"ref": 0, "found": 0, "err": 0.0, "files": 0, "min": 1.0, "uncovered": 0.0}
+            )
+            agg["ref"] += r["reference_tokens"]
+            agg["found"] += r["found_tokens"]
+            agg["err"] += r["error_rate"] * r["reference_tokens"]
+            agg["files"] += 1
+            agg["min"] = min(agg["min"], r["completeness"])
+            agg["uncovered"] += r["uncovered_speech_s"]
+        out[mode] = {
+            "pooled_completeness": round(
+                sum(r["found_tokens"] for r in mine) / sum(r["reference_tokens"] for r in mine), 3
+            ),
+            "files_below_0.9": [r["clip"] for r in mine if r["completeness"] < 0.9],
+            "detection_accuracy": round(sum(r["detected"] == r["language"] for r in detectable) / len(detectable), 3),
+            "misdetected": {
+                r["clip"]: f"{r['detected']} {r['probability']}" for r in detectable if r["detected"] != r["language"]
+            },
+            "seconds": round(sum(r["seconds"] for r in mine), 1),
+            "audio_s": round(sum(r["audio_s"] for r in mine), 1),
+            "by_language": {
+                k: {
+                    "files": v["files"],
+                    "error_rate": round(v["err"] / max(1, v["ref"]), 3),
+                    "completeness": round(v["found"] / max(1, v["ref"]), 3),
+                    "worst_file_completeness": v["min"],
+                    "uncovered_speech_s": round(v["uncovered"], 1),
+                }
+                for k, v in sorted(by_language.items())
+            },
+        }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="base")
+    parser.add_argument("--cache-dir", default=str(ROOT / "var" / "models"))
+    parser.add_argument("--modes", default="default,batched-unrecovered")
+    parser.add_argument("--only", default="", help="regular expression on clip names")
+    parser.add_argument("--out", default=str(Path(__file__).with_name("results-multilingual.json")))
+    args = parser.parse_args()
+
+    model = load_model(args.model, args.cache_dir)
+    rows = []
+    load = [os.getloadavg()[0]]
+    with tempfile.TemporaryDirectory() as tmp:
+        clips = [c for c in build(Path(tmp)) if re.search(args.only, c.name)]
+        for clip in clips:
+            for mode in args.modes.split(","):
+                row = evaluate(model, clip, mode)
+                rows.append(row)
+                print(
+                    f"{row['clip']:22} {mode:20} {row['metric']} {row['error_rate']:.3f} "
+                    f"complete {row['completeness']:.3f} gap {row['longest_gap_s']:.1f}s "
+                    f"{row['detected']} {row['probability']} {row['seconds']:.1f}s",
+                    flush=True,
+                )
+    load.append(os.getloadavg()[0])
+    result = {"model": args.model, "loadavg_1min_start_end": load, "summary": summary(rows), "clips": rows}
+    Path(args.out).write_text(json.dumps(result, ensure_ascii=False, indent=1) + "\n")
+    print(json.dumps(result["summary"], ensure_ascii=False, indent=1))
+
+
+if __name__ == "__main__":
+    main()

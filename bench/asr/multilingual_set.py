@@ -1,0 +1,294 @@
+"""The multilingual evaluation set: built offline from packages installed here.
+
+Real recordings where this machine has them:
+
+* English: the LibriVox clips shipped with pocketsphinx (``/usr/share/pocketsphinx/test/data/librivox``)
+  and their transcription;
+* Dutch and Czech: the voice actors of Fish Fillets NG (``fillets-ng-data-nl`` / ``-cs``); the text they
+  speak is in the game's level scripts (package ``fillets-ng-data``, ``script/<level>/dialogs_<lang>.lua``),
+  of which the lines used are copied in ``fillets_lines.tsv``.
+
+espeak-ng for the rest, in two voice variants each (the default male voice and ``+f3``): three sentences
+of different kinds (a greeting, counting to ten, a long sentence), about 10 s. Plus files that switch
+language mid-way and long files (> 30 s, several Whisper windows).
+
+Every clip is a 16 kHz mono WAV with its reference text and language(s); ``build(folder)`` writes them
+and returns the list.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+LIBRIVOX = "/usr/share/pocketsphinx/test/data/librivox"
+FILLETS_SOUND = "/usr/share/games/fillets-ng/sound"
+FILLETS_LINES = Path(__file__).with_name("fillets_lines.tsv")
+VARIANTS = ("", "+f3")  # espeak-ng default voice, and a female variant
+
+# Languages compared by characters, not words (no spaces between words).
+CHARACTER_LANGUAGES = {"ja", "zh"}
+
+# language -> espeak-ng voice, greeting, long sentence; ``say`` overrides what espeak reads when its
+# dictionary lacks the script used in the reference (Japanese kanji: espeak reads kana only).
+SENTENCES: dict[str, dict[str, str]] = {
+    "de": {
+        "voice": "de",
+        "greeting": "Guten Morgen, wie geht es Ihnen?",
+        "long": "Victor jagt zwölf Boxkämpfer quer über den großen Sylter Deich.",
+    },
+    "es": {
+        "voice": "es",
+        "greeting": "Hola, buenos días, ¿cómo estás?",
+        "long": "El veloz murciélago hindú comía feliz cardillo y kiwi.",
+    },
+    "fr": {
+        "voice": "fr-fr",
+        "greeting": "Bonjour, comment allez-vous ?",
+        "long": "Portez ce vieux whisky au juge blond qui fume.",
+    },
+    "it": {
+        "voice": "it",
+        "greeting": "Ciao, buongiorno, come stai?",
+        "long": "Quel vituperabile xenofobo zelante assaggia il whisky ed esclama alleluia.",
+    },
+    "pt": {
+        "voice": "pt",
+        "greeting": "Olá, bom dia, como vai você?",
+        "long": "Um pequeno jabuti xereta viu dez cegonhas felizes.",
+    },
+    "pl": {
+        "voice": "pl",
+        "greeting": "Dzień dobry, jak się masz?",
+        "long": "Pchnąć w tę łódź jeża lub ośm skrzyń fig.",
+    },
+    "ru": {
+        "voice": "ru",
+        "greeting": "Здравствуйте, как у вас дела?",
+        "long": "Съешь же ещё этих мягких французских булок, да выпей чаю.",
+    },
+    "tr": {
+        "voice": "tr",
+        "greeting": "Merhaba, nasılsınız?",
+        "long": "Pijamalı hasta yağız şoföre çabucak güvendi.",
+    },
+    "sv": {
+        "voice": "sv",
+        "greeting": "Hej, hur mår du idag?",
+        "long": "Flygande bäckasiner söka vila på mjuka tuvor.",
+    },
+    "nl": {
+        "voice": "nl",
+        "greeting": "Goedemorgen, hoe gaat het met je?",
+        "long": "Pa's wijze lynx bezag vroom het fikse aquaduct.",
+    },
+    "cs": {
+        "voice": "cs",
+        "greeting": "Dobrý den, jak se máte?",
+        "long": "Příliš žluťoučký kůň úpěl ďábelské ódy.",
+    },
+    "hi": {
+        "voice": "hi",
+        "greeting": "नमस्ते, आप कैसे हैं?",
+        "long": "मैं हर सुबह अपने दोस्तों के साथ पार्क में टहलने जाता हूँ।",
+    },
+    "ja": {
+        "voice": "ja",
+        "greeting": "こんにちは、お元気ですか。",
+        "greeting_say": "こんにちは、おげんきですか。",
+        "count": "1、2、3、4、5、6、7、8、9、10。",
+        "count_say": "いち、に、さん、よん、ご、ろく、なな、はち、きゅう、じゅう。",
+        "long": "今日はとても良い天気なので、友達と一緒に公園へ散歩に行きました。",
+        "long_say": "きょうはとてもいいてんきなので、ともだちといっしょにこうえんへさんぽにいきました。",
+    },
+    "zh": {
+        "voice": "cmn",
+        "greeting": "你好，你今天好吗？",
+        "count": "一、二、三、四、五、六、七、八、九、十。",
+        "long": "我每天早上七点起床，然后和家人一起吃早饭。",
+    },
+}
+COUNT = "1, 2, 3, 4, 5, 6, 7, 8, 9, 10."
+
+# Number words 1..10 per language: the reference counts in digits, Whisper writes either.
+NUMBER_WORDS: dict[str, list[str]] = {
+    "en": "one two three four five six seven eight nine ten".split(),
+    "de": "eins zwei drei vier fünf sechs sieben acht neun zehn".split(),
+    "es": "uno dos tres cuatro cinco seis siete ocho nueve diez".split(),
+    "fr": "un deux trois quatre cinq six sept huit neuf dix".split(),
+    "it": "uno due tre quattro cinque sei sette otto nove dieci".split(),
+    "pt": "um dois três quatro cinco seis sete oito nove dez".split(),
+    "pl": "jeden dwa trzy cztery pięć sześć siedem osiem dziewięć dziesięć".split(),
+    "ru": "один два три четыре пять шесть семь восемь девять десять".split(),
+    "tr": "bir iki üç dört beş altı yedi sekiz dokuz on".split(),
+    "sv": "ett två tre fyra fem sex sju åtta nio tio".split(),
+    "nl": "een twee drie vier vijf zes zeven acht negen tien".split(),
+    "cs": "jedna dva tři čtyři pět šest sedm osm devět deset".split(),
+    "hi": "एक दो तीन चार पांच छह सात आठ नौ दस".split(),
+    "ja": "一 二 三 四 五 六 七 八 九 十".split(),
+    "zh": "一 二 三 四 五 六 七 八 九 十".split(),
+}
+
+
+@dataclass
+class Clip:
+    name: str
+    language: str  # the language spoken most (what detection should find); "" for no single one
+    kind: str  # short | real | switch | long
+    path: Path
+    reference: str
+    languages: tuple[str, ...] = ()
+
+
+def _run(args: list[str]) -> None:
+    subprocess.run(args, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _to_wav(source: str | Path, out: Path) -> None:
+    _run(["ffmpeg", "-v", "error", "-y", "-i", str(source), "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", str(out)])
+
+
+def _concat(parts: list[Path], out: Path, gap: float = 0.6) -> None:
+    """Join WAVs with ``gap`` seconds of silence between them (and 0.3 s around)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        silence = Path(tmp) / "gap.wav"
+        _run(
+            ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", str(gap)]
+            + ["-c:a", "pcm_s16le", str(silence)]
+        )
+        edge = Path(tmp) / "edge.wav"
+        _run(
+            ["ffmpeg", "-v", "error", "-y", "-f", "lavfi", "-i", "anullsrc=r=16000:cl=mono", "-t", "0.3"]
+            + ["-c:a", "pcm_s16le", str(edge)]
+        )
+        files = [edge]
+        for i, part in enumerate(parts):
+            normalised = Path(tmp) / f"{i}.wav"
+            _to_wav(part, normalised)
+            files += [normalised, silence] if i < len(parts) - 1 else [normalised]
+        files.append(edge)
+        listing = Path(tmp) / "list.txt"
+        listing.write_text("".join(f"file '{f}'\n" for f in files))
+        _run(
+            ["ffmpeg", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(listing)]
+            + ["-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", str(out)]
+        )
+
+
+def _speak(text: str, voice: str, out: Path) -> None:
+    _run(["espeak-ng", "-v", voice, "-s", "170", "-w", str(out), text])
+
+
+def _sentences(language: str) -> list[tuple[str, str]]:
+    """(reference, what espeak reads) for the greeting, counting and the long sentence."""
+    s = SENTENCES[language]
+    return (
+        [(s[k], s.get(f"{k}_say", s[k])) for k in ("greeting", "count", "long")]
+        if "count" in s
+        else [
+            (s["greeting"], s.get("greeting_say", s["greeting"])),
+            (COUNT, COUNT),
+            (s["long"], s.get("long_say", s["long"])),
+        ]
+    )
+
+
+def _join(language: str, texts: list[str]) -> str:
+    return ("" if language in CHARACTER_LANGUAGES else " ").join(texts)
+
+
+def _librivox() -> list[tuple[Path, str]]:
+    refs = {}
+    for line in open(os.path.join(LIBRIVOX, "transcription")):
+        m = re.match(r"\s*<s>(.*)</s>\s*\((.+)\)\s*$", line)
+        if m:
+            refs[m.group(2).strip()] = m.group(1).strip()
+    return [(Path(c), refs[Path(c).stem]) for c in sorted(glob.glob(os.path.join(LIBRIVOX, "*.wav")))]
+
+
+def _fillets(language: str) -> list[tuple[Path, str]]:
+    lines = []
+    with open(FILLETS_LINES, encoding="utf-8") as f:
+        for row in csv.reader((r for r in f if not r.startswith("#")), delimiter="\t"):
+            level, line, lang, text = row
+            sound = Path(FILLETS_SOUND) / level / lang / f"{line}.ogg"
+            if lang == language and sound.exists():
+                lines.append((sound, text))
+    return lines
+
+
+def build(folder: Path) -> list[Clip]:
+    folder.mkdir(parents=True, exist_ok=True)
+    clips: list[Clip] = []
+    spoken: dict[tuple[str, str], list[Path]] = {}  # (language, variant) -> sentence WAVs
+
+    # espeak-ng: three sentences per language and variant
+    for language in SENTENCES:
+        sentences = _sentences(language)
+        for variant in VARIANTS:
+            voice = SENTENCES[language]["voice"] + variant
+            parts = []
+            for i, (_, say) in enumerate(sentences):
+                part = folder / f"{language}{variant.replace('+', '-')}-s{i}.wav"
+                _speak(say, voice, part)
+                parts.append(part)
+            spoken[(language, variant)] = parts
+            name = f"{language}-espeak{variant.replace('+', '-')}"
+            path = folder / f"{name}.wav"
+            _concat(parts, path)
+            reference = _join(language, [ref for ref, _ in sentences])
+            clips.append(Clip(name, language, "short", path, reference, (language,)))
+
+    # real recordings
+    librivox = _librivox()
+    for name, picked in (("en-librivox-1", librivox[:2]), ("en-librivox-2", librivox[2:])):
+        path = folder / f"{name}.wav"
+        _concat([p for p, _ in picked], path, gap=0.4)
+        clips.append(Clip(name, "en", "real", path, " ".join(t for _, t in picked), ("en",)))
+    for language in ("nl", "cs"):
+        lines = _fillets(language)
+        if lines:
+            name = f"{language}-fillets"
+            path = folder / f"{name}.wav"
+            _concat([p for p, _ in lines], path, gap=0.5)
+            clips.append(Clip(name, language, "real", path, " ".join(t for _, t in lines), (language,)))
+
+    # switching language mid-file: greeting + long sentence of one, then of the other
+    english = [("Good morning, how are you today?", "en-us"), ("The quick brown fox jumps over the lazy dog.", "en-us")]
+    for first, second in (("en", "es"), ("de", "fr"), ("it", "pt")):
+        parts, texts = [], []
+        for language in (first, second):
+            if language == "en":
+                pieces = english
+            else:
+                s = SENTENCES[language]
+                pieces = [(s["greeting"], s["voice"]), (s["long"], s["voice"])]
+            for j, (text, voice) in enumerate(pieces):
+                part = folder / f"switch-{first}-{second}-{language}{j}.wav"
+                _speak(text, voice, part)
+                parts.append(part)
+                texts.append(text)
+        name = f"switch-{first}-{second}"
+        path = folder / f"{name}.wav"
+        _concat(parts, path)
+        clips.append(Clip(name, "", "switch", path, " ".join(texts), (first, second)))
+
+    # long files: more than one 30 s window
+    name = "en-librivox-long"
+    path = folder / f"{name}.wav"
+    _concat([p for p, _ in librivox] * 3, path, gap=0.4)
+    clips.append(Clip(name, "en", "long", path, " ".join([" ".join(t for _, t in librivox)] * 3), ("en",)))
+    for language in ("es", "ja"):
+        parts = [p for variant in VARIANTS for p in spoken[(language, variant)]] * 2
+        texts = [ref for _ in VARIANTS for ref, _ in _sentences(language)] * 2
+        name = f"{language}-espeak-long"
+        path = folder / f"{name}.wav"
+        _concat(parts, path, gap=0.8)
+        clips.append(Clip(name, language, "long", path, _join(language, texts), (language,)))
+    return clips
