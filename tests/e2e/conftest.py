@@ -9,6 +9,7 @@ import pytest
 from tests.pipeline.speaker_audio import clips, conversation
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
+FILLETS = Path("/usr/share/games/fillets-ng/sound")
 
 
 def _mux(audio: Path, dest: Path) -> Path:
@@ -86,7 +87,21 @@ def videos(media_server, tmp_path_factory):
     )
     monologue = conversation(work / "monologue.wav", {"v": clips("nl", "v")}, n_clips=12, cache=cache)
 
+    # Three sentences of Dutch from the game's voice actor (the text is the game's level script):
+    # under 8 s of speech, so the language is decided over several windows.
+    dutch_lines = [FILLETS / "airplane/nl/let-m-divna.ogg", FILLETS / "airplane/nl/let-m-oko.ogg"]
+    dutch_list = work / "dutch.txt"
+    dutch_list.write_text("".join(f"file '{line}'\n" for line in dutch_lines))
+    dutch = work / "dutch.wav"
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-v", "error", "-y", "-f", "concat", "-safe", "0", "-i", str(dutch_list)]
+        + ["-ar", "16000", "-ac", "1", str(dutch)],
+        check=True,
+        timeout=60,
+    )
+
     folder = media_server.folder
+    _mux(dutch, folder / "dutch.mp4")
     _mux(joined, folder / "librivox.mp4")
     _mux(dialogue.path, folder / "dialogue.mp4")
     _mux(monologue.path, folder / "monologue.mp4")
@@ -95,4 +110,10 @@ def videos(media_server, tmp_path_factory):
         "dialogue": media_server.url("/files/dialogue.mp4"),
         "monologue": media_server.url("/files/monologue.mp4"),
         "reference": reference,
+        "dutch": media_server.url("/files/dutch.mp4"),
+        "dutch_sentences": [
+            "Wat is dit voor raar schip?",
+            "Dit is geen glazen oog, maar een gyroscoop.",
+            "In ieder geval in dit veld.",
+        ],
     }

@@ -6,6 +6,7 @@ Nothing here knows about Django. Get the model from
 
 from __future__ import annotations
 
+import logging
 import os
 import zlib
 from collections.abc import Callable
@@ -36,6 +37,8 @@ DEFAULT_BATCH_SIZE = 8
 VERBATIM_PROMPT = "Umm, let me think like, hmm... Okay, here's what I'm, like, thinking."
 
 ProgressCallback = Callable[[float], None]
+
+logger = logging.getLogger(__name__)
 
 # Recovery of dropped speech (bench/asr/multilingual.py): a stretch of VAD speech this long with no
 # recognised word in it (words widened by WORD_PAD_S each side), or a segment whose text compresses
@@ -128,6 +131,9 @@ def transcribe(
     if not lang and model.model.is_multilingual:
         detection = language_id.detect_language(model, audio, regions=regions)
         lang, probability = detection.language, detection.probability
+        logger.info(
+            "Spoken language %s (probability %.2f) decided over %d window(s)", lang, probability, detection.windows
+        )
 
     options = dict(
         language=lang,
@@ -215,6 +221,7 @@ def _recover_dropped(model, audio, offset: float, segments: list[Segment], regio
         else:
             merged.append([start, end])
 
+    logger.info("Decoding again without batching: %s", ", ".join(f"{a:.1f}-{b:.1f} s" for a, b in merged))
     kept = [seg for seg in segments if seg not in looping]
     for start, end in merged:
         first = max(0, round((start - offset) * SAMPLE_RATE))
@@ -239,8 +246,13 @@ def merge(parts: list[Transcript]) -> Transcript:
     by_language: dict[str, float] = {}
     for part in parts:
         by_language[part.language] = by_language.get(part.language, 0.0) + part.duration
+    language = max(by_language, key=by_language.get)
+    # its probability: the mean over the chunks that found it, weighted by their length
+    found = [(p.language_probability, p.duration) for p in parts if p.language == language and p.language_probability]
+    weight = sum(d for _, d in found)
     return Transcript(
-        language=max(by_language, key=by_language.get),
+        language=language,
         duration=round(sum(part.duration for part in parts), 3),
         segments=[segment for part in parts for segment in part.segments],
+        language_probability=round(sum(p * d for p, d in found) / weight, 4) if weight else None,
     )

@@ -32,6 +32,7 @@ SHORT_SPEECH_S = 8.0
 WINDOW_S = 30.0
 MAX_WINDOWS = 6
 MIN_REGION_S = 1.0
+SENTENCE_PAUSE_S = 0.3
 
 
 @dataclass(frozen=True)
@@ -41,11 +42,13 @@ class Detection:
     windows: int  # 1 = decided on the first look
 
 
-def speech_regions(audio: np.ndarray) -> list[tuple[int, int]]:
-    """Silero VAD speech regions (sample offsets), faster-whisper's default parameters."""
+def speech_regions(audio: np.ndarray, min_silence_s: float = 2.0) -> list[tuple[int, int]]:
+    """Silero VAD speech regions (sample offsets); faster-whisper's default parameters, which join
+    speech across pauses shorter than ``min_silence_s``."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
-    return [(r["start"], r["end"]) for r in get_speech_timestamps(audio, VadOptions())]
+    options = VadOptions(min_silence_duration_ms=round(min_silence_s * 1000))
+    return [(r["start"], r["end"]) for r in get_speech_timestamps(audio, options)]
 
 
 def _probabilities(model: WhisperModel, audio: np.ndarray) -> dict[str, float]:
@@ -75,8 +78,9 @@ def detect_language(
     window = int(WINDOW_S * SAMPLE_RATE)
     if len(speech) > window:  # the next 30 s windows (the first one was the first look)
         pieces = [speech[i : i + window] for i in range(window, len(speech), window)][: MAX_WINDOWS - 1]
-    else:  # each speech region on its own
-        pieces = [audio[s:e] for s, e in regions if (e - s) >= MIN_REGION_S * SAMPLE_RATE][:MAX_WINDOWS]
+    else:  # each stretch of speech between pauses (each sentence, mostly) on its own
+        sentences = speech_regions(speech, min_silence_s=SENTENCE_PAUSE_S)
+        pieces = [speech[s:e] for s, e in sentences if (e - s) >= MIN_REGION_S * SAMPLE_RATE][:MAX_WINDOWS]
         if len(pieces) == 1:
             pieces = []  # the same audio as the first look
     totals = {lang: p * min(len(speech), window) for lang, p in first.items()}
