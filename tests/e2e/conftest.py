@@ -88,7 +88,7 @@ def videos(media_server, tmp_path_factory):
     monologue = conversation(work / "monologue.wav", {"v": clips("nl", "v")}, n_clips=12, cache=cache)
 
     # Three sentences of Dutch from the game's voice actor (the text is the game's level script):
-    # under 8 s of speech, so the language is decided over several windows.
+    # under 15 s of speech, so the language is decided over several windows.
     dutch_lines = [FILLETS / "airplane/nl/let-m-divna.ogg", FILLETS / "airplane/nl/let-m-oko.ogg"]
     dutch_list = work / "dutch.txt"
     dutch_list.write_text("".join(f"file '{line}'\n" for line in dutch_lines))

@@ -178,7 +178,7 @@ def test_an_empty_balance_fails_the_job_with_the_figures(worker, api, account, v
 
 def test_a_short_dutch_clip_keeps_all_three_sentences_and_its_language(worker, worker_log, api, videos, admin_client):
     """Issue 21: a short non-English clip loses no sentence, and its language, unsure on one look at
-    under 8 s of speech, is decided over several windows."""
+    under 15 s of speech, is decided over several windows."""
     job_id = submit(api, "/v1/api/transcribe", {"url": videos["dutch"]})
     body, _ = poll_until_done(api, job_id)
     assert body["state"] == "done", body["error"]

@@ -161,8 +161,9 @@ def transcribe(
         if on_progress:
             done = max(done, min(1.0, float(seg.end) / duration))
             on_progress(done)
-    if recover_dropped:
-        segments = _recover_dropped(model, audio, offset, segments, regions, options)
+    if recover_dropped:  # twice: a plain decoding of a lost stretch can itself leave a gap
+        for _ in range(2):
+            segments = _recover_dropped(model, audio, offset, segments, regions, options)
     if on_progress:
         on_progress(1.0)
 

@@ -28,7 +28,7 @@ __all__ = ["CONFIDENT_PROBABILITY", "SHORT_SPEECH_S", "Detection", "detect_langu
 # ``language_detection_threshold``).
 CONFIDENT_PROBABILITY = 0.5
 # With less speech than this the first look is not trusted either, whatever its probability.
-SHORT_SPEECH_S = 8.0
+SHORT_SPEECH_S = 15.0
 WINDOW_S = 30.0
 MAX_WINDOWS = 6
 MIN_REGION_S = 1.0
@@ -42,12 +42,12 @@ class Detection:
     windows: int  # 1 = decided on the first look
 
 
-def speech_regions(audio: np.ndarray, min_silence_s: float = 2.0) -> list[tuple[int, int]]:
+def speech_regions(audio: np.ndarray, min_silence_s: float = 2.0, pad_s: float = 0.4) -> list[tuple[int, int]]:
     """Silero VAD speech regions (sample offsets); faster-whisper's default parameters, which join
-    speech across pauses shorter than ``min_silence_s``."""
+    speech across pauses shorter than ``min_silence_s`` and widen each region by ``pad_s``."""
     from faster_whisper.vad import VadOptions, get_speech_timestamps
 
-    options = VadOptions(min_silence_duration_ms=round(min_silence_s * 1000))
+    options = VadOptions(min_silence_duration_ms=round(min_silence_s * 1000), speech_pad_ms=round(pad_s * 1000))
     return [(r["start"], r["end"]) for r in get_speech_timestamps(audio, options)]
 
 
@@ -79,7 +79,7 @@ def detect_language(
     if len(speech) > window:  # the next 30 s windows (the first one was the first look)
         pieces = [speech[i : i + window] for i in range(window, len(speech), window)][: MAX_WINDOWS - 1]
     else:  # each stretch of speech between pauses (each sentence, mostly) on its own
-        sentences = speech_regions(speech, min_silence_s=SENTENCE_PAUSE_S)
+        sentences = speech_regions(speech, min_silence_s=SENTENCE_PAUSE_S, pad_s=0.1)
         pieces = [speech[s:e] for s, e in sentences if (e - s) >= MIN_REGION_S * SAMPLE_RATE][:MAX_WINDOWS]
         if len(pieces) == 1:
             pieces = []  # the same audio as the first look
