@@ -201,16 +201,8 @@ def uncovered_speech(
 
 def _recover_dropped(model, audio, offset: float, segments: list[Segment], regions, options) -> list[Segment]:
     """Decode again, plainly, the speech that came back without words or in a repetition loop."""
-    spans = [
-        (s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset)
-        for s, e in (
-            (round((a - offset) * SAMPLE_RATE), round((b - offset) * SAMPLE_RATE))
-            for a, b in uncovered_speech(
-                [(s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset) for s, e in regions], segments
-            )
-            if b - a >= MIN_UNCOVERED_S
-        )
-    ]
+    speech = [(s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset) for s, e in regions]
+    spans = [(a, b) for a, b in uncovered_speech(speech, segments) if b - a >= MIN_UNCOVERED_S]
     looping = [seg for seg in segments if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO]
     spans += [(seg.start, seg.end) for seg in looping]
     if not spans:
@@ -223,7 +215,7 @@ def _recover_dropped(model, audio, offset: float, segments: list[Segment], regio
             merged.append([start, end])
 
     logger.info("Decoding again without batching: %s", ", ".join(f"{a:.1f}-{b:.1f} s" for a, b in merged))
-    kept = [seg for seg in segments if seg not in looping]
+    kept = list(segments)
     for start, end in merged:
         first = max(0, round((start - offset) * SAMPLE_RATE))
         last = min(len(audio), round((end - offset) * SAMPLE_RATE))
@@ -233,7 +225,9 @@ def _recover_dropped(model, audio, offset: float, segments: list[Segment], regio
         vad = (last - first) > 5 * SAMPLE_RATE
         found, _ = model.transcribe(audio[first:last], **{**options, "vad_filter": vad})
         new = [_convert(seg, offset + first / SAMPLE_RATE) for seg in found]
-        kept += [seg for seg in new if seg.words and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
+        new = [seg for seg in new if seg.words and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
+        if new:  # a looping segment gives way to the new decoding; never fewer words than before
+            kept = [seg for seg in kept if not (seg in looping and start <= seg.start and seg.end <= end)] + new
     return sorted(kept, key=lambda seg: seg.start)
 
 
