@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "transcription",
     "webhooks",
     "website",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
@@ -271,3 +272,9 @@ PLAYLIST_MAX_VIDEOS = 25
 WEBHOOK_RETRY_SECONDS = env.list("WEBHOOK_RETRY_SECONDS", cast=float, default=[5, 300, 1800, 7200, 18000, 36000, 86400])
 # Limit of one delivery attempt, connecting and reading the answer included.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=15.0)
+
+# --- Monitoring (/health for load balancers, /metrics for Prometheus) -------------------------------
+# /metrics answers a request bearing this token (Authorization: Bearer ...) or coming from one of
+# these networks; /health needs neither.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])

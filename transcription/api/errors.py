@@ -13,6 +13,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from transcription.dispatch import QueueUnavailable
+
 logger = logging.getLogger(__name__)
 
 # DRF error codes -> the `type` names clients of pydantic-style APIs know.
@@ -33,6 +35,16 @@ _TYPE_BY_CODE = {
     "uuid_parsing": "uuid_parsing",
     "not_a_uri": "url_parsing",
 }
+
+
+class Busy(exceptions.APIException):
+    """A 503 with Retry-After: the work is refused for now, not failed (the client comes back)."""
+
+    status_code = 503
+
+    def __init__(self, detail: str, retry_after: int):
+        self.retry_after = retry_after
+        super().__init__(detail)
 
 
 class RequestValidationError(exceptions.APIException):
@@ -104,6 +116,12 @@ def exception_handler(exc, context):
             else str(exc.detail)
         )
         return Response({"detail": message}, status=401, headers={"WWW-Authenticate": "Bearer"})
+    if isinstance(exc, (Busy, QueueUnavailable)):
+        return Response(
+            {"detail": str(exc.detail if isinstance(exc, Busy) else exc)},
+            status=503,
+            headers={"Retry-After": str(exc.retry_after)},
+        )
     if isinstance(exc, exceptions.Throttled):
         wait = int(exc.wait or 1)
         return Response(

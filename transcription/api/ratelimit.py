@@ -36,11 +36,21 @@ def limit_for(bucket: str) -> int:
 
 
 class RedisCounter:
-    def __init__(self):
-        self.client = shared_cache.client()
+    """None when Redis cannot be reached: the request is let through uncounted (an outage of
+    Redis must not stop polls; queueing answers 503 on its own, transcription.dispatch)."""
 
-    def incr(self, key: str, ttl: int) -> int:
-        pipe = self.client.pipeline(transaction=True)
+    def incr(self, key: str, ttl: int) -> int | None:
+        client = shared_cache.reachable_client()
+        if client is None:
+            return None
+        try:
+            return self._incr(client, key, ttl)
+        except shared_cache.Unavailable as error:
+            shared_cache.mark_down(error)
+            return None
+
+    def _incr(self, client, key: str, ttl: int) -> int:
+        pipe = client.pipeline(transaction=True)
         pipe.incr(key)
         pipe.expire(key, ttl)
         count, _ = pipe.execute()
@@ -88,5 +98,7 @@ def hit(account_id, bucket: str, now: float | None = None) -> RateState:
     window = int(now // WINDOW_SECONDS)
     limit = limit_for(bucket)
     count = counter().incr(f"ratelimit:{bucket}:{account_id}:{window}", WINDOW_SECONDS * 2)
+    if count is None:
+        count = 0
     retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
     return RateState(limit=limit, remaining=max(0, limit - count), allowed=count <= limit, retry_after=retry_after)

@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from .. import files, services, states
-from ..models import Job
+from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch
 from .run import run_stage
 
@@ -27,7 +27,7 @@ def _charge(job_id, state: str, duration: int) -> bool:
     job = services.job_advance(job_id, state, duration=duration)
     result = services.job_charge(job)
     if not result.ok:
-        services.job_fail(job_id, result.error)
+        services.job_fail(job_id, result.error, FailureReason.BALANCE)
     return result.ok
 
 
