@@ -265,6 +265,10 @@ TRANSLATION_MODELS = env.dict("TRANSLATION_MODELS", default={})
 TRANSLATION_TIMEOUT_SECONDS = env.int("TRANSLATION_TIMEOUT_SECONDS", default=10 * 60)
 # The contract's cap on videos per batch and per preview: a constant, not an environment variable.
 PLAYLIST_MAX_VIDEOS = 25
+# A playlist is listed inside the web request (the preview and the batch POST answer with its
+# videos): at most this long in all, and at most this many listings at once per web process.
+PLAYLIST_LISTING_TIMEOUT_SECONDS = env.float("PLAYLIST_LISTING_TIMEOUT_SECONDS", default=20.0)
+PLAYLIST_LISTINGS_PER_PROCESS = env.int("PLAYLIST_LISTINGS_PER_PROCESS", default=2)
 
 # --- Webhooks ------------------------------------------------------------------------------------
 # Seconds to wait before each retry of an event the receiver did not take (Standard Webhooks'

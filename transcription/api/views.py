@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import threading
 import uuid
 
 from django.conf import settings
@@ -18,7 +19,7 @@ from transcription.models import Batch, Job, JobType
 from transcription.pipeline.playlist import PlaylistError, list_playlist
 
 from . import serializers as s
-from .errors import RequestValidationError, validation_errors
+from .errors import Busy, RequestValidationError, validation_errors
 from .presenters import batch_payload, job_document, translations_in_order, with_links
 from .throttles import AccountRateThrottle, rate_limit_headers
 
@@ -249,23 +250,50 @@ class BatchViewSet(ContractViewSet):
 # previews a playlist and then queues it, or polls the preview, costs one yt-dlp listing, not one
 # a request. Failures are not kept: the next request tries again.
 PLAYLIST_LISTING_SECONDS = 60
+LISTING_BUSY_RETRY_AFTER_SECONDS = 10
+
+# The listings this process runs at once (PLAYLIST_LISTINGS_PER_PROCESS). A listing holds its
+# request's thread for up to PLAYLIST_LISTING_TIMEOUT_SECONDS; the cap keeps the other threads of
+# the process (bin/web runs several per worker) free for polls however slow the playlist sites are.
+_listing_slots: threading.BoundedSemaphore | None = None
+_listing_slots_lock = threading.Lock()
+
+
+def _slots() -> threading.BoundedSemaphore:
+    global _listing_slots
+    with _listing_slots_lock:
+        if _listing_slots is None:
+            _listing_slots = threading.BoundedSemaphore(settings.PLAYLIST_LISTINGS_PER_PROCESS)
+        return _listing_slots
 
 
 def playlist_listing(url: str, location: str = "body"):
-    """The playlist or channel behind `url`, or a 422 on the url at `location` (body/query)."""
+    """The playlist or channel behind `url`; a 422 on the url at `location` (body/query) when it
+    cannot be listed, or not within PLAYLIST_LISTING_TIMEOUT_SECONDS; a 503 (Busy) when this
+    process already runs as many listings as it may."""
     key = "playlist:" + hashlib.sha256(url.encode()).hexdigest()
     listing = shared_cache.get(key)
     if listing is not None:
         return listing
+    slots = _slots()
+    if not slots.acquire(blocking=False):
+        raise Busy(
+            "Too many playlists are being listed at the moment; try again in "
+            f"{LISTING_BUSY_RETRY_AFTER_SECONDS} seconds.",
+            retry_after=LISTING_BUSY_RETRY_AFTER_SECONDS,
+        )
     try:
         listing = list_playlist(
             url,
             allow_private=settings.ALLOW_PRIVATE_URLS,
             timeout=settings.FETCH_TIMEOUT_SECONDS,
+            deadline=settings.PLAYLIST_LISTING_TIMEOUT_SECONDS,
             max_videos=settings.PLAYLIST_MAX_VIDEOS,
         )
     except PlaylistError as error:
         raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
+    finally:
+        slots.release()
     shared_cache.set(key, listing, PLAYLIST_LISTING_SECONDS)
     return listing
 

@@ -93,12 +93,15 @@ def _entry(entry: dict) -> PlaylistEntry:
     )
 
 
-def list_playlist(url: str, *, allow_private: bool, max_videos: int, timeout: int = 30) -> PlaylistListing:
+def list_playlist(
+    url: str, *, allow_private: bool, max_videos: int, timeout: int = 30, deadline: float | None = None
+) -> PlaylistListing:
     """The playlist or channel at `url`: its first `max_videos` available videos, and how many it
-    skipped (private, deleted, live or upcoming). Raises PlaylistError with a message for the client."""
+    skipped (private, deleted, live or upcoming). Raises PlaylistError with a message for the client,
+    also when the listing takes longer than `deadline` seconds in all."""
     is_channel, tab = channel_tab(url)
     try:
-        info = extract_listing(channel_tab_url(url), allow_private=allow_private, timeout=timeout)
+        info = extract_listing(channel_tab_url(url), allow_private=allow_private, timeout=timeout, deadline=deadline)
     except FetchError as error:
         raise PlaylistError(str(error)) from None
     if not info or info.get("_type") not in ("playlist", "multi_video"):

@@ -71,6 +71,7 @@ from .errors import (  # noqa: F401 - the messages callers compare errors with
     MSG_UPCOMING,
     FetchError,
     download_timeout_message,
+    listing_timeout_message,
     map_error,
     stalled_message,
     too_big_message,
@@ -363,10 +364,16 @@ def download(
 
 
 def extract_listing(
-    url: str, *, allow_private: bool, timeout: float = 30, allowed_networks: Sequence[str] = ()
+    url: str,
+    *,
+    allow_private: bool,
+    timeout: float = 30,
+    deadline: float | None = None,
+    allowed_networks: Sequence[str] = (),
 ) -> dict:
     """yt-dlp's flat extraction of a playlist or channel page: the entries as the page lists
-    them, none of them resolved or downloaded. Goes through the same address guard as probe()."""
+    them, none of them resolved or downloaded. Goes through the same address guard as probe().
+    Stopped after ``deadline`` seconds in all (3 * ``timeout`` unless given)."""
     policy = AddressPolicy(allow_private, allowed_networks)
     policy.check_url(url)
     session = Session(policy)
@@ -383,4 +390,9 @@ def extract_listing(
                 raise FetchError(MSG_NO_MEDIA)
             return info
 
-    return run_watched(session, work, deadline=3 * timeout, on_deadline=FetchError(MSG_TIMEOUT_PROBE))
+    if deadline is None:
+        return run_watched(session, work, deadline=3 * timeout, on_deadline=FetchError(MSG_TIMEOUT_PROBE))
+    # A listing made inside a web request: bounded as a whole, and quick to give up (grace).
+    return run_watched(
+        session, work, deadline=deadline, on_deadline=FetchError(listing_timeout_message(deadline)), grace=1.0
+    )
