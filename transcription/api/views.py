@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import time
 import uuid
 
 from django.conf import settings
@@ -16,7 +17,7 @@ from billing.selectors import quote
 from config import shared_cache
 from transcription import poll_cache, services
 from transcription.models import Batch, Job, JobType
-from transcription.pipeline.playlist import PlaylistError, list_playlist
+from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
 
 from . import serializers as s
 from .errors import Busy, RequestValidationError, validation_errors
@@ -267,13 +268,15 @@ def _slots() -> threading.BoundedSemaphore:
         return _listing_slots
 
 
-def playlist_listing(url: str, location: str = "body"):
+def playlist_listing(url: str, location: str = "body", *, durations: bool = False):
     """The playlist or channel behind `url`; a 422 on the url at `location` (body/query) when it
     cannot be listed, or not within PLAYLIST_LISTING_TIMEOUT_SECONDS; a 503 (Busy) when this
-    process already runs as many listings as it may."""
+    process already runs as many listings as it may. With `durations`, the lengths the listing
+    lacks are looked up within the same time limit (playlist.find_durations); those not found
+    stay None."""
     key = "playlist:" + hashlib.sha256(url.encode()).hexdigest()
     listing = shared_cache.get(key)
-    if listing is not None:
+    if listing is not None and (listing.durations_looked_up or not durations):
         return listing
     slots = _slots()
     if not slots.acquire(blocking=False):
@@ -283,13 +286,20 @@ def playlist_listing(url: str, location: str = "body"):
             retry_after=LISTING_BUSY_RETRY_AFTER_SECONDS,
         )
     try:
-        listing = list_playlist(
-            url,
-            allow_private=settings.ALLOW_PRIVATE_URLS,
-            timeout=settings.FETCH_TIMEOUT_SECONDS,
-            deadline=settings.PLAYLIST_LISTING_TIMEOUT_SECONDS,
-            max_videos=settings.PLAYLIST_MAX_VIDEOS,
-        )
+        started = time.monotonic()
+        limit = settings.PLAYLIST_LISTING_TIMEOUT_SECONDS
+        if listing is None:
+            listing = list_playlist(
+                url,
+                allow_private=settings.ALLOW_PRIVATE_URLS,
+                timeout=settings.FETCH_TIMEOUT_SECONDS,
+                deadline=limit,
+                max_videos=settings.PLAYLIST_MAX_VIDEOS,
+            )
+        if durations:
+            find_durations(
+                listing, allow_private=settings.ALLOW_PRIVATE_URLS, deadline=limit - (time.monotonic() - started)
+            )
     except PlaylistError as error:
         raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
     finally:
@@ -304,7 +314,9 @@ class PlaylistViewSet(ContractViewSet):
         summary="What a playlist or channel would queue, and what it would cost",
         description="Lists the playlist or channel as `POST /v1/api/transcribe-playlist` would (its first 25 "
         "public videos) and says the seconds of balance the batch needs against the seconds left (`fits`). "
-        "Queues nothing; counts as a poll. An address that cannot be listed is a 422 on `url` with the reason.",
+        "Queues nothing; counts as a poll. An address that cannot be listed is a 422 on `url` with the reason. "
+        "A video whose length the listing does not give is measured from its media's header; one whose length "
+        "cannot be found is counted in `unknown_durations` (its `duration` 0), and then `fits` is false.",
         parameters=[
             OpenApiParameter(
                 "url",
@@ -328,10 +340,13 @@ class PlaylistViewSet(ContractViewSet):
     )
     def preview(self, request):
         query = parse_query(s.PlaylistQuerySerializer, request)
-        listing = playlist_listing(query["url"], "query")
+        listing = playlist_listing(query["url"], "query", durations=True)
+        # A length that could not be found is not 0 s: it is counted in `unknown_durations`, left
+        # out of `needed_seconds`, and the batch is never said to fit.
+        unknown = sum(1 for video in listing.videos if not video.duration)
         cost = quote(
             request.user.pk,
-            [video.duration or 0 for video in listing.videos],
+            [video.duration for video in listing.videos if video.duration],
             query["type"],
             query["quality"],
             query["target_languages"],
@@ -359,6 +374,7 @@ class PlaylistViewSet(ContractViewSet):
                 ],
                 "needed_seconds": cost.needed_seconds,
                 "remaining_seconds": cost.remaining_seconds,
-                "fits": cost.fits,
+                "fits": cost.fits and not unknown,
+                "unknown_durations": unknown,
             }
         )
