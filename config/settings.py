@@ -8,6 +8,7 @@ servers. Production and the test suite set both URLs to PostgreSQL and Redis.
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -183,6 +184,17 @@ ALLOW_PRIVATE_URLS = env.bool("ALLOW_PRIVATE_URLS", default=False)
 FREE_MINUTES = env.int("FREE_MINUTES", default=10)
 MAX_VIDEO_SECONDS = env.int("MAX_VIDEO_SECONDS", default=12 * 3600)
 FETCH_TIMEOUT_SECONDS = env.int("FETCH_TIMEOUT_SECONDS", default=30)
+# Sites that throttle or block server addresses: yt-dlp's cookies (a Netscape cookies.txt, read by
+# every web and media worker; each run works on a private copy) and the operator's own proxy
+# (http:// or https://; the address guard still checks every URL requested through it).
+YTDLP_COOKIES_FILE = env.str("YTDLP_COOKIES_FILE", default="")
+YTDLP_PROXY = env.str("YTDLP_PROXY", default="")
+if YTDLP_PROXY and not YTDLP_PROXY.lower().startswith(("http://", "https://")):
+    raise ImproperlyConfigured("YTDLP_PROXY must be an http:// or https:// proxy address.")
+if YTDLP_COOKIES_FILE and not Path(YTDLP_COOKIES_FILE).is_file():
+    raise ImproperlyConfigured(f"YTDLP_COOKIES_FILE names no file: {YTDLP_COOKIES_FILE}")
+# What every yt-dlp call (probe, download, listing) is given.
+YTDLP_OPTIONS = {"proxy": YTDLP_PROXY or None, "cookies_file": YTDLP_COOKIES_FILE or None}
 WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
 MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))
 WORK_DIR = Path(env.str("WORK_DIR", default=str(DATA_DIR / "work")))

@@ -295,10 +295,14 @@ def playlist_listing(url: str, location: str = "body", *, durations: bool = Fals
                 timeout=settings.FETCH_TIMEOUT_SECONDS,
                 deadline=limit,
                 max_videos=settings.PLAYLIST_MAX_VIDEOS,
+                **settings.YTDLP_OPTIONS,
             )
         if durations:
             find_durations(
-                listing, allow_private=settings.ALLOW_PRIVATE_URLS, deadline=limit - (time.monotonic() - started)
+                listing,
+                allow_private=settings.ALLOW_PRIVATE_URLS,
+                deadline=limit - (time.monotonic() - started),
+                **settings.YTDLP_OPTIONS,
             )
     except PlaylistError as error:
         raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None

@@ -99,14 +99,28 @@ def _entry(entry: dict) -> PlaylistEntry:
 
 
 def list_playlist(
-    url: str, *, allow_private: bool, max_videos: int, timeout: int = 30, deadline: float | None = None
+    url: str,
+    *,
+    allow_private: bool,
+    max_videos: int,
+    timeout: int = 30,
+    deadline: float | None = None,
+    proxy: str | None = None,
+    cookies_file: str | None = None,
 ) -> PlaylistListing:
     """The playlist or channel at `url`: its first `max_videos` available videos, and how many it
     skipped (private, deleted, live or upcoming). Raises PlaylistError with a message for the client,
     also when the listing takes longer than `deadline` seconds in all."""
     is_channel, tab = channel_tab(url)
     try:
-        info = extract_listing(channel_tab_url(url), allow_private=allow_private, timeout=timeout, deadline=deadline)
+        info = extract_listing(
+            channel_tab_url(url),
+            allow_private=allow_private,
+            timeout=timeout,
+            deadline=deadline,
+            proxy=proxy,
+            cookies_file=cookies_file,
+        )
     except FetchError as error:
         raise PlaylistError(str(error)) from None
     if not info or info.get("_type") not in ("playlist", "multi_video"):
@@ -137,7 +151,14 @@ def list_playlist(
 DURATION_PROBES_AT_ONCE = 4
 
 
-def find_durations(listing: PlaylistListing, *, allow_private: bool, deadline: float) -> None:
+def find_durations(
+    listing: PlaylistListing,
+    *,
+    allow_private: bool,
+    deadline: float,
+    proxy: str | None = None,
+    cookies_file: str | None = None,
+) -> None:
     """Fill in the lengths the listing did not give (an RSS feed without itunes:duration) by
     probing each video: metadata and the media's header only, through the address guard, all of
     them within `deadline` seconds. A length that cannot be found in time stays None."""
@@ -154,7 +175,13 @@ def find_durations(listing: PlaylistListing, *, allow_private: bool, deadline: f
         if remaining < 1:
             return None
         try:
-            info = probe(video.url, allow_private=allow_private, timeout=min(timeout, remaining / 3))
+            info = probe(
+                video.url,
+                allow_private=allow_private,
+                timeout=min(timeout, remaining / 3),
+                proxy=proxy,
+                cookies_file=cookies_file,
+            )
         except FetchError:
             return None
         return math.ceil(info.duration) if info.duration else None

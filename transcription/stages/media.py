@@ -40,6 +40,7 @@ def _media_stages(job: Job, directory: Path) -> bool:
         allow_private=allow_private,
         max_duration=settings.MAX_VIDEO_SECONDS,
         timeout=settings.FETCH_TIMEOUT_SECONDS,
+        **settings.YTDLP_OPTIONS,
     )
     duration = math.ceil(info.duration) if info.duration else None
     services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500])
@@ -56,6 +57,7 @@ def _media_stages(job: Job, directory: Path) -> bool:
         stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
         max_duration=settings.MAX_VIDEO_SECONDS,
         video=burned,
+        **settings.YTDLP_OPTIONS,
     )
 
     services.job_advance(job.id, states.CONVERTING)

@@ -32,6 +32,7 @@ file with its own ffmpeg run later (see ``audio.to_wav``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -193,6 +194,32 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout
         return None
 
 
+# --------------------------------------------------------------------------- operator's options
+
+
+@contextlib.contextmanager
+def _operator_params(proxy: str | None, cookies_file: str | None):
+    """yt-dlp parameters for the operator's proxy and cookies file. yt-dlp writes its cookie jar
+    back to the file when it closes, and several workers share the operator's file: each run gets
+    a private copy, removed afterwards. Through the proxy the guard still checks every URL (and
+    redirect) before it is requested; only the connection check, which would see the proxy's own
+    address, is left out (guard._GuardProcessor._open)."""
+    params: dict = {}
+    if proxy:
+        params["proxy"] = proxy
+    if not cookies_file:
+        yield params
+        return
+    folder = tempfile.mkdtemp(prefix="cookies-")
+    try:
+        copy = Path(folder) / "cookies.txt"
+        shutil.copyfile(cookies_file, copy)
+        params["cookiefile"] = str(copy)
+        yield params
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 # --------------------------------------------------------------------------- public API
 
 
@@ -203,6 +230,8 @@ def probe(
     max_duration: float | None = None,
     timeout: float = 30,
     allowed_networks: Sequence[str] = (),
+    proxy: str | None = None,
+    cookies_file: str | None = None,
 ) -> MediaInfo:
     """What is at ``url`` (yt-dlp metadata only, nothing downloaded).
 
@@ -212,7 +241,8 @@ def probe(
     private or removed videos, pages without media, and any request to a private
     address unless ``allow_private``.  For direct files whose length yt-dlp does
     not know, ffprobe reads it from the server; ``duration`` stays None when that
-    fails too.
+    fails too.  ``proxy`` (http or https) and ``cookies_file`` (Netscape format)
+    are the operator's, for sites that block or throttle server addresses.
     """
     policy = AddressPolicy(allow_private, allowed_networks)
     policy.check_url(url)
@@ -221,7 +251,12 @@ def probe(
     def work() -> MediaInfo:
         no_ffmpeg = None if allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
         try:
-            with GuardedYoutubeDL(ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=no_ffmpeg), session) as ydl:
+            with (
+                _operator_params(proxy, cookies_file) as operator,
+                GuardedYoutubeDL(
+                    {**ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=no_ffmpeg), **operator}, session
+                ) as ydl,
+            ):
                 info = ydl.extract_info(url, download=False)
                 if not info:
                     raise FetchError(MSG_NO_MEDIA)
@@ -256,6 +291,8 @@ def download(
     max_duration: float | None = None,
     allowed_networks: Sequence[str] = (),
     video: bool = False,
+    proxy: str | None = None,
+    cookies_file: str | None = None,
 ) -> Path:
     """Download the best audio (or, failing that, the best single file) of ``url``
     into ``dest_dir`` and return the file's path; with ``video`` the best single file
@@ -319,7 +356,10 @@ def download(
                     "progress_hooks": [progress],
                 }
             )
-            with GuardedYoutubeDL(params, session) as ydl:
+            with (
+                _operator_params(proxy, cookies_file) as operator,
+                GuardedYoutubeDL({**params, **operator}, session) as ydl,
+            ):
                 info = ydl.extract_info(url, download=True)
                 if not info:
                     raise FetchError(MSG_NO_MEDIA)
@@ -370,6 +410,8 @@ def extract_listing(
     timeout: float = 30,
     deadline: float | None = None,
     allowed_networks: Sequence[str] = (),
+    proxy: str | None = None,
+    cookies_file: str | None = None,
 ) -> dict:
     """yt-dlp's flat extraction of a playlist or channel page: the entries as the page lists
     them, none of them resolved or downloaded. Goes through the same address guard as probe().
@@ -384,7 +426,10 @@ def extract_listing(
             "noplaylist": False,
             "playlistend": 1000,
         }
-        with GuardedYoutubeDL(params, session) as ydl:
+        with (
+            _operator_params(proxy, cookies_file) as operator,
+            GuardedYoutubeDL({**params, **operator}, session) as ydl,
+        ):
             info = ydl.extract_info(url, download=False)
             if not info:
                 raise FetchError(MSG_NO_MEDIA)
