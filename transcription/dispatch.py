@@ -44,10 +44,9 @@ class QueueUnavailable(Exception):
         )
 
 
-@lru_cache(maxsize=1)
-def _broker_client():
-    """A Redis client on the broker with short timeouts, or None for another kind of broker."""
-    url = settings.CELERY_BROKER_URL
+@lru_cache(maxsize=4)
+def _broker_client(url: str):
+    """A Redis client on the broker at `url` with short timeouts, or None for another kind of broker."""
     if not url.startswith(("redis://", "rediss://", "unix://")):
         return None
     return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1.0)
@@ -55,7 +54,7 @@ def _broker_client():
 
 def check_broker() -> None:
     """Raise QueueUnavailable when the broker does not answer a PING (one round trip)."""
-    client = _broker_client()
+    client = _broker_client(settings.CELERY_BROKER_URL)
     if client is None:
         return
     try:

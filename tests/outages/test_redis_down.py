@@ -67,3 +67,40 @@ def test_queueing_says_503_while_redis_is_down_and_earlier_jobs_run_after(token,
             assert job.error is None and job.duration > 0
             status, _, again = request("POST", web + "/v1/api/transcribe", token, {"url": video})
             assert status == 200, again
+
+
+# Nothing listens on port 1 of this machine: a broker that is really down.
+STOPPED_BROKER = "redis://127.0.0.1:1/0"
+
+
+@pytest.mark.django_db
+def test_every_front_door_says_so_and_stores_nothing_without_the_broker(api, account, client):
+    from django.test import override_settings
+
+    from transcription.models import Job
+
+    with override_settings(CELERY_BROKER_URL=STOPPED_BROKER):
+        for path, body in (
+            ("/v1/api/transcribe", {"url": "https://example.com/a.mp4"}),
+            ("/v1/api/subtitles", {"url": "https://example.com/a.mp4", "target_languages": ["Spanish"]}),
+            ("/v1/api/burn-subtitles", {"url": "https://example.com/a.mp4"}),
+        ):
+            response = api.post(path, body, content_type="application/json")
+            assert response.status_code == 503, (path, response.content)
+            assert set(response.json()) == {"detail"} and response["Retry-After"] == "30"
+
+        account.user.set_password("correct-horse-battery-42")
+        account.user.save()
+        client.force_login(account.user)
+        page = client.post(
+            "/jobs/new/",
+            {
+                "url": "https://example.com/a.mp4",
+                "type": "transcript",
+                "format": "srt",
+                "quality": "default",
+                "font_size": "default",
+            },
+        )
+        assert page.status_code == 503 and "queue is unreachable" in page.content.decode()
+    assert Job.objects.count() == 0
