@@ -48,6 +48,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a JSON 413 before anything reads it.
+    "config.middleware.RequestBodyLimitMiddleware",
     # Serves the admin's and the API page's static files from gunicorn: no separate web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -173,6 +175,10 @@ CELERY_TASK_ROUTES = {
     "webhooks.tasks.*": {"queue": "hooks"},
 }
 
+# --- Requests -----------------------------------------------------------------------------------
+# The largest request body read; a larger one is a JSON 413 (config.middleware). Django's default.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BODY_BYTES", default=2_621_440)
+
 # --- Rate limits (per account, fixed one-minute window) --------------------------------------
 RATE_LIMIT_JOBS_PER_MINUTE = env.int("RATE_LIMIT_JOBS_PER_MINUTE", default=60)
 RATE_LIMIT_POLLS_PER_MINUTE = env.int("RATE_LIMIT_POLLS_PER_MINUTE", default=300)
@@ -191,7 +197,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["transcription.api.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "transcription.api.schema.ContractAutoSchema",
     "EXCEPTION_HANDLER": "transcription.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
