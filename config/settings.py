@@ -53,6 +53,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a JSON 413 before anything reads it.
     "config.middleware.RequestBodyLimitMiddleware",
+    # Same-origin scripts and styles only, on every page (the pages have no inline script or style).
+    "config.middleware.ContentSecurityPolicyMiddleware",
     # Serves the admin's and the API page's static files from gunicorn: no separate web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
