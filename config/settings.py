@@ -21,7 +21,10 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "te
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Behind a reverse proxy that terminates TLS: believe its X-Forwarded-Proto and X-Forwarded-Host,
 # so that absolute links (burned_video_url) say https:// and the public host name.
-if env.bool("TRUST_PROXY_HEADERS", default=False):
+# Under it the rate limits also count a request by the last X-Forwarded-For address (the client
+# as our proxy saw it) instead of the proxy's own address.
+TRUST_PROXY_HEADERS = env.bool("TRUST_PROXY_HEADERS", default=False)
+if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
 
@@ -50,6 +53,10 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a JSON 413 before anything reads it.
+    "config.middleware.RequestBodyLimitMiddleware",
+    # Same-origin scripts and styles only, on every page (the pages have no inline script or style).
+    "config.middleware.ContentSecurityPolicyMiddleware",
     # Serves the admin's and the API page's static files from gunicorn: no separate web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -175,9 +182,15 @@ CELERY_TASK_ROUTES = {
     "webhooks.tasks.*": {"queue": "hooks"},
 }
 
-# --- Rate limits (per account, fixed one-minute window) --------------------------------------
+# --- Requests -----------------------------------------------------------------------------------
+# The largest request body read; a larger one is a JSON 413 (config.middleware). Django's default.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BODY_BYTES", default=2_621_440)
+
+# --- Rate limits (per account, in any 60 seconds: transcription.api.ratelimit) ---------------------
 RATE_LIMIT_JOBS_PER_MINUTE = env.int("RATE_LIMIT_JOBS_PER_MINUTE", default=60)
 RATE_LIMIT_POLLS_PER_MINUTE = env.int("RATE_LIMIT_POLLS_PER_MINUTE", default=300)
+# API requests without a valid token, per client address.
+RATE_LIMIT_ANONYMOUS_PER_MINUTE = env.int("RATE_LIMIT_ANONYMOUS_PER_MINUTE", default=30)
 
 # --- Jobs and the pipeline -------------------------------------------------------------------
 ALLOW_PRIVATE_URLS = env.bool("ALLOW_PRIVATE_URLS", default=False)
@@ -204,7 +217,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["transcription.api.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "transcription.api.schema.ContractAutoSchema",
     "EXCEPTION_HANDLER": "transcription.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,

@@ -3,6 +3,7 @@
 import re
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -145,5 +146,6 @@ def test_a_staff_login_without_an_account_gets_a_friendly_page(client):
 def test_the_page_is_readable_on_a_phone(client, holder):
     html = client.get(API).content.decode()
     assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in html
-    assert "@media (max-width: 40rem)" in html
+    assert "/static/website/base.css" in html  # the frame's stylesheet, with its phone layout
+    assert "@media (max-width: 40rem)" in (settings.BASE_DIR / "website/static/website/base.css").read_text()
     assert not re.search(r'(src|href)="(https?:)?//', html), "nothing loads from elsewhere"

@@ -47,13 +47,18 @@ class Busy(exceptions.APIException):
         super().__init__(detail)
 
 
+# A 422 names at most this many problems: enough for every field of every request, and a body
+# that does not grow with what a client sends.
+MAX_ERRORS = 20
+
+
 class RequestValidationError(exceptions.APIException):
     """A 422 whose entries already carry their `loc`."""
 
     status_code = 422
 
     def __init__(self, errors: list[dict]):
-        self.errors = errors
+        self.errors = errors[:MAX_ERRORS]
         super().__init__("Validation error")
 
 
@@ -84,7 +89,7 @@ def validation_errors(detail, location: str) -> list[dict]:
             )
 
     walk(detail, [location])
-    return errors
+    return errors[:MAX_ERRORS]
 
 
 def exception_handler(exc, context):

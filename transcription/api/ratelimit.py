@@ -1,26 +1,48 @@
-"""Per-account fixed-window counters: 60 job requests and 300 polls a minute (DESIGN.md section 4).
+"""Per-account sliding-window limits: 60 job requests and 300 polls in any 60 seconds (DESIGN.md
+section 4), and a per-address limit on API requests that carry no valid token.
 
-The counters live in Redis so every web process (and later the MCP server) shares them; an
-atomic INCR makes the count exact under concurrency. Without REDIS_URL (the embedded default
-of `make run`) a SQLite file on local disk plays the same role for the processes of one machine.
+A sliding window log, not fixed windows: each allowed request is one entry (its time) in a
+sorted set per account and bucket; a request is allowed while fewer than `limit` entries are
+younger than 60 seconds. So no 60 seconds ever hold more than `limit` requests: fixed
+one-minute windows let a client spend one window's allowance in its last second and the next
+window's in the following one (91 job POSTs in 2.4 s). Refused requests are not entries, so a
+client that keeps knocking is let in again as its old requests age out. A GCRA with a burst of
+`limit` would cost one key instead of up to `limit` entries, but still lets about twice the
+limit through in some 60 seconds; the entries are a few KB per busy account.
+
+The check and the entry are one Lua script in Redis, atomic, so the count is exact under
+concurrency, and shared by every front door of the account (the API, the website, the MCP
+server): they all call `hit`. Without REDIS_URL (the embedded default of `make run`) a SQLite
+file on local disk plays the same role for the processes of one machine.
+
+When Redis cannot be reached, requests are let through uncounted (and a warning logged): a
+limiter that is down should not take the service down with it.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import math
+import secrets
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 
+import redis
 from django.conf import settings
 
 from config import shared_cache
 
+logger = logging.getLogger(__name__)
+
 WINDOW_SECONDS = 60
 JOBS = "jobs"
 POLLS = "polls"
+# API requests without a valid token, counted per client address (see client_address).
+ANONYMOUS = "anonymous"
 
 
 @dataclass(frozen=True)
@@ -28,37 +50,46 @@ class RateState:
     limit: int
     remaining: int
     allowed: bool
-    retry_after: int  # whole seconds until the window resets
+    retry_after: int  # whole seconds until one more request would be allowed
 
 
 def limit_for(bucket: str) -> int:
+    if bucket == ANONYMOUS:
+        return settings.RATE_LIMIT_ANONYMOUS_PER_MINUTE
     return settings.RATE_LIMIT_JOBS_PER_MINUTE if bucket == JOBS else settings.RATE_LIMIT_POLLS_PER_MINUTE
 
 
-class RedisCounter:
-    """None when Redis cannot be reached: the request is let through uncounted (an outage of
-    Redis must not stop polls; queueing answers 503 on its own, transcription.dispatch)."""
-
-    def incr(self, key: str, ttl: int) -> int | None:
-        client = shared_cache.reachable_client()
-        if client is None:
-            return None
-        try:
-            return self._incr(client, key, ttl)
-        except shared_cache.Unavailable as error:
-            shared_cache.mark_down(error)
-            return None
-
-    def _incr(self, client, key: str, ttl: int) -> int:
-        pipe = client.pipeline(transaction=True)
-        pipe.incr(key)
-        pipe.expire(key, ttl)
-        count, _ = pipe.execute()
-        return int(count)
+# KEYS[1]: the sorted set of the allowed requests' times (ms). ARGV: now (ms), window (ms),
+# limit, a unique member. Answers {allowed (1/0), entries in the window, ms until a slot frees}.
+_SLIDING_WINDOW = """
+local now = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local limit = tonumber(ARGV[3])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+local count = redis.call('ZCARD', KEYS[1])
+if count < limit then
+  redis.call('ZADD', KEYS[1], now, ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return {1, count + 1, 0}
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local wait = window
+if oldest[2] then wait = tonumber(oldest[2]) + window - now end
+return {0, count, wait}
+"""
 
 
-class SqliteCounter:
-    """Counters for the embedded mode: one SQLite file shared by the processes of one machine."""
+class RedisWindow:
+    def __init__(self, client: redis.Redis):
+        self.script = client.register_script(_SLIDING_WINDOW)
+
+    def hit(self, key: str, now_ms: int, window_ms: int, limit: int) -> tuple[bool, int, int]:
+        allowed, count, wait_ms = self.script(keys=[key], args=[now_ms, window_ms, limit, secrets.token_hex(8)])
+        return bool(allowed), int(count), int(wait_ms)
+
+
+class SqliteWindow:
+    """The same window for the embedded mode: one SQLite file shared by the processes of one machine."""
 
     def __init__(self, path):
         self.path = str(path)
@@ -68,37 +99,84 @@ class SqliteCounter:
         connection = getattr(self.local, "connection", None)
         if connection is None:
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            connection.execute("CREATE TABLE IF NOT EXISTS counter (key TEXT PRIMARY KEY, count INTEGER, expires REAL)")
+            connection.execute("CREATE TABLE IF NOT EXISTS hits (key TEXT, at INTEGER)")
+            connection.execute("CREATE INDEX IF NOT EXISTS hits_key_at ON hits (key, at)")
+            connection.execute("CREATE INDEX IF NOT EXISTS hits_at ON hits (at)")
             self.local.connection = connection
         return connection
 
-    def incr(self, key: str, ttl: int) -> int:
+    def hit(self, key: str, now_ms: int, window_ms: int, limit: int) -> tuple[bool, int, int]:
         connection = self._connection()
-        now = time.time()
-        connection.execute("DELETE FROM counter WHERE expires < ?", (now,))
-        row = connection.execute(
-            "INSERT INTO counter (key, count, expires) VALUES (?, 1, ?) "
-            "ON CONFLICT(key) DO UPDATE SET count = count + 1 RETURNING count",
-            (key, now + ttl),
-        ).fetchone()
-        return int(row[0])
+        connection.execute("BEGIN IMMEDIATE")  # one writer at a time: the count and the entry agree
+        try:
+            connection.execute("DELETE FROM hits WHERE at <= ?", (now_ms - window_ms,))
+            count, oldest = connection.execute("SELECT COUNT(*), MIN(at) FROM hits WHERE key = ?", (key,)).fetchone()
+            if count < limit:
+                connection.execute("INSERT INTO hits (key, at) VALUES (?, ?)", (key, now_ms))
+                result = (True, count + 1, 0)
+            else:
+                result = (False, count, (oldest + window_ms - now_ms) if oldest is not None else window_ms)
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        return result
 
 
 @lru_cache(maxsize=1)
 def counter():
     if settings.REDIS_URL:
-        return RedisCounter()
+        return RedisWindow(shared_cache.client())
     settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
-    return SqliteCounter(settings.DATA_DIR / "ratelimit.sqlite3")
+    return SqliteWindow(settings.DATA_DIR / "ratelimit.sqlite3")
+
+
+def _hit(key: str, limit: int, now: float | None) -> RateState:
+    now = time.time() if now is None else now
+    window_ms = WINDOW_SECONDS * 1000
+    uncounted = RateState(limit=limit, remaining=limit, allowed=True, retry_after=0)
+    if settings.REDIS_URL and shared_cache.reachable_client() is None:
+        return uncounted  # Redis failed a moment ago: no timeout per request while it is down
+    try:
+        allowed, count, wait_ms = counter().hit(key, int(now * 1000), window_ms, limit)
+    except redis.RedisError as error:
+        shared_cache.mark_down(error)
+        logger.warning("Rate limit not counted, Redis is unreachable: %s", error)
+        return uncounted
+    return RateState(
+        limit=limit,
+        remaining=max(0, limit - count),
+        allowed=allowed,
+        retry_after=0 if allowed else max(1, math.ceil(wait_ms / 1000)),
+    )
 
 
 def hit(account_id, bucket: str, now: float | None = None) -> RateState:
     """Count one request of `bucket` for the account and say whether it is allowed."""
-    now = time.time() if now is None else now
-    window = int(now // WINDOW_SECONDS)
-    limit = limit_for(bucket)
-    count = counter().incr(f"ratelimit:{bucket}:{account_id}:{window}", WINDOW_SECONDS * 2)
-    if count is None:
-        count = 0
-    retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
-    return RateState(limit=limit, remaining=max(0, limit - count), allowed=count <= limit, retry_after=retry_after)
+    return _hit(f"ratelimit:{bucket}:{account_id}", limit_for(bucket), now)
+
+
+def hit_address(address: str, now: float | None = None) -> RateState:
+    """Count one request without a valid token from `address` (see client_address)."""
+    return _hit(f"ratelimit:{ANONYMOUS}:{address}", limit_for(ANONYMOUS), now)
+
+
+def client_address(request) -> str:
+    """The address a request comes from, as the limits count it: REMOTE_ADDR, or under
+    TRUST_PROXY_HEADERS the last X-Forwarded-For entry (the one our own proxy appended; those
+    before it are whatever the client wrote). An IPv6 client is counted by its /64, which one
+    client usually holds whole."""
+    address = request.META.get("REMOTE_ADDR") or ""
+    if settings.TRUST_PROXY_HEADERS:
+        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
+        if forwarded[-1]:
+            address = forwarded[-1]
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address[:64] or "unknown"
+    if ip.version == 6:
+        if ip.ipv4_mapped:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)

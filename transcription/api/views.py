@@ -19,6 +19,7 @@ from transcription import poll_cache, services
 from transcription.models import Batch, Job, JobType
 from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
 
+from . import ratelimit
 from . import serializers as s
 from .errors import Busy, RequestValidationError, validation_errors
 from .presenters import batch_payload, job_document, translations_in_order, with_links
@@ -91,6 +92,17 @@ def _ref(name: str) -> dict:
 
 class ContractViewSet(viewsets.ViewSet):
     throttle_classes = [AccountRateThrottle]
+
+    def initial(self, request, *args, **kwargs):
+        try:
+            super().initial(request, *args, **kwargs)
+        except (exceptions.NotAuthenticated, exceptions.AuthenticationFailed):
+            # No valid token: no account to count against, so the client's address is counted
+            # (token guessing and floods of anonymous requests are throttled too).
+            state = ratelimit.hit_address(ratelimit.client_address(request))
+            if not state.allowed:
+                raise exceptions.Throttled(wait=state.retry_after) from None
+            raise
 
     def throttled(self, request, wait):
         raise exceptions.Throttled(wait=request.rate_limit.retry_after)

@@ -79,6 +79,7 @@ from .errors import (  # noqa: F401 - the messages callers compare errors with
     too_long_message,
 )
 from .guard import VIDEO_FORMAT, Abort, AddressPolicy, Blocked, GuardedYoutubeDL, Session, check_url, ydl_params
+from .relay import Relay
 from .watchdog import run_watched
 
 __all__ = ["FetchError", "check_url", "probe", "download", "extract_listing", "too_long_message"]
@@ -152,9 +153,11 @@ def _final_url(ydl: GuardedYoutubeDL, url: str, headers: dict) -> str:
 
 
 def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout: float) -> float | None:
-    """Duration of a direct media file by ffprobe, or None.  When private addresses
-    are refused, ffprobe gets the already-checked final URL, no redirects, only
-    http(s) and demuxers that do not open other URLs."""
+    """Duration of a direct media file by ffprobe, or None.  ffprobe reads the file only
+    through a loopback relay whose requests go out through ``ydl``'s guarded handler
+    (relay.py): it never resolves or connects to the client's host itself, so a name that
+    rebinds to a private address after the check does not lead it inside.  Only the http
+    protocol (to the relay) and demuxers that do not open other URLs."""
     if shutil.which("ffprobe") is None:
         return None
     url = fmt.get("url")
@@ -163,29 +166,35 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout
     headers = {
         k: v for k, v in (fmt.get("http_headers") or {}).items() if k.lower() in ("user-agent", "referer", "cookie")
     }
-    cmd = ["ffprobe", "-v", "error", "-rw_timeout", str(int(timeout * 1_000_000))]
-    if not session.policy.allow_private:
-        url = _final_url(ydl, url, headers)
-        session.check_request_url(url)
-        cmd += [
+    url = _final_url(ydl, url, headers)
+    session.check_request_url(url)
+    with Relay(ydl, url, headers) as local_url:
+        cmd = [
+            "ffprobe",
+            "-v",
+            "error",
+            "-rw_timeout",
+            str(int(timeout * 1_000_000)),
             "-max_redirects",
             "0",
             "-protocol_whitelist",
-            "http,https,tcp,tls",
+            "http,tcp",
             "-format_whitelist",
             _FFPROBE_FORMATS,
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "json",
+            local_url,
         ]
-    if headers:
-        cmd += ["-headers", "".join(f"{k}: {v}\r\n" for k, v in headers.items())]
-    cmd += ["-show_entries", "format=duration", "-of", "json", url]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    session.register_process(proc)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return None
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        session.register_process(proc)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return None
     if proc.returncode != 0:
         return None
     try:
