@@ -55,8 +55,18 @@ import langcodes
 
 from .captions import Cue
 from .languages import language_label, short_code
-from .linebreaks import MAX_LINE_CHARS, MAX_LINES, wrap_lines
+from .linebreaks import (
+    MAX_LINE_CHARS,
+    MAX_LINES,
+    wrap_tokens,
+    ends_on,
+    fits,
+    function_words,
+    line_limit,
+    wrap_lines,
+)
 from .types import Word
+from .words import CLAUSE_END, ends_sentence, language_key
 
 __all__ = [
     "TranslationUnavailable",
@@ -160,6 +170,17 @@ def apertium_modes() -> dict[tuple[str, str], str]:
 _MARK = re.compile(r"(?<![\w*#@])[*#@]+(?=[^\W\d_])")
 
 
+_UNKNOWN = re.compile(r"(?<![\w*])\*([^\W\d_][\w'’-]*)")
+
+
+def _drop_pivot_words(text: str, source: str) -> str:
+    """``text`` from a second Apertium leg run without ``-u``: each word marked unknown ("*cuantos")
+    is dropped, unless the source has it too (a name or a word no leg knows, passed through as it
+    is), in which case only the mark goes."""
+    known = {word.lower() for word in re.findall(r"[^\W\d_][\w'’-]*", source)}
+    return re.sub(r"\s+", " ", _UNKNOWN.sub(lambda m: m.group(1) if m.group(1).lower() in known else "", text)).strip()
+
+
 def _run_killable(command: list[str], stdin: str, timeout: float) -> tuple[int, str, str]:
     """(exit status, stdout, stderr). ``apertium`` is a shell script running a pipeline of
     programs: on timeout the whole process group is killed, not just the shell, so that nothing
@@ -210,8 +231,12 @@ class ApertiumTranslator:
         if not todo:
             return out
         current = [clean[index] for index in todo]
-        for mode in self.modes:
-            current = self._run(mode, current)
+        for leg, mode in enumerate(self.modes):
+            # Later legs keep their unknown-word marks: a word the pivot leg left unknown is a
+            # pivot-language word (Spanish in French) unless the source itself has it (a name).
+            current = self._run(mode, current, unknown_marks=leg > 0)
+            if leg > 0:
+                current = [_drop_pivot_words(text, source) for text, source in zip(current, (clean[i] for i in todo))]
         for index, text in zip(todo, current):
             # strip the marks, but not ones the customer wrote ("#hashtag", "@name")
             keep = set(clean[index]) & set("*#@")
@@ -219,10 +244,11 @@ class ApertiumTranslator:
             out[index] = re.sub(r"\s+", " ", out[index]).strip()
         return out
 
-    def _run(self, mode: str, texts: list[str]) -> list[str]:
+    def _run(self, mode: str, texts: list[str], *, unknown_marks: bool = False) -> list[str]:
         document = "".join(f"<p>{html.escape(text, quote=False)}</p>\n" for text in texts)
+        command = ["apertium", "-f", "html", *([] if unknown_marks else ["-u"]), mode]
         try:
-            returncode, stdout, stderr = _run_killable(["apertium", "-f", "html", "-u", mode], document, self.timeout)
+            returncode, stdout, stderr = _run_killable(command, document, self.timeout)
         except subprocess.TimeoutExpired:
             log.error("apertium %s: timed out after %s s on %d texts", mode, self.timeout, len(texts))
             raise TranslationFailed(
@@ -484,41 +510,196 @@ def _speaker_lines(lines: list[str]) -> list[str] | None:
     return [match.group(1).strip() for match in matches]  # type: ignore[union-attr]
 
 
+# A sentence is translated in one piece, but a run of cues that never ends a sentence (no
+# punctuation in a transcript without it) is cut after this many cues, so that one translation
+# unit stays a size the backends handle well and the distribution below stays cheap.
+MAX_CUES_PER_SENTENCE = 6
+
+
+def _text_of(cue: Cue) -> str:
+    return re.sub(r"\s+", " ", " ".join(cue.lines)).strip()
+
+
+def sentence_groups(cues: list[Cue]) -> list[tuple[str, list[int]]]:
+    """("dash" | "text" | "empty", cue indices): consecutive text cues up to and including the one
+    that ends a sentence form one group (at most MAX_CUES_PER_SENTENCE); a speaker-dash cue or an
+    empty cue is a group of its own."""
+    groups: list[tuple[str, list[int]]] = []
+    current: list[int] = []
+    for index, cue in enumerate(cues):
+        text = _text_of(cue)
+        if _speaker_lines(cue.lines) is not None or not text:
+            if current:
+                groups.append(("text", current))
+                current = []
+            groups.append(("dash" if text else "empty", [index]))
+            continue
+        current.append(index)
+        if ends_sentence(text.split()[-1]) or len(current) >= MAX_CUES_PER_SENTENCE:
+            groups.append(("text", current))
+            current = []
+    if current:
+        groups.append(("text", current))
+    return groups
+
+
+def _join(tokens: list[tuple[str, bool]], i: int, j: int) -> str:
+    return "".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j))
+
+
+def distribute(translation: str, shares: list[int], *, language: str | None = None) -> list[str]:
+    """``translation`` (of a sentence spoken over ``len(shares)`` cues) cut at word boundaries into
+    one text per cue, each cue's part as close as possible to its share of the source (``shares``:
+    the source cues' characters), under the layout rule: a part that cannot be laid out on
+    ``MAX_LINES`` lines of ``line_limit(language)`` characters costs far more than any shift of
+    words to a neighbour, so words move between the sentence's cues until every part fits (when
+    the sentence fits at all). Every cue gets at least one word while there are enough words.
+    Dynamic programming over the cut positions."""
+    tokens = wrap_tokens(translation)
+    count = len(shares)
+    if count == 1 or not tokens:
+        return [_join(tokens, 0, len(tokens))] + [""] * (count - 1)
+    limit = line_limit(language)
+    no_break, _ = function_words(language)
+    n = len(tokens)
+    prefix = [0]
+    for index, (token, glue) in enumerate(tokens):
+        prefix.append(prefix[-1] + (0 if index == 0 or glue else 1) + len(token))
+    total_share = sum(shares) or 1
+    targets = [prefix[n] * sum(shares[: k + 1]) / total_share for k in range(count)]
+
+    @functools.lru_cache(maxsize=None)
+    def misfit(i: int, j: int) -> float:
+        """What laying out tokens i..j-1 as one cue breaks: 0 when it fits."""
+        if i == j:
+            return 0.0
+        length = prefix[j] - prefix[i] - (0 if i == 0 or tokens[i][1] else 1)
+        if length > MAX_LINES * limit + 1:
+            return 1000.0 * (length - MAX_LINES * limit)
+        lines = wrap_lines(_join(tokens, i, j), limit, MAX_LINES, language=language)
+        return 0.0 if fits(lines, limit) else 1000.0 * (1 + sum(max(0, len(line) - limit) for line in lines))
+
+    def cut_cost(j: int, k: int) -> float:
+        """Cutting before token j as the end of cue k: distance from its share, glue, function words."""
+        cost = abs(prefix[j] - targets[k])
+        if 0 < j < n:
+            cost += 40.0 if tokens[j][1] else 0.0
+            cost += 15.0 if ends_on(tokens[j - 1][0], no_break) else 0.0
+            cost -= 5.0 if ends_sentence(tokens[j - 1][0]) or CLAUSE_END.search(tokens[j - 1][0]) else 0.0
+        return cost
+
+    need_words = n >= count
+    # best[k][j]: cues 0..k hold tokens 0..j-1
+    best: list[dict[int, float]] = [{} for _ in range(count)]
+    back: list[dict[int, int]] = [{} for _ in range(count)]
+    for j in range(1 if need_words else 0, n + 1):
+        best[0][j] = misfit(0, j) + (cut_cost(j, 0) if count > 1 else 0.0)
+    for k in range(1, count):
+        last = k == count - 1
+        for j in [n] if last else range(n + 1):
+            options = []
+            for i, before in best[k - 1].items():
+                if i > j or (need_words and i == j):
+                    continue
+                options.append((before + misfit(i, j) + (0.0 if last else cut_cost(j, k)), i))
+            if options:
+                best[k][j], back[k][j] = min(options)
+    cuts = [n]
+    for k in range(count - 1, 0, -1):
+        cuts.append(back[k][cuts[-1]])
+    cuts.append(0)
+    cuts.reverse()
+    return [_join(tokens, cuts[k], cuts[k + 1]) for k in range(count)]
+
+
+_LEADING_PUNCT = "\"'“‘«¿¡([—–-"
+
+
+def _always_capitalised(word: str, source: str, translation: str, language: str | None) -> bool:
+    """Whether ``word`` keeps its capital inside a sentence: "I" in English, acronyms, any German
+    noun, and a word written with a capital inside the source or the rest of the translation
+    (a name)."""
+    bare = word.strip(_LEADING_PUNCT + ".,;:!?…»”’)")
+    if not bare or not bare[0].isupper():
+        return True
+    if language_key(language) == "de" or (bare == "I" and language_key(language) == "en"):
+        return True
+    if len(bare) > 1 and bare.isupper():
+        return True
+    for text in (source, translation):
+        words = text.split()
+        for before, after in zip(words, words[1:]):
+            if after.strip(_LEADING_PUNCT + ".,;:!?…»”’)") == bare and not ends_sentence(before):
+                return True
+    return False
+
+
+def _continue_lowercase(parts: list[str], source: str, translation: str, language: str | None) -> list[str]:
+    """A cue that continues a sentence does not start with a capital letter unless its first word
+    always has one (``_always_capitalised``)."""
+    out = list(parts)
+    # The first cue starts the sentence as the source's did (Apertium may put a pronoun first: "il")
+    start = next((ch for ch in source if ch.isalpha()), "")
+    at = next((i for i, ch in enumerate(out[0]) if ch.isalpha()), None)
+    if start.isupper() and at is not None and out[0][at].islower():
+        out[0] = out[0][:at] + out[0][at].upper() + out[0][at + 1 :]
+    for k in range(1, len(out)):
+        previous = next((part for part in reversed(out[:k]) if part), "")
+        words = out[k].split()
+        if not words or not previous or ends_sentence(previous.split()[-1]):
+            continue
+        first = words[0]
+        if _always_capitalised(first, source, translation, language):
+            continue
+        at = next(i for i, ch in enumerate(first) if ch not in _LEADING_PUNCT)
+        out[k] = out[k].replace(first, first[:at] + first[at].lower() + first[at + 1 :], 1)
+    return out
+
+
 def translate_cues(cues: list[Cue], translator: Translator, *, language: str | None = None) -> list[Cue]:
     """New cues with the same count and start/end, their text translated with ``translator``.
 
-    A cue of speaker-dash lines keeps one "- " line per speaker (each translated on its own);
-    any other cue is translated as one text and re-wrapped into at most 2 balanced lines of at most
-    42 characters where it fits (``language``, the target, guides where lines may break). Empty
-    cues stay empty. All texts go to the backend in one call."""
+    The cues of one sentence are translated together, as one text (``sentence_groups``), and the
+    translation is cut back into those cues by each cue's share of the source's characters, at
+    word boundaries, moving words between the sentence's cues where a part would not fit
+    (``distribute``); each part is then laid out on at most 2 balanced lines of
+    ``line_limit(language)`` characters, and a part that continues a sentence starts in lower case
+    (``_continue_lowercase``). A cue of speaker-dash lines keeps one "- " line per speaker (each
+    translated on its own). Empty cues stay empty. All texts go to the backend in one call."""
+    groups = sentence_groups(cues)
     units: list[str] = []
-    plans: list[tuple[str, int, int]] = []  # (kind, first unit, unit count)
-    for cue in cues:
-        speakers = _speaker_lines(cue.lines)
-        if speakers is not None:
-            plans.append(("dash", len(units), len(speakers)))
+    plans: list[tuple[int, int]] = []  # (first unit, unit count) per group
+    for kind, indices in groups:
+        if kind == "dash":
+            speakers = _speaker_lines(cues[indices[0]].lines) or []
+            plans.append((len(units), len(speakers)))
             units.extend(speakers)
+        elif kind == "text":
+            plans.append((len(units), 1))
+            units.append(" ".join(_text_of(cues[index]) for index in indices))
         else:
-            text = re.sub(r"\s+", " ", " ".join(cue.lines)).strip()
-            plans.append(("text" if text else "empty", len(units), 1 if text else 0))
-            if text:
-                units.append(text)
+            plans.append((len(units), 0))
     translated = translator.translate(units) if units else []
     if len(translated) != len(units):
         log.error("%s returned %d texts for %d", translator.name, len(translated), len(units))
         raise TranslationFailed("Translation failed on this server.")
-    out = []
-    for cue, (kind, first, count) in zip(cues, plans):
+    limit = line_limit(language)
+    out = list(cues)
+    for (kind, indices), (first, count) in zip(groups, plans):
         parts = translated[first : first + count]
         if kind == "dash":
             lines = [
                 _DASH + (_DASH_LINE.match(part).group(1) if _DASH_LINE.match(part) else part).strip() for part in parts
             ]
+            out[indices[0]] = replace(cues[indices[0]], lines=lines)
         elif kind == "text":
-            lines = wrap_lines(parts[0], MAX_LINE_CHARS, MAX_LINES, language=language)
+            shares = [len(_text_of(cues[index])) for index in indices]
+            texts = distribute(parts[0], shares, language=language)
+            texts = _continue_lowercase(texts, units[first], parts[0], language)
+            for index, text in zip(indices, texts):
+                out[index] = replace(cues[index], lines=wrap_lines(text, limit, MAX_LINES, language=language))
         else:
-            lines = []
-        out.append(replace(cue, lines=lines))
+            out[indices[0]] = replace(cues[indices[0]], lines=[])
     return out
 
 
