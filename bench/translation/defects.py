@@ -140,7 +140,7 @@ def count(pair: str, source: list[Cue], english: str, show: int) -> dict:
             defects["marks"].append(text)
         previous = out_texts[index - 1] if index else ""
         first = text.split()[0].strip("\"'“‘«¿¡(") if text.split() else ""
-        continues = index > 0 and not ends_sentence(" ".join(source[index - 1].lines).split()[-1])
+        continues = bool(previous) and not ends_sentence(previous.split()[-1])
         if continues and previous and first[:1].isupper() and first.strip(".,;:!?…»”’)") not in names:
             defects["capital"].append(f"{previous} | {text}")
         if any(word.lower() in leftovers for word in WORD.findall(text)):

@@ -58,12 +58,12 @@ from .languages import language_label, short_code
 from .linebreaks import (
     MAX_LINE_CHARS,
     MAX_LINES,
-    wrap_tokens,
     ends_on,
     fits,
     function_words,
     line_limit,
     wrap_lines,
+    wrap_tokens,
 )
 from .types import Word
 from .words import CLAUSE_END, ends_sentence, language_key
@@ -568,7 +568,7 @@ def distribute(translation: str, shares: list[int], *, language: str | None = No
     total_share = sum(shares) or 1
     targets = [prefix[n] * sum(shares[: k + 1]) / total_share for k in range(count)]
 
-    @functools.lru_cache(maxsize=None)
+    @functools.cache
     def misfit(i: int, j: int) -> float:
         """What laying out tokens i..j-1 as one cue breaks: 0 when it fits."""
         if i == j:
@@ -685,6 +685,7 @@ def translate_cues(cues: list[Cue], translator: Translator, *, language: str | N
         raise TranslationFailed("Translation failed on this server.")
     limit = line_limit(language)
     out = list(cues)
+    blocks: list[tuple[list[int], str, str]] = []  # text groups: (cue indices, source, translation)
     for (kind, indices), (first, count) in zip(groups, plans):
         parts = translated[first : first + count]
         if kind == "dash":
@@ -693,13 +694,52 @@ def translate_cues(cues: list[Cue], translator: Translator, *, language: str | N
             ]
             out[indices[0]] = replace(cues[indices[0]], lines=lines)
         elif kind == "text":
-            shares = [len(_text_of(cues[index])) for index in indices]
-            texts = distribute(parts[0], shares, language=language)
-            texts = _continue_lowercase(texts, units[first], parts[0], language)
-            for index, text in zip(indices, texts):
-                out[index] = replace(cues[index], lines=wrap_lines(text, limit, MAX_LINES, language=language))
+            blocks.append((indices, units[first], parts[0]))
         else:
             out[indices[0]] = replace(cues[indices[0]], lines=[])
+    for indices, source, translation in _fitted_blocks(cues, blocks, language):
+        texts = distribute(translation, [len(_text_of(cues[index])) for index in indices], language=language)
+        texts = _continue_lowercase(texts, source, translation, language)
+        for index, text in zip(indices, texts):
+            out[index] = replace(cues[index], lines=wrap_lines(text, limit, MAX_LINES, language=language))
+    return out
+
+
+MAX_CUES_PER_BLOCK = 8
+
+
+def _fitted_blocks(
+    cues: list[Cue], blocks: list[tuple[list[int], str, str]], language: str | None
+) -> list[tuple[list[int], str, str]]:
+    """Sentence groups whose translation cannot be laid out in their own cues (a one-cue sentence
+    that came out longer than two lines) are joined with the next group of adjacent cues (or the
+    previous one), so that a whole sentence may move into a neighbouring cue with room, rather than
+    overflow; at most MAX_CUES_PER_BLOCK cues together."""
+    limit = line_limit(language)
+
+    def fit(block: tuple[list[int], str, str]) -> bool:
+        indices, _, translation = block
+        parts = distribute(translation, [len(_text_of(cues[index])) for index in indices], language=language)
+        return all(fits(wrap_lines(part, limit, MAX_LINES, language=language), limit) for part in parts)
+
+    def joined(a: tuple[list[int], str, str], b: tuple[list[int], str, str]) -> tuple[list[int], str, str]:
+        return (a[0] + b[0], f"{a[1]} {b[1]}", f"{a[2]} {b[2]}")
+
+    def adjacent(a: tuple[list[int], str, str], b: tuple[list[int], str, str]) -> bool:
+        return b[0][0] == a[0][-1] + 1 and len(a[0]) + len(b[0]) <= MAX_CUES_PER_BLOCK
+
+    out: list[tuple[list[int], str, str]] = []
+    pending = list(blocks)
+    while pending:
+        block = pending.pop(0)
+        if fit(block):
+            out.append(block)
+        elif pending and adjacent(block, pending[0]) and fit(joined(block, pending[0])):
+            out.append(joined(block, pending.pop(0)))
+        elif out and adjacent(out[-1], block) and fit(joined(out[-1], block)):
+            out.append(joined(out.pop(), block))
+        else:
+            out.append(block)
     return out
 
 
