@@ -19,11 +19,11 @@ import pytest
 from transcription.pipeline import burn as burn_mod
 from transcription.pipeline.burn import (
     FONT_SCALE,
+    MARGIN_H,
     QUALITY_HEIGHT,
     BurnError,
     VideoInfo,
     burn,
-    MARGIN_H,
     burn_command,
     filter_escape,
     fit_lines,
