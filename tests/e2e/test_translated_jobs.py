@@ -110,7 +110,8 @@ def test_subtitles_translated_to_spanish_and_catalan_keep_every_cue(worker, api,
     japanese = by_language["jpn"]
     assert japanese["state"] == "failed"
     assert japanese["srt"] is None
-    assert japanese["error"] == "Translation from English to Japanese is not available on this server."
+    assert japanese["error"].startswith("Translation from English to Japanese is not available on this server")
+    assert "translation_models install en-ja" in japanese["error"]
     duration = body["duration"]
     refund = LedgerEntry.objects.get(account=account, kind="refund")
     assert refund.seconds == duration, "the failed language's share comes back"
@@ -164,7 +165,8 @@ def test_burned_videos_in_the_spoken_and_each_translated_language(worker, api, c
     for translation in (spanish, catalan):
         assert translation["state"] == "done", translation["error"]
     assert japanese["state"] == "failed" and japanese["burned_video_url"] is None
-    assert japanese["error"] == "Translation from English to Japanese is not available on this server."
+    assert japanese["error"].startswith("Translation from English to Japanese is not available on this server")
+    assert "translation_models install en-ja" in japanese["error"]
     links = [body["burned_video_url"], spanish["burned_video_url"], catalan["burned_video_url"]]
     assert len(set(links)) == 3, "one video per language"
 

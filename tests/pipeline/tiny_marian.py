@@ -194,3 +194,20 @@ def build_tiny_marian(root: Path, *, nllb: bool = False) -> Path:
         shutil.copy(spm_model, out / "source.spm")
         shutil.copy(spm_model, out / "target.spm")
     return out
+
+
+def build_argos_package(model: Path, out: Path, source: str = "en", target: str = "de") -> Path:
+    """An Argos Translate package (.argosmodel, a zip) of a ``build_tiny_marian`` folder: one folder
+    holding ``model/`` (the CTranslate2 files), ``sentencepiece.model`` and ``metadata.json``."""
+    import json
+    import zipfile
+
+    top = f"translate-{source}_{target}-1_0"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for path in sorted(Path(model).iterdir()):
+            if path.suffix != ".spm":
+                package.write(path, f"{top}/model/{path.name}")
+        package.write(Path(model) / "source.spm", f"{top}/sentencepiece.model")
+        metadata = {"package_version": "1.0", "from_code": source, "to_code": target, "argos_version": "1.0"}
+        package.writestr(f"{top}/metadata.json", json.dumps(metadata))
+    return out

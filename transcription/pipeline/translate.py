@@ -74,6 +74,7 @@ __all__ = [
     "Translator",
     "ApertiumTranslator",
     "CT2Translator",
+    "ChainTranslator",
     "unavailable_message",
     "apertium_modes",
     "find_translator",
@@ -122,7 +123,12 @@ class Translator(Protocol):
 
 
 def unavailable_message(source: str, target: str) -> str:
-    return f"Translation from {language_label(source)} to {language_label(target)} is not available on this server."
+    """Names the pair and how the server's operator adds it."""
+    pair = f"{short_code(source)}-{short_code(target)}"
+    return (
+        f"Translation from {language_label(source)} to {language_label(target)} is not available on this server"
+        f" (pair {pair}); its operator can add it with: python manage.py translation_models install {pair}"
+    )
 
 
 def _pair(source: str | None, target: str | None) -> str:
@@ -348,9 +354,14 @@ def _ct2_load(folder: Path) -> tuple[object, object, object]:
         import ctranslate2
         import sentencepiece
 
-        if not (folder / "model.bin").is_file():
+        model_folder = folder
+        if (folder / "model" / "model.bin").is_file():  # an installed package (translation_packages)
+            model_folder = folder / "model"
+        if not (model_folder / "model.bin").is_file():
             raise FileNotFoundError(f"{folder}/model.bin")
-        if (folder / "sentencepiece.bpe.model").is_file():
+        if (folder / "sentencepiece.model").is_file():
+            source_sp = target_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "sentencepiece.model"))
+        elif (folder / "sentencepiece.bpe.model").is_file():
             source_sp = target_sp = sentencepiece.SentencePieceProcessor(
                 model_file=str(folder / "sentencepiece.bpe.model")
             )
@@ -358,10 +369,10 @@ def _ct2_load(folder: Path) -> tuple[object, object, object]:
             source_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "source.spm"))
             target_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.spm"))
         try:
-            model = ctranslate2.Translator(str(folder), device="cpu", compute_type="int8")
+            model = ctranslate2.Translator(str(model_folder), device="cpu", compute_type="int8")
         except (ValueError, RuntimeError) as error:  # int8 not supported for this model or this CPU
             log.info("ctranslate2 %s: int8 unavailable (%s); default compute type", folder, error)
-            model = ctranslate2.Translator(str(folder), device="cpu")
+            model = ctranslate2.Translator(str(model_folder), device="cpu")
         _MODELS[key] = (model, source_sp, target_sp)
         return _MODELS[key]
 
@@ -441,6 +452,17 @@ class CT2Translator:
         return out
 
 
+class ChainTranslator:
+    """Two translators one after the other: X -> English -> Y with CTranslate2 models."""
+
+    def __init__(self, first: Translator, second: Translator):
+        self.first, self.second = first, second
+        self.name = f"{first.name} + {second.name}"
+
+    def translate(self, texts: list[str]) -> list[str]:
+        return self.second.translate(self.first.translate(texts))
+
+
 class _Identity:
     name = "identity"
 
@@ -473,8 +495,8 @@ def find_translator(
     other tags are normalised), or None when nothing here translates the pair.
 
     Preference: a CTranslate2 folder configured for the pair in ``ct2_models`` ("en-de": folder;
-    "*": an NLLB folder for any pair), then an Apertium mode for the pair, then two Apertium modes
-    through Spanish. Never raises and loads nothing: a broken CTranslate2 folder shows up as
+    "*": an NLLB folder for any pair), then two CTranslate2 folders through English (X -> en,
+    en -> Y), then an Apertium mode for the pair, then two Apertium modes through Spanish. Never raises and loads nothing: a broken CTranslate2 folder shows up as
     TranslationFailed from ``translate``. The same language both sides gives a translator that
     copies."""
     source, target = short_code(source), short_code(target)
@@ -483,6 +505,12 @@ def find_translator(
     folder = _ct2_folder(source, target, ct2_models)
     if folder:
         return CT2Translator(folder, source=source, target=target)
+    into_english, from_english = _ct2_folder(source, "en", ct2_models), _ct2_folder("en", target, ct2_models)
+    if "en" not in (source, target) and into_english and from_english:
+        return ChainTranslator(
+            CT2Translator(into_english, source=source, target="en"),
+            CT2Translator(from_english, source="en", target=target),
+        )
     modes = apertium_modes()
     if (source, target) in modes:
         return ApertiumTranslator([modes[source, target]], timeout=timeout, source=source, target=target)
@@ -585,6 +613,7 @@ def distribute(translation: str, shares: list[int], *, language: str | None = No
         if 0 < j < n:
             cost += 40.0 if tokens[j][1] else 0.0
             cost += 15.0 if ends_on(tokens[j - 1][0], no_break) else 0.0
+            cost += 100.0 if tokens[j - 1][0] in _LEADING_PUNCT else 0.0  # never after an opening "-" or "¿"
             cost -= 5.0 if ends_sentence(tokens[j - 1][0]) or CLAUSE_END.search(tokens[j - 1][0]) else 0.0
         return cost
 
@@ -626,11 +655,16 @@ def _always_capitalised(word: str, source: str, translation: str, language: str 
         return True
     if len(bare) > 1 and bare.isupper():
         return True
-    for text in (source, translation):
+    # inside the source once, or inside the translation somewhere besides this cue's start
+    for text, enough in ((source, 1), (translation, 2)):
         words = text.split()
-        for before, after in zip(words, words[1:]):
-            if after.strip(_LEADING_PUNCT + ".,;:!?…»”’)") == bare and not ends_sentence(before):
-                return True
+        inside = sum(
+            1
+            for before, after in zip(words, words[1:])
+            if after.strip(_LEADING_PUNCT + ".,;:!?…»”’)") == bare and not ends_sentence(before)
+        )
+        if inside >= enough:
+            return True
     return False
 
 
