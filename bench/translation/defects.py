@@ -14,8 +14,9 @@ would choose. Each defect is counted per cue:
 - ``capital``: a cue continuing a sentence (the previous cue ends without . ? !) starts with a
   capital letter although the word is not written with one inside any sentence (names, "I");
 - ``marks``: an Apertium mark (``*``, ``#``, ``@``) before a word;
-- ``pivot words``: a word that the second Apertium leg (Spanish -> target) does not know, found in
-  the output although the English source does not have it (Spanish left in French);
+- ``pivot words``: a word that the second Apertium leg (Spanish -> target) does not know (and
+  never writes itself), found in the output although the English source does not have it (Spanish
+  left in French);
 - ``empty``: a cue with source text and no translation; ``shape``: cue count or times changed.
 
 Prints a Markdown table; ``results.json`` keeps the latest figures with the load average.
@@ -111,10 +112,14 @@ def pivot_unknown(translator, units: list[str]) -> set[str]:
     marked = subprocess.run(
         ["apertium", "-f", "html", translator.modes[1]], input=document, capture_output=True, text=True, check=True
     ).stdout
-    return {match.group(1).lower() for match in re.finditer(r"\*([^\W\d_][\w'’-]*)", marked)}
+    unknown = {match.group(1).lower() for match in re.finditer(r"\*([^\W\d_][\w'’-]*)", marked)}
+    # a word the leg also writes unmarked is a word of the target too ("sopa", "cualesquier")
+    generated = {word.lower() for word in re.findall(r"(?<![\w*])[^\W\d_][\w'’-]*", marked)}
+    return unknown - generated
 
 
-def count(pair: str, source: list[Cue], english: str, show: int) -> dict:
+def count(pair: str, source: list[Cue], texts: list[str], show: int) -> dict:
+    english = " ".join(texts)
     source_code, target = pair.split("-")
     translator = find_translator(source_code, target)
     started = time.monotonic()
@@ -124,7 +129,7 @@ def count(pair: str, source: list[Cue], english: str, show: int) -> dict:
     out_texts = [" ".join(cue.lines) for cue in translated]
     names = capitalised_inside([english]) | capitalised_inside(out_texts)
     english_words = {w.lower() for w in WORD.findall(english)}
-    leftovers = pivot_unknown(translator, [" ".join(" ".join(c.lines) for c in source)]) - english_words
+    leftovers = pivot_unknown(translator, texts) - english_words
     defects = {"too long": [], "capital": [], "marks": [], "pivot words": [], "empty": [], "shape": []}
     if len(translated) != len(source):
         defects["shape"].append("cue count")
@@ -163,11 +168,10 @@ def main() -> None:
     parser.add_argument("--show", type=int, default=0, help="print this many examples of each defect")
     args = parser.parse_args()
     texts = sentences()
-    english = " ".join(texts)
     source = cues_for(texts)
     pairs = args.pairs or [f"en-{target}" for target in offline_targets()]
     load = os.getloadavg()
-    rows = [count(pair, source, english, args.show) for pair in pairs]
+    rows = [count(pair, source, texts, args.show) for pair in pairs]
     columns = ["pair", "backend", "cues", "too long", "capital", "marks", "pivot words", "empty", "shape", "seconds"]
     print(f"{len(texts)} sentences, {len(source)} cues; load average {load[0]:.2f}")
     print("| " + " | ".join(columns) + " |")

@@ -739,16 +739,17 @@ def translate_cues(cues: list[Cue], translator: Translator, *, language: str | N
     return out
 
 
-MAX_CUES_PER_BLOCK = 8
+MAX_CUES_PER_BLOCK = 12
 
 
 def _fitted_blocks(
     cues: list[Cue], blocks: list[tuple[list[int], str, str]], language: str | None
 ) -> list[tuple[list[int], str, str]]:
     """Sentence groups whose translation cannot be laid out in their own cues (a one-cue sentence
-    that came out longer than two lines) are joined with the next group of adjacent cues (or the
-    previous one), so that a whole sentence may move into a neighbouring cue with room, rather than
-    overflow; at most MAX_CUES_PER_BLOCK cues together."""
+    that came out longer than two lines) are joined with the following groups of adjacent cues (then
+    the previous ones) until it can, so that words, or a short sentence, may move into a
+    neighbouring cue with room rather than overflow; at most MAX_CUES_PER_BLOCK cues together.
+    ``distribute`` still keeps each part as close to its own cue's share as the layout allows."""
     limit = line_limit(language)
 
     def fit(block: tuple[list[int], str, str]) -> bool:
@@ -766,14 +767,15 @@ def _fitted_blocks(
     pending = list(blocks)
     while pending:
         block = pending.pop(0)
-        if fit(block):
-            out.append(block)
-        elif pending and adjacent(block, pending[0]) and fit(joined(block, pending[0])):
-            out.append(joined(block, pending.pop(0)))
-        elif out and adjacent(out[-1], block) and fit(joined(out[-1], block)):
-            out.append(joined(out.pop(), block))
-        else:
-            out.append(block)
+        # grow the block over its neighbours, the next group first, until it fits or cannot grow
+        while not fit(block):
+            if pending and adjacent(block, pending[0]):
+                block = joined(block, pending.pop(0))
+            elif out and adjacent(out[-1], block):
+                block = joined(out.pop(), block)
+            else:
+                break
+        out.append(block)
     return out
 
 
