@@ -21,6 +21,7 @@ back as ``"hello world"``). How it copies (post-norm Transformer, 1 encoder and 
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shutil
 from pathlib import Path
@@ -211,3 +212,32 @@ def build_argos_package(model: Path, out: Path, source: str = "en", target: str 
         metadata = {"package_version": "1.0", "from_code": source, "to_code": target, "argos_version": "1.0"}
         package.writestr(f"{top}/metadata.json", json.dumps(metadata))
     return out
+
+
+@contextlib.contextmanager
+def package_index(root: Path, packages: dict[tuple[str, str], Path]):
+    """Serve ``packages`` ({(source, target): .argosmodel file under ``root``}) and an Argos-style
+    ``index.json`` listing them from ``root`` on 127.0.0.1; yields the index address."""
+    import json
+    import threading
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
+    base = f"http://127.0.0.1:{server.server_port}"
+    entries = [
+        {"from_code": s, "to_code": t, "package_version": "1.0", "links": [f"{base}/{path.name}"]}
+        for (s, t), path in packages.items()
+    ]
+    (Path(root) / "index.json").write_text(json.dumps(entries))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"{base}/index.json"
+    finally:
+        server.shutdown()
+        server.server_close()

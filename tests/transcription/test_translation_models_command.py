@@ -5,47 +5,31 @@ and translates, a corrupt download and an index that does not answer leave nothi
 
 from __future__ import annotations
 
-import json
 import socket
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from io import StringIO
 
 import pytest
 from django.core.management import CommandError, call_command
 
-from tests.pipeline.tiny_marian import build_argos_package, build_tiny_marian
+from tests.pipeline.tiny_marian import build_argos_package, build_tiny_marian, package_index
 from transcription.pipeline.captions import Cue
 from transcription.pipeline.translate import ChainTranslator, CT2Translator, find_translator, translate_cues
 from transcription.stages.translation import translation_models
 
 
-class Quiet(SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
-    """http://127.0.0.1:<port>/index.json listing en-de, de-en and en-it (sound) and en-fr (corrupt)."""
+    """An index on 127.0.0.1 listing en-de, de-en and en-it (sound) and en-fr (corrupt)."""
     root = tmp_path_factory.mktemp("index")
     model = build_tiny_marian(tmp_path_factory.mktemp("tiny"))
+    packages = {}
     for source, target in (("en", "de"), ("de", "en"), ("en", "it")):
-        build_argos_package(model, root / f"{source}_{target}.argosmodel", source, target)
-    good = (root / "en_de.argosmodel").read_bytes()
-    (root / "en_fr.argosmodel").write_bytes(good[: len(good) // 2] + b"\0" * 100 + good[len(good) // 2 + 100 :])
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
-    base = f"http://127.0.0.1:{server.server_port}"
-    entries = [
-        {"from_code": s, "to_code": t, "package_version": "1.0", "links": [f"{base}/{s}_{t}.argosmodel"]}
-        for s, t in (("en", "de"), ("de", "en"), ("en", "it"), ("en", "fr"))
-    ]
-    (root / "index.json").write_text(json.dumps(entries))
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"{base}/index.json"
-    server.shutdown()
+        packages[source, target] = build_argos_package(model, root / f"{source}_{target}.argosmodel", source, target)
+    good = packages["en", "de"].read_bytes()
+    packages["en", "fr"] = root / "en_fr.argosmodel"
+    packages["en", "fr"].write_bytes(good[: len(good) // 2] + b"\0" * 100 + good[len(good) // 2 + 100 :])
+    with package_index(root, packages) as address:
+        yield address
 
 
 def run(*args) -> tuple[str, str]:

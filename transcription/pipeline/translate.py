@@ -668,15 +668,20 @@ def _always_capitalised(word: str, source: str, translation: str, language: str 
     return False
 
 
+def _capitalised_like(translation: str, source: str) -> str:
+    """The translation of a sentence starts with a capital when the source's does (Apertium may
+    put a pronoun of its own first: "ils ne sont pas là")."""
+    start = next((ch for ch in source if ch.isalpha()), "")
+    at = next((i for i, ch in enumerate(translation) if ch.isalpha()), None)
+    if start.isupper() and at is not None and translation[at].islower():
+        return translation[:at] + translation[at].upper() + translation[at + 1 :]
+    return translation
+
+
 def _continue_lowercase(parts: list[str], source: str, translation: str, language: str | None) -> list[str]:
     """A cue that continues a sentence does not start with a capital letter unless its first word
     always has one (``_always_capitalised``)."""
     out = list(parts)
-    # The first cue starts the sentence as the source's did (Apertium may put a pronoun first: "il")
-    start = next((ch for ch in source if ch.isalpha()), "")
-    at = next((i for i, ch in enumerate(out[0]) if ch.isalpha()), None)
-    if start.isupper() and at is not None and out[0][at].islower():
-        out[0] = out[0][:at] + out[0][at].upper() + out[0][at + 1 :]
     for k in range(1, len(out)):
         previous = next((part for part in reversed(out[:k]) if part), "")
         words = out[k].split()
@@ -728,7 +733,7 @@ def translate_cues(cues: list[Cue], translator: Translator, *, language: str | N
             ]
             out[indices[0]] = replace(cues[indices[0]], lines=lines)
         elif kind == "text":
-            blocks.append((indices, units[first], parts[0]))
+            blocks.append((indices, units[first], _capitalised_like(parts[0], units[first])))
         else:
             out[indices[0]] = replace(cues[indices[0]], lines=[])
     for indices, source, translation in _fitted_blocks(cues, blocks, language):
