@@ -9,11 +9,13 @@ Nothing here knows about Django: settings come in as arguments.
 
 Backends, in the order ``find_translator`` prefers them for a language pair:
 
-1. **CTranslate2** (``CT2Translator``): the production path for quality and coverage. A setting maps
-   a pair ("en-de") to an OPUS-MT/Marian model folder converted for CTranslate2 (``model.bin``,
-   vocabularies, ``source.spm`` and ``target.spm``), or "*" to a multilingual NLLB folder
-   (``sentencepiece.bpe.model``) serving any pair it knows. Models are loaded once per process,
-   int8 on the CPU. Nothing is downloaded: the folders are prepared by whoever runs the server.
+1. **CTranslate2** (``CT2Translator``): the production path for quality and coverage. A pair
+   ("en-de") maps to an OPUS-MT/Marian model folder converted for CTranslate2 (``model.bin``,
+   vocabularies, ``source.spm`` and ``target.spm``), to an installed Argos package
+   (``translation_packages``: ``model/`` and one ``sentencepiece.model``), or "*" to a
+   multilingual NLLB folder (``sentencepiece.bpe.model``) serving any pair it knows; X -> en and
+   en -> Y chain through English (``ChainTranslator``). Models are loaded once per process, int8 on
+   the CPU. Nothing is downloaded here: ``translation_packages.install`` does that, on request.
 2. **Apertium, direct** (``ApertiumTranslator``): Debian's rule-based translator works offline
    with no model files, so a fresh server can translate English to Spanish, Catalan, Galician and
    Esperanto (and back) out of the box. Modes are discovered from ``apertium -l``.
@@ -27,11 +29,16 @@ Speech to English from any spoken language is not done here: whisper's own ``tas
 produces English words with timestamps, and ``align_translated_words`` puts them into the cues
 of the original transcript.
 
-Cue boundaries must survive translation. Apertium gets one ``<p>`` block per cue in its HTML
-format (never plain text mode, which moves words across lines) and the number of blocks that come
-back is checked; CTranslate2 translates a batch with one entry per cue. A cue made of two
-speaker-dash lines is translated line by line so each speaker keeps their line; any other cue is
-translated as one sentence and re-wrapped (``linebreaks.wrap_lines``: at most 2 balanced lines).
+Sentences, not fragments: the cues up to one that ends a sentence are translated as one text
+(Apertium gets one ``<p>`` block per sentence in its HTML format, never plain text mode, which moves
+words across lines, and the number of blocks that come back is checked; CTranslate2 one batch entry
+per sentence), and ``distribute`` cuts the translation back into those cues, at word boundaries, by
+each cue's share of the source's characters, so the count and the times of the cues are kept one
+for one. The layout rule then holds in every language: at most 2 lines of ``line_limit`` characters
+(42; 16 full-width ones for CJK), words moved between the cues of a sentence (or a sentence into a
+neighbouring cue) where a part would not fit, and a cue that continues a sentence starts in lower
+case. A cue made of two speaker-dash lines is translated line by line so each speaker keeps their
+line. Through Spanish, Spanish words the second Apertium leg does not know are dropped.
 """
 
 from __future__ import annotations
