@@ -103,7 +103,8 @@ def test_english_to_portuguese_pivots_through_spanish():
 def test_unsupported_pair():
     assert find_translator("en", "ja") is None
     message = unavailable_message("en", "ja")
-    assert "English" in message and "Japanese" in message
+    assert message.startswith("Translation from English to Japanese is not available on this server")
+    assert "en-ja" in message and "python manage.py translation_models install en-ja" in message
     assert str(TranslationUnavailable("en", "ja")) == message
     assert str(TranslationUnavailable(message)) == message
     assert language_label("es") == "Spanish" and language_label("ast") == "Asturian"
@@ -390,3 +391,12 @@ def test_librivox_through_every_offline_pair_keeps_the_layout_rules(target):
             assert not after.text[0].isupper() or after.text.split()[0] in {"John", "Dashwood"}, after.text
     text = words_of(out)
     assert "dashwood" in text and "he might even have been" not in text
+
+
+def test_chinese_japanese_korean_lines_hold_16_full_width_characters():
+    cues = [Cue(0.0, 3.0, ["I think we should go to the market"]), Cue(3.1, 6.0, ["before it closes tonight."])]
+    japanese = "今夜お店が閉まる前に、私たちは市場に行くべきだと思います。それから家に帰りましょう。"
+    out = translate_cues(cues, Recorder(lambda text: japanese), language="ja")
+    assert "".join("".join(c.lines) for c in out) == japanese, "nothing lost, no spaces added"
+    for cue in out:
+        assert 1 <= len(cue.lines) <= 2 and all(len(line) <= 16 for line in cue.lines), cue.lines
