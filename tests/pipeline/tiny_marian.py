@@ -215,9 +215,10 @@ def build_argos_package(model: Path, out: Path, source: str = "en", target: str 
 
 
 @contextlib.contextmanager
-def package_index(root: Path, packages: dict[tuple[str, str], Path]):
+def package_index(root: Path, packages: dict[tuple[str, str], Path], sha256: dict[tuple[str, str], str] | None = None):
     """Serve ``packages`` ({(source, target): .argosmodel file under ``root``}) and an Argos-style
-    ``index.json`` listing them from ``root`` on 127.0.0.1; yields the index address."""
+    ``index.json`` listing them (with a ``sha256`` where ``sha256`` gives one) from ``root`` on
+    127.0.0.1; yields the index address."""
     import json
     import threading
     from functools import partial
@@ -233,6 +234,10 @@ def package_index(root: Path, packages: dict[tuple[str, str], Path]):
         {"from_code": s, "to_code": t, "package_version": "1.0", "links": [f"{base}/{path.name}"]}
         for (s, t), path in packages.items()
     ]
+    for entry in entries:
+        digest = (sha256 or {}).get((entry["from_code"], entry["to_code"]))
+        if digest:
+            entry["sha256"] = digest
     (Path(root) / "index.json").write_text(json.dumps(entries))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -5,6 +5,7 @@ and translates, a corrupt download and an index that does not answer leave nothi
 
 from __future__ import annotations
 
+import hashlib
 import socket
 from io import StringIO
 
@@ -19,7 +20,8 @@ from transcription.stages.translation import translation_models
 
 @pytest.fixture(scope="module")
 def index(tmp_path_factory):
-    """An index on 127.0.0.1 listing en-de, de-en and en-it (sound) and en-fr (corrupt)."""
+    """An index on 127.0.0.1 listing en-de, de-en and en-it (sound; en-it with its SHA-256), en-fr
+    (corrupt) and en-es (a sound zip whose SHA-256 is not the index's)."""
     root = tmp_path_factory.mktemp("index")
     model = build_tiny_marian(tmp_path_factory.mktemp("tiny"))
     packages = {}
@@ -28,7 +30,9 @@ def index(tmp_path_factory):
     good = packages["en", "de"].read_bytes()
     packages["en", "fr"] = root / "en_fr.argosmodel"
     packages["en", "fr"].write_bytes(good[: len(good) // 2] + b"\0" * 100 + good[len(good) // 2 + 100 :])
-    with package_index(root, packages) as address:
+    packages["en", "es"] = build_argos_package(model, root / "en_es.argosmodel", "en", "es")
+    checksums = {("en", "it"): hashlib.sha256(packages["en", "it"].read_bytes()).hexdigest(), ("en", "es"): "0" * 64}
+    with package_index(root, packages, checksums) as address:
         yield address
 
 
@@ -66,8 +70,14 @@ def test_install_list_and_translate(index, settings, tmp_path):
 def test_corrupt_download_and_unknown_pair_install_nothing(index, settings, tmp_path):
     settings.TRANSLATION_PACKAGES_DIR = tmp_path / "packages"
     settings.TRANSLATION_PACKAGE_INDEX = index
-    with pytest.raises(CommandError, match="not installed: en-fr, en-ja"):
-        run("install", "en-fr", "en-ja")
+    err = StringIO()
+    with pytest.raises(CommandError, match="not installed: en-fr, en-es, en-ja"):
+        call_command("translation_models", "install", "en-fr", "en-es", "en-ja", stdout=StringIO(), stderr=err)
+    assert (
+        "en-fr: not installed: the package is damaged" in err.getvalue() or "not a readable package" in err.getvalue()
+    )
+    assert "en-es: not installed: the download's SHA-256 is" in err.getvalue()
+    assert "has no en-ja package" in err.getvalue()
     assert translation_models() == {} or "en-fr" not in translation_models()
     assert not (tmp_path / "packages" / "en-fr").exists()
     assert [p.name for p in (tmp_path / "packages").iterdir()] == [], "no half-unpacked folder left"
