@@ -400,3 +400,17 @@ def test_chinese_japanese_korean_lines_hold_16_full_width_characters():
     assert "".join("".join(c.lines) for c in out) == japanese, "nothing lost, no spaces added"
     for cue in out:
         assert 1 <= len(cue.lines) <= 2 and all(len(line) <= 16 for line in cue.lines), cue.lines
+
+
+@pytest.mark.parametrize("target", ["fr", "pt", "it"])
+def test_through_spanish_no_spanish_word_is_left(target):
+    translator = find_translator("en", target)
+    english = ["And a few changes were made to the schedule.", "That is, I must add, quite newsworthy."]
+    out = " ".join(translator.translate(english)).lower().split()
+    assert not {"cuantos", "noticioso", "unos"} & set(out), out
+
+
+def test_a_word_after_an_unknown_first_word_keeps_its_lower_case():
+    for target, verb in (("es", "compró"), ("fr", "a"), ("pt", "comprou")):
+        [text] = find_translator("en", target).translate(["Zorblat bought a new house."])
+        assert text.split()[:2] == ["Zorblat", verb], text

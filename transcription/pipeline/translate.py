@@ -186,6 +186,26 @@ _MARK = re.compile(r"(?<![\w*#@])[*#@]+(?=[^\W\d_])")
 _UNKNOWN = re.compile(r"(?<![\w*])\*([^\W\d_][\w'’-]*)")
 
 
+def _unknown_first_word_capital(text: str, source: str) -> str:
+    """Apertium gives a sentence's capital to the word after a first word it does not know
+    ("Zorblat bought" -> "Zorblat Compró"): that word goes back to lower case, unless the source
+    writes it with a capital too."""
+    words = text.split(" ")
+    source_words = set(source.split())
+    for at in range(1, len(words)):
+        first, word = words[at - 1], words[at]
+        starts = at == 1 or ends_sentence(words[at - 2])
+        if (
+            starts
+            and first in source_words
+            and word[:1].isupper()
+            and not (len(word) > 1 and word.isupper())  # not an acronym
+            and word.strip(".,;:!?") not in {w.strip(".,;:!?") for w in source_words}
+        ):
+            words[at] = word[0].lower() + word[1:]
+    return " ".join(words)
+
+
 def _drop_pivot_words(text: str, source: str) -> str:
     """``text`` from a second Apertium leg run without ``-u``: each word marked unknown ("*cuantos")
     is dropped, unless the source has it too (a name or a word no leg knows, passed through as it
@@ -254,7 +274,7 @@ class ApertiumTranslator:
             # strip the marks, but not ones the customer wrote ("#hashtag", "@name")
             keep = set(clean[index]) & set("*#@")
             out[index] = _MARK.sub(lambda m, keep=keep: "".join(ch for ch in m.group(0) if ch in keep), text)
-            out[index] = re.sub(r"\s+", " ", out[index]).strip()
+            out[index] = _unknown_first_word_capital(re.sub(r"\s+", " ", out[index]).strip(), clean[index])
         return out
 
     def _run(self, mode: str, texts: list[str], *, unknown_marks: bool = False) -> list[str]:
