@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import functools
 import html
+import math
 import json
 import logging
 import os
@@ -603,6 +604,12 @@ def _join(tokens: list[tuple[str, bool]], i: int, j: int) -> str:
 
 
 def distribute(translation: str, shares: list[int], *, language: str | None = None) -> list[str]:
+    """See ``_distribute``; cached, since growing a block asks about the same sentences again."""
+    return list(_distribute(translation, tuple(shares), language))
+
+
+@functools.lru_cache(maxsize=1024)
+def _distribute(translation: str, shares: tuple[int, ...], language: str | None) -> tuple[str, ...]:
     """``translation`` (of a sentence spoken over ``len(shares)`` cues) cut at word boundaries into
     one text per cue, each cue's part as close as possible to its share of the source (``shares``:
     the source cues' characters), under the layout rule: a part that cannot be laid out on
@@ -613,7 +620,7 @@ def distribute(translation: str, shares: list[int], *, language: str | None = No
     tokens = wrap_tokens(translation)
     count = len(shares)
     if count == 1 or not tokens:
-        return [_join(tokens, 0, len(tokens))] + [""] * (count - 1)
+        return (_join(tokens, 0, len(tokens)),) + ("",) * (count - 1)
     limit = line_limit(language)
     no_break, _ = function_words(language)
     n = len(tokens)
@@ -631,8 +638,12 @@ def distribute(translation: str, shares: list[int], *, language: str | None = No
         length = prefix[j] - prefix[i] - (0 if i == 0 or tokens[i][1] else 1)
         if length > MAX_LINES * limit + 1:
             return 1000.0 * (length - MAX_LINES * limit)
-        lines = wrap_lines(_join(tokens, i, j), limit, MAX_LINES, language=language)
-        return 0.0 if fits(lines, limit) else 1000.0 * (1 + sum(max(0, len(line) - limit) for line in lines))
+        if length <= limit:
+            return 0.0
+        return _part_misfit(_join(tokens, i, j), limit, language)
+
+    def length(i: int, j: int) -> int:
+        return prefix[j] - prefix[i] - (0 if i == 0 or tokens[i][1] else 1)
 
     def cut_cost(j: int, k: int) -> float:
         """Cutting before token j as the end of cue k: distance from its share, glue, function words."""
@@ -644,28 +655,65 @@ def distribute(translation: str, shares: list[int], *, language: str | None = No
             cost -= 5.0 if ends_sentence(tokens[j - 1][0]) or CLAUSE_END.search(tokens[j - 1][0]) else 0.0
         return cost
 
+    cuts_cost = [[cut_cost(j, k) for j in range(n + 1)] for k in range(count - 1)]
     need_words = n >= count
-    # best[k][j]: cues 0..k hold tokens 0..j-1
-    best: list[dict[int, float]] = [{} for _ in range(count)]
-    back: list[dict[int, int]] = [{} for _ in range(count)]
-    for j in range(1 if need_words else 0, n + 1):
-        best[0][j] = misfit(0, j) + (cut_cost(j, 0) if count > 1 else 0.0)
-    for k in range(1, count):
-        last = k == count - 1
-        for j in [n] if last else range(n + 1):
-            options = []
-            for i, before in best[k - 1].items():
-                if i > j or (need_words and i == j):
-                    continue
-                options.append((before + misfit(i, j) + (0.0 if last else cut_cost(j, k)), i))
-            if options:
-                best[k][j], back[k][j] = min(options)
-    cuts = [n]
-    for k in range(count - 1, 0, -1):
-        cuts.append(back[k][cuts[-1]])
-    cuts.append(0)
-    cuts.reverse()
-    return [_join(tokens, cuts[k], cuts[k + 1]) for k in range(count)]
+    room = MAX_LINES * limit + 1
+    # first[j]: the first token a part ending before token j may start at and still fit (one token at least)
+    first, i = [0] * (n + 1), 0
+    for j in range(1, n + 1):
+        while i < j - 1 and length(i, j) > room:
+            i += 1
+        first[j] = i
+
+    def solve(windowed: bool) -> list[int] | None:
+        """The cuts (token indices, 0 and n included) at the least cost. ``windowed``: only parts
+        short enough to fit are tried (fast); None when that finds no way where every part fits."""
+        best: dict[int, float] = {}
+        for j in range(1 if need_words else 0, n + 1):
+            if windowed and j > 1 and first[j] > 0:
+                break
+            best[j] = misfit(0, j) + cuts_cost[0][j]
+        back: list[dict[int, int]] = [{}]
+        for k in range(1, count):
+            last = k == count - 1
+            here: dict[int, float] = {}
+            came: dict[int, int] = {}
+            for j in [n] if last else range(n + 1):
+                extra = 0.0 if last else cuts_cost[k][j]
+                chosen, lowest = None, math.inf
+                for i in range(first[j] if windowed else 0, j if need_words else j + 1):
+                    before = best.get(i)
+                    if before is None:
+                        continue
+                    total = before + misfit(i, j) + extra
+                    if total < lowest:
+                        chosen, lowest = i, total
+                if chosen is not None:
+                    here[j], came[j] = lowest, chosen
+            best = here
+            back.append(came)
+        if n not in best:
+            return None
+        cuts = [n]
+        for k in range(count - 1, 0, -1):
+            cuts.append(back[k][cuts[-1]])
+        cuts.append(0)
+        cuts.reverse()
+        if windowed and any(misfit(cuts[k], cuts[k + 1]) for k in range(count)):
+            return None  # the full search may gather what cannot fit into fewer cues
+        return cuts
+
+    cuts = solve(windowed=True) or solve(windowed=False)
+    assert cuts is not None
+    return tuple(_join(tokens, cuts[k], cuts[k + 1]) for k in range(count))
+
+
+@functools.lru_cache(maxsize=4096)
+def _part_misfit(text: str, limit: int, language: str | None) -> float:
+    """0 when ``text`` lays out on MAX_LINES lines of ``limit`` characters, else a large cost
+    growing with the overflow. Cached: growing a block asks about the same parts again."""
+    lines = wrap_lines(text, limit, MAX_LINES, language=language)
+    return 0.0 if fits(lines, limit) else 1000.0 * (1 + sum(max(0, len(line) - limit) for line in lines))
 
 
 _LEADING_PUNCT = "\"'“‘«¿¡([—–-"
