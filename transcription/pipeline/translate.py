@@ -45,9 +45,9 @@ from __future__ import annotations
 
 import functools
 import html
-import math
 import json
 import logging
+import math
 import os
 import re
 import shutil
