@@ -414,3 +414,13 @@ def test_a_word_after_an_unknown_first_word_keeps_its_lower_case():
     for target, verb in (("es", "compró"), ("fr", "a"), ("pt", "comprou")):
         [text] = find_translator("en", target).translate(["Zorblat bought a new house."])
         assert text.split()[:2] == ["Zorblat", verb], text
+
+
+def test_a_sentence_over_two_cues_through_apertium_reads_as_one():
+    cues = [Cue(0.0, 2.0, ["And a few changes were made"]), Cue(2.1, 4.0, ["to the network on Tuesday night."])]
+    for target in ("es", "fr"):
+        out = translate_cues(cues, find_translator("en", target), language=target)
+        first, second = out[0].text, out[1].text
+        assert first[0].isupper() and not first.endswith("."), first
+        assert second[0].islower() and second.endswith("."), second  # "a la red…", not "A la red…"
+        assert "cuantos" not in f"{first} {second}".lower() or target == "es"
