@@ -115,6 +115,11 @@ def test_subtitles_translated_to_spanish_and_catalan_keep_every_cue(worker, api,
         assert all(text.strip() for _, _, text in translated)
         assert translation["webvtt"].startswith("WEBVTT")
         assert not any(mark in translation["srt"] for mark in ("*", "#", "@"))
+        parsed = from_srt(translation["srt"])
+        for before, cue in zip(parsed, parsed[1:]):
+            assert 1 <= len(cue.lines) <= 2 and all(len(line) <= 42 for line in cue.lines), cue.lines
+            if not before.lines[-1].endswith((".", "?", "!")):
+                assert not cue.lines[0][0].isupper() or cue.lines[0].split()[0] in {"John", "Dashwood"}, cue.lines
     spanish_text = " ".join(text for _, _, text in cues(spanish["srt"])).lower()
     catalan_text = " ".join(text for _, _, text in cues(catalan["srt"])).lower()
     english_text = " ".join(text for _, _, text in source).lower()
