@@ -622,7 +622,7 @@ def _distribute(translation: str, shares: tuple[int, ...], language: str | None)
     if count == 1 or not tokens:
         return (_join(tokens, 0, len(tokens)),) + ("",) * (count - 1)
     limit = line_limit(language)
-    no_break, _ = function_words(language)
+    no_break, weak_break = function_words(language)
     n = len(tokens)
     prefix = [0]
     for index, (token, glue) in enumerate(tokens):
@@ -651,6 +651,7 @@ def _distribute(translation: str, shares: tuple[int, ...], language: str | None)
         if 0 < j < n:
             cost += 40.0 if tokens[j][1] else 0.0
             cost += 15.0 if ends_on(tokens[j - 1][0], no_break) else 0.0
+            cost += 8.0 if ends_on(tokens[j - 1][0], weak_break) else 0.0  # "est | parti"
             cost += 100.0 if tokens[j - 1][0] in _LEADING_PUNCT else 0.0  # never after an opening "-" or "¿"
             cost -= 5.0 if ends_sentence(tokens[j - 1][0]) or CLAUSE_END.search(tokens[j - 1][0]) else 0.0
         return cost
