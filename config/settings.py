@@ -288,6 +288,13 @@ BURN_TIMEOUT_SECONDS = env.int("BURN_TIMEOUT_SECONDS", default=6 * 60 * 60)
 # model serves fall back to Apertium (Debian packages), then to Whisper's speech -> English.
 TRANSLATION_MODELS = env.dict("TRANSLATION_MODELS", default={})
 TRANSLATION_TIMEOUT_SECONDS = env.int("TRANSLATION_TIMEOUT_SECONDS", default=10 * 60)
+# `manage.py translation_models install en-de` fetches CTranslate2 packages from this index (the
+# Argos Translate one by default) and unpacks them here; installed pairs are served with no other
+# setting (a TRANSLATION_MODELS entry for the same pair wins).
+TRANSLATION_PACKAGE_INDEX = env.str(
+    "TRANSLATION_PACKAGE_INDEX", default="https://raw.githubusercontent.com/argosopentech/argospm-index/main/index.json"
+)
+TRANSLATION_PACKAGES_DIR = Path(env.str("TRANSLATION_PACKAGES_DIR", default=str(MODEL_CACHE_DIR / "translation")))
 # The contract's cap on videos per batch and per preview: a constant, not an environment variable.
 PLAYLIST_MAX_VIDEOS = 25
 # A playlist is listed inside the web request (the preview and the batch POST answer with its
