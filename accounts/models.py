@@ -14,6 +14,9 @@ class Account(models.Model):
     plan_assigned_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, editable=False, on_delete=models.PROTECT, related_name="+"
     )
+    # The client address a self-service sign-up came from (sign-ups per address are limited);
+    # empty for accounts made by operators.
+    signup_address = models.GenericIPAddressField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):

@@ -28,7 +28,8 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "te
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Behind a reverse proxy that terminates TLS: believe its X-Forwarded-Proto and X-Forwarded-Host,
 # so that absolute links (burned_video_url) say https:// and the public host name.
-if env.bool("TRUST_PROXY_HEADERS", default=False):
+TRUST_PROXY_HEADERS = env.bool("TRUST_PROXY_HEADERS", default=False)
+if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
 # Production over HTTPS (README "Settings", "Production security"): all off by default, because
@@ -54,6 +55,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from our own static files: the docs work offline
     "django_celery_results",
+    "axes",  # failed sign-ins per client address (django-axes)
     "audit",
     "accounts",
     "billing",
@@ -72,6 +74,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: answers a locked-out client's sign-in with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -105,9 +109,44 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
+    # the sign-up form passes the email as the user's username and email
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "accounts.passwords.VarietyValidator"},  # not 8 spaces, not "aaaaaaaa"
 ]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses sign-ins from a locked-out address first
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Sign-in attempts (the account pages and the admin): after LOGIN_FAILURE_LIMIT failures from one
+# client address, that address is refused (429) for LOGIN_LOCKOUT_MINUTES. Counted in the database.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = env.float("LOGIN_LOCKOUT_MINUTES", default=15.0) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_CLIENT_IP_CALLABLE = "accounts.client.client_address"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Sign-ups from one client address per hour (accounts.views.signup).
+SIGNUPS_PER_HOUR = env.int("SIGNUPS_PER_HOUR", default=5)
+# A sign-up's confirmation link lasts this long (Django's one-time token, as password resets).
+PASSWORD_RESET_TIMEOUT = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
+
+# Mail (sign-up confirmation links): SMTP when EMAIL_HOST is set; otherwise each message is
+# written as a file under DATA_DIR/mail (what `make run` uses: no mail server needed).
+EMAIL_HOST = env.str("EMAIL_HOST", default="")
+if EMAIL_HOST:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_PORT = env.int("EMAIL_PORT", default=587)
+    EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+    EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+    EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=True)
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = DATA_DIR / "mail"
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Video Transcription <noreply@localhost>")
 LOGIN_URL = "/account/login/"
 LOGIN_REDIRECT_URL = "/account/api/"
 LOGOUT_REDIRECT_URL = "/account/login/"

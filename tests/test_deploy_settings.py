@@ -36,10 +36,11 @@ def manage(tmp_path, *args: str, **environment: str) -> subprocess.CompletedProc
 
 
 def test_without_a_secret_key_the_service_refuses_to_start_and_says_why(tmp_path):
-    result = manage(tmp_path, "check")
-    assert result.returncode != 0
-    assert "ImproperlyConfigured: SECRET_KEY is not set." in result.stderr
-    assert "var/secret-key" in result.stderr
+    for command in ("check", "migrate"):
+        result = manage(tmp_path, command)
+        assert result.returncode != 0
+        assert "ImproperlyConfigured: SECRET_KEY is not set." in result.stderr
+        assert "var/secret-key" in result.stderr
 
 
 def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path):
