@@ -88,7 +88,10 @@ class AccountAdmin(admin.ModelAdmin):
     search_fields = ["user__email"]
     ordering = ["-created_at"]
     fieldsets = [
-        (None, {"fields": ["email", "user", "plan", "renews_on", "created_at"]}),
+        (
+            None,
+            {"fields": ["email", "user", "plan", "renews_on", "plan_assigned_on", "plan_assigned_by", "created_at"]},
+        ),
         ("Minutes", {"fields": ["balance"]}),
         ("API token", {"fields": ["token_prefix", "token_created", "token_last_used"]}),
         ("Jobs", {"fields": ["jobs_total", "jobs_active", "jobs_failed", "jobs_link"]}),
@@ -96,6 +99,8 @@ class AccountAdmin(admin.ModelAdmin):
     readonly_fields = [
         "email",
         "user",
+        "plan_assigned_on",
+        "plan_assigned_by",
         "created_at",
         "balance",
         "token_prefix",
