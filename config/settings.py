@@ -16,7 +16,14 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-in-production-0123456789")
+# No default: a key in the code is a published key (anyone could sign file links with it).
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY.strip():
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. Set it in the environment to a long random string, the same on every "
+        "machine of the service (for example: python3 -c 'import secrets; print(secrets.token_urlsafe(64))'). "
+        "`make run` makes one for you and keeps it in var/secret-key."
+    )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Behind a reverse proxy that terminates TLS: believe its X-Forwarded-Proto and X-Forwarded-Host,
@@ -27,6 +34,14 @@ TRUST_PROXY_HEADERS = env.bool("TRUST_PROXY_HEADERS", default=False)
 if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
+# Production over HTTPS (README "Settings", "Production security"): all off by default, because
+# `make run` serves plain HTTP on 127.0.0.1; `manage.py check --deploy` is clean with them on.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 # Where the service writes: the embedded database and broker, media files, model cache.
 DATA_DIR = Path(env.str("DATA_DIR", default=str(BASE_DIR / "var")))
@@ -42,6 +57,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from our own static files: the docs work offline
     "django_celery_results",
+    "axes",  # failed sign-ins per client address (django-axes)
     "audit",
     "accounts",
     "billing",
@@ -65,6 +81,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: answers a locked-out client's sign-in with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -98,9 +116,44 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
+    # the sign-up form passes the email as the user's username and email
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "accounts.passwords.VarietyValidator"},  # not 8 spaces, not "aaaaaaaa"
 ]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses sign-ins from a locked-out address first
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Sign-in attempts (the account pages and the admin): after LOGIN_FAILURE_LIMIT failures from one
+# client address, that address is refused (429) for LOGIN_LOCKOUT_MINUTES. Counted in the database.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = env.float("LOGIN_LOCKOUT_MINUTES", default=15.0) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_CLIENT_IP_CALLABLE = "accounts.client.client_address"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Sign-ups from one client address per hour (accounts.views.signup).
+SIGNUPS_PER_HOUR = env.int("SIGNUPS_PER_HOUR", default=5)
+# A sign-up's confirmation link lasts this long (Django's one-time token, as password resets).
+PASSWORD_RESET_TIMEOUT = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
+
+# Mail (sign-up confirmation links): SMTP when EMAIL_HOST is set; otherwise each message is
+# written as a file under DATA_DIR/mail (what `make run` uses: no mail server needed).
+EMAIL_HOST = env.str("EMAIL_HOST", default="")
+if EMAIL_HOST:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_PORT = env.int("EMAIL_PORT", default=587)
+    EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+    EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+    EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=True)
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = DATA_DIR / "mail"
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Video Transcription <noreply@localhost>")
 LOGIN_URL = "/account/login/"
 LOGIN_REDIRECT_URL = "/account/api/"
 LOGOUT_REDIRECT_URL = "/account/login/"

@@ -34,6 +34,7 @@ from functools import lru_cache
 import redis
 from django.conf import settings
 
+from accounts import client as accounts_client
 from config import shared_cache
 
 logger = logging.getLogger(__name__)
@@ -162,19 +163,13 @@ def hit_address(address: str, now: float | None = None) -> RateState:
 
 
 def client_address(request) -> str:
-    """The address a request comes from, as the limits count it: REMOTE_ADDR, or under
-    TRUST_PROXY_HEADERS the last X-Forwarded-For entry (the one our own proxy appended; those
-    before it are whatever the client wrote). An IPv6 client is counted by its /64, which one
-    client usually holds whole."""
-    address = request.META.get("REMOTE_ADDR") or ""
-    if settings.TRUST_PROXY_HEADERS:
-        forwarded = [part.strip() for part in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
-        if forwarded[-1]:
-            address = forwarded[-1]
-    try:
-        ip = ipaddress.ip_address(address)
-    except ValueError:
-        return address[:64] or "unknown"
+    """The address a request comes from, as the limits count it (accounts.client: REMOTE_ADDR, or
+    under TRUST_PROXY_HEADERS the address our own proxy saw). An IPv6 client is counted by its
+    /64, which one client usually holds whole."""
+    address = accounts_client.client_address(request)
+    if address is None:
+        return "unknown"
+    ip = ipaddress.ip_address(address)
     if ip.version == 6:
         if ip.ipv4_mapped:
             return str(ip.ipv4_mapped)
