@@ -354,6 +354,10 @@ def _inline(node, components: dict):
             target = _inline(components[node["$ref"].rsplit("/", 1)[-1]], components)
             rest = {key: value for key, value in node.items() if key != "$ref"}
             return {**target, **_inline(rest, components)}
+        if len(node.get("allOf", ())) == 1:
+            # drf-spectacular wraps a reference that has siblings (a default) in allOf: flatten it.
+            rest = {key: value for key, value in node.items() if key != "allOf"}
+            return {**_inline(node["allOf"][0], components), **_inline(rest, components)}
         return {key: _inline(value, components) for key, value in node.items()}
     if isinstance(node, list):
         return [_inline(item, components) for item in node]
