@@ -43,6 +43,14 @@ logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
 
+
+@functools.lru_cache(maxsize=1)
+def database_threads() -> anyio.CapacityLimiter:
+    """At most WEB_THREADS threads of a process do the MCP server's database work at once, so it
+    holds at most that many connections (Django's views have their own WEB_THREADS, config/asgi.py)."""
+    return anyio.CapacityLimiter(settings.WEB_THREADS)
+
+
 NOT_GIVEN: Any = type("NotGiven", (), {"__repr__": lambda self: "NOT_GIVEN"})()
 
 POLL_HINT = (
@@ -97,7 +105,9 @@ class McpGate:
         if origin and not origin_allowed(origin, host):
             return await _answer(send, 403, "Origin not allowed.")
         try:
-            account_id = await anyio.to_thread.run_sync(account_id_for, headers.get("authorization"))
+            account_id = await anyio.to_thread.run_sync(
+                account_id_for, headers.get("authorization"), limiter=database_threads()
+            )
         except exceptions.APIException as error:
             return await _answer(send, 401, str(error.detail), [(b"www-authenticate", b"Bearer")])
         state = {**scope.get("state", {}), "account_id": account_id}
@@ -164,7 +174,8 @@ def _run(bucket: str, operation, summary) -> CallToolResult:
 
 async def _call(ctx: Context, bucket: str, call, summary) -> CallToolResult:
     account_id = _account_id(ctx)
-    return await anyio.to_thread.run_sync(_run, bucket, (account_id, functools.partial(call, account_id)), summary)
+    work = (account_id, functools.partial(call, account_id))
+    return await anyio.to_thread.run_sync(_run, bucket, work, summary, limiter=database_threads())
 
 
 def _given(**arguments) -> dict:
