@@ -192,6 +192,10 @@ if S3_BUCKET:
 # Public base address used to build absolute links (burned videos) outside a request.
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 
+# Threads per web process that run Django's (synchronous) views and the MCP tools' database work
+# (config/asgi.py); each holds at most one database connection.
+WEB_THREADS = env.int("WEB_THREADS", default=8)
+
 # --- Redis: broker and rate-limit counters -------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
 

@@ -30,7 +30,7 @@ from billing.selectors import account_balance, charged_seconds
 from transcription import services
 from transcription.api import ratelimit
 from transcription.api.errors import Busy, RequestValidationError, json_not_found
-from transcription.api.views import playlist_listing, validate
+from transcription.api.operations import playlist_listing, validate
 from transcription.artifacts import signed_path
 from transcription.dispatch import QueueUnavailable
 from transcription.models import Batch, Job, JobType, Quality, Translation

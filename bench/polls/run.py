@@ -184,27 +184,20 @@ def free_port() -> int:
 
 
 def start_gunicorn(port: int, args, logdir: Path) -> subprocess.Popen:
-    command = [
-        sys.executable,
-        "-m",
-        "gunicorn",
-        "config.wsgi",
-        "--bind",
-        f"127.0.0.1:{port}",
-        "--workers",
-        str(args.workers),
-        "--worker-class",
-        args.worker_class,
-        # bin/run logs every request (to stdout); a file here costs the same and keeps the output clean.
-        "--access-logfile",
-        str(logdir / "access.log"),
-        "--error-logfile",
-        str(logdir / "error.log"),
-    ]
-    if args.worker_class == "gthread":
-        command += ["--threads", str(args.threads_per_worker)]
+    logs = ["--access-logfile", str(logdir / "access.log"), "--error-logfile", str(logdir / "error.log")]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
-    log("starting " + " ".join(command[1:]))
+    if args.worker_class == "web":
+        # The production command itself (gunicorn with uvicorn workers serving config.asgi).
+        command = ["bin/web", *logs]
+        env |= {"BIND": f"127.0.0.1:{port}", "WEB_WORKERS": str(args.workers)}
+        log(f"starting BIND={env['BIND']} WEB_WORKERS={args.workers} " + " ".join(command))
+    else:
+        # gunicorn's own workers on the WSGI application, to compare with what bin/web served before.
+        command = [sys.executable, "-m", "gunicorn", "config.wsgi", "--bind", f"127.0.0.1:{port}"]
+        command += ["--workers", str(args.workers), "--worker-class", args.worker_class, *logs]
+        if args.worker_class == "gthread":
+            command += ["--threads", str(args.threads_per_worker)]
+        log("starting " + " ".join(command[1:]))
     return subprocess.Popen(
         command, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
@@ -224,7 +217,7 @@ def stop_gunicorn(process: subprocess.Popen) -> None:
 def get(url: str, token: str | None = None, timeout: float = 5.0):
     request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
     with urllib.request.urlopen(request, timeout=timeout) as response:
-        return response.status, dict(response.headers), response.read()
+        return response.status, {name.lower(): value for name, value in response.headers.items()}, response.read()
 
 
 def wait_ready(process: subprocess.Popen, url: str, logdir: Path, timeout: float = 60.0) -> None:
@@ -323,7 +316,10 @@ def environment() -> dict:
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
         "cpu_model": cpu_model,
-        "packages": {name: version(name) for name in ["Django", "djangorestframework", "gunicorn", "psycopg", "redis"]},
+        "packages": {
+            name: version(name)
+            for name in ["Django", "djangorestframework", "gunicorn", "uvicorn", "a2wsgi", "psycopg", "redis"]
+        },
         "wrk": _run(["wrk", "-v"]).splitlines()[0] if _run(["wrk", "-v"]) else "",
         "git_commit": _run(["git", "rev-parse", "--short", "HEAD"]),
         "git_dirty": bool(_run(["git", "status", "--porcelain", "--untracked-files=no"])),
@@ -409,7 +405,10 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2, help="wrk threads (2)")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn workers (2, as bin/run)")
     parser.add_argument(
-        "--worker-class", default="sync", choices=["sync", "gthread"], help="gunicorn worker class (sync)"
+        "--worker-class",
+        default="web",
+        choices=["web", "sync", "gthread"],
+        help="web: bin/web, the production server (default); sync or gthread: gunicorn's own workers on config.wsgi",
     )
     parser.add_argument("--threads-per-worker", type=int, default=4, help="gthread only (4)")
     parser.add_argument(
@@ -453,7 +452,7 @@ def main() -> int:
             payload = json.loads(body)
             if status != 200 or payload["id"] != fixture["job_id"] or len(payload["translations"]) != 2:
                 raise RuntimeError(f"unexpected poll answer {status}: {body[:500]!r}")
-            if headers.get("X-RateLimit-Limit") != str(POLL_LIMIT):
+            if headers.get("x-ratelimit-limit") != str(POLL_LIMIT):
                 raise RuntimeError(f"the server did not take the raised poll limit: {headers}")
             log(f"poll answers 200 with {len(body)} bytes; warming up {args.warmup} s per target")
             for url, token in targets.values():
@@ -504,7 +503,11 @@ def main() -> int:
             "job_state": args.job_state,
             "poll_response_bytes": len(body),
             "bare": "GET /bench/constant: plain Django view returning constant JSON (bench/polls/urls.py)",
-            "server": f"gunicorn config.wsgi, {args.worker_class} worker class, {args.workers} workers"
+            "server": (
+                f"bin/web: gunicorn config.asgi, uvicorn workers, {args.workers} workers"
+                if args.worker_class == "web"
+                else f"gunicorn config.wsgi, {args.worker_class} worker class, {args.workers} workers"
+            )
             + (f" x {args.threads_per_worker} threads" if args.worker_class == "gthread" else "")
             + ", access log to a file, DJANGO_SETTINGS_MODULE=bench.polls.settings",
             "database": re.sub(r"//[^@/]*@", "//", os.environ["DATABASE_URL"]),

@@ -2,57 +2,26 @@
 
 from __future__ import annotations
 
-import hashlib
-import threading
-import time
-import uuid
-
-from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import exceptions, viewsets
 from rest_framework.response import Response
 
-from billing.selectors import quote
-from config import shared_cache
-from transcription import poll_cache, services
-from transcription.models import Batch, Job, JobType
-from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
-
-from . import ratelimit
+from . import operations, ratelimit
 from . import serializers as s
-from .errors import Busy, RequestValidationError, validation_errors
-from .presenters import batch_payload, job_document, translations_in_order, with_links
+from .errors import RequestValidationError
 from .throttles import AccountRateThrottle, rate_limit_headers
 
 
-def validate(serializer_class, data: dict, location: str = "body") -> dict:
-    """The options a request serializer reads from `data`, or a RequestValidationError whose
-    entries name each offending field under `location`: the one check for every front door
-    (the API and the website's job form)."""
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        raise RequestValidationError(validation_errors(serializer.errors, location))
-    return serializer.validated_data
-
-
-def parse_body(serializer_class, request) -> dict:
+def body(request) -> dict:
     data = request.data
     if not isinstance(data, dict):
         raise RequestValidationError([{"loc": ["body"], "msg": "The body must be a JSON object.", "type": "dict_type"}])
-    return validate(serializer_class, data)
+    return data
 
 
-def parse_path_id(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except (ValueError, AttributeError, TypeError):
-        raise RequestValidationError(
-            [{"loc": ["path", "id"], "msg": "Input should be a valid UUID.", "type": "uuid_parsing"}]
-        ) from None
-
-
-def parse_query(serializer_class, request) -> dict:
+def query(serializer_class, request) -> dict:
+    """The query parameters `serializer_class` reads, as the operation's fields."""
     data = {}
     for name in serializer_class().fields:
         values = request.query_params.getlist(name)
@@ -63,7 +32,7 @@ def parse_query(serializer_class, request) -> dict:
             data[name] = [item.strip() for value in values for item in value.split(",") if item.strip()]
         else:
             data[name] = values[-1]
-    return validate(serializer_class, data, "query")
+    return data
 
 
 # --- What the document says of each operation -----------------------------------------------
@@ -114,10 +83,6 @@ class ContractViewSet(viewsets.ViewSet):
         return response
 
 
-def _not_found(what: str):
-    return exceptions.NotFound(f"No {what} with that id on this account.")
-
-
 class JobViewSet(ContractViewSet):
     @extend_schema(
         operation_id="transcribe",
@@ -132,9 +97,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def transcribe(self, request):
-        options = parse_body(s.TranscribeRequestSerializer, request)
-        job = services.job_create(request.user, type=JobType.TRANSCRIPT, **options)
-        return Response({"id": str(job.id)})
+        return Response(operations.transcribe(request.user, body(request)))
 
     @extend_schema(
         operation_id="subtitles",
@@ -153,10 +116,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def subtitles(self, request):
-        options = parse_body(s.SubtitlesRequestSerializer, request)
-        subtitle_format = options.pop("format")
-        job = services.job_create(request.user, type=JobType.SUBTITLES, subtitle_format=subtitle_format, **options)
-        return Response({"id": str(job.id), "format": subtitle_format})
+        return Response(operations.create_subtitles(request.user, body(request)))
 
     @extend_schema(
         operation_id="burn_subtitles",
@@ -176,9 +136,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def burn_subtitles(self, request):
-        options = parse_body(s.BurnSubtitlesRequestSerializer, request)
-        job = services.job_create(request.user, type=JobType.BURNED, **options)
-        return Response({"id": str(job.id)})
+        return Response(operations.burn_subtitles(request.user, body(request)))
 
     @extend_schema(
         operation_id="get_transcription",
@@ -190,19 +148,7 @@ class JobViewSet(ContractViewSet):
         responses={200: s.TranscriptionApiResponseSerializer},
     )
     def retrieve(self, request, id: str):
-        job_id = parse_path_id(id)
-        # Clients poll every few seconds; the answer is cached until the job or one of its
-        # translations changes (transcription.poll_cache).
-        cached = poll_cache.get(job_id)
-        if cached is None:
-            job = Job.objects.filter(pk=job_id).prefetch_related(translations_in_order()).first()
-            if job is None:
-                raise _not_found("job")
-            cached = poll_cache.put(job_id, job.account_id, job_document(job))
-        account_id, document = cached
-        if account_id != request.user.pk:
-            raise _not_found("job")
-        return Response(with_links(document, request))
+        return Response(operations.get_transcription(request.user.pk, id, request))
 
 
 class BatchViewSet(ContractViewSet):
@@ -228,20 +174,7 @@ class BatchViewSet(ContractViewSet):
         ],
     )
     def create(self, request):
-        options = parse_body(s.TranscribePlaylistRequestSerializer, request)
-        listing = playlist_listing(options["url"], "body")
-        batch = services.batch_create(
-            request.user,
-            title=listing.title,
-            total=listing.total,
-            skipped=listing.skipped,
-            video_urls=[video.url for video in listing.videos],
-            **options,
-        )
-        ids = [str(job_id) for job_id in batch.jobs.order_by("position").values_list("id", flat=True)]
-        return Response(
-            {"batch_id": str(batch.id), "title": batch.title, "count": len(ids), "skipped": batch.skipped, "ids": ids}
-        )
+        return Response(operations.transcribe_playlist(request.user, body(request)))
 
     @extend_schema(
         operation_id="get_batch",
@@ -252,76 +185,7 @@ class BatchViewSet(ContractViewSet):
         responses={200: s.BatchStatusSerializer},
     )
     def retrieve(self, request, id: str):
-        batch_id = parse_path_id(id)
-        batch = Batch.objects.filter(pk=batch_id, account=request.user).first()
-        if batch is None:
-            raise _not_found("batch")
-        return Response(batch_payload(batch, request))
-
-
-# A playlist's listing is kept this long (in Redis, shared by the web processes): a client that
-# previews a playlist and then queues it, or polls the preview, costs one yt-dlp listing, not one
-# a request. Failures are not kept: the next request tries again.
-PLAYLIST_LISTING_SECONDS = 60
-LISTING_BUSY_RETRY_AFTER_SECONDS = 10
-
-# The listings this process runs at once (PLAYLIST_LISTINGS_PER_PROCESS). A listing holds its
-# request's thread for up to PLAYLIST_LISTING_TIMEOUT_SECONDS; the cap keeps the other threads of
-# the process (bin/web runs several per worker) free for polls however slow the playlist sites are.
-_listing_slots: threading.BoundedSemaphore | None = None
-_listing_slots_lock = threading.Lock()
-
-
-def _slots() -> threading.BoundedSemaphore:
-    global _listing_slots
-    with _listing_slots_lock:
-        if _listing_slots is None:
-            _listing_slots = threading.BoundedSemaphore(settings.PLAYLIST_LISTINGS_PER_PROCESS)
-        return _listing_slots
-
-
-def playlist_listing(url: str, location: str = "body", *, durations: bool = False):
-    """The playlist or channel behind `url`; a 422 on the url at `location` (body/query) when it
-    cannot be listed, or not within PLAYLIST_LISTING_TIMEOUT_SECONDS; a 503 (Busy) when this
-    process already runs as many listings as it may. With `durations`, the lengths the listing
-    lacks are looked up within the same time limit (playlist.find_durations); those not found
-    stay None."""
-    key = "playlist:" + hashlib.sha256(url.encode()).hexdigest()
-    listing = shared_cache.get(key)
-    if listing is not None and (listing.durations_looked_up or not durations):
-        return listing
-    slots = _slots()
-    if not slots.acquire(blocking=False):
-        raise Busy(
-            "Too many playlists are being listed at the moment; try again in "
-            f"{LISTING_BUSY_RETRY_AFTER_SECONDS} seconds.",
-            retry_after=LISTING_BUSY_RETRY_AFTER_SECONDS,
-        )
-    try:
-        started = time.monotonic()
-        limit = settings.PLAYLIST_LISTING_TIMEOUT_SECONDS
-        if listing is None:
-            listing = list_playlist(
-                url,
-                allow_private=settings.ALLOW_PRIVATE_URLS,
-                timeout=settings.FETCH_TIMEOUT_SECONDS,
-                deadline=limit,
-                max_videos=settings.PLAYLIST_MAX_VIDEOS,
-                **settings.YTDLP_OPTIONS,
-            )
-        if durations:
-            find_durations(
-                listing,
-                allow_private=settings.ALLOW_PRIVATE_URLS,
-                deadline=limit - (time.monotonic() - started),
-                **settings.YTDLP_OPTIONS,
-            )
-    except PlaylistError as error:
-        raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
-    finally:
-        slots.release()
-    shared_cache.set(key, listing, PLAYLIST_LISTING_SECONDS)
-    return listing
+        return Response(operations.get_batch(request.user.pk, id, request))
 
 
 class PlaylistViewSet(ContractViewSet):
@@ -355,42 +219,4 @@ class PlaylistViewSet(ContractViewSet):
         responses={200: s.PlaylistPreviewSerializer},
     )
     def preview(self, request):
-        query = parse_query(s.PlaylistQuerySerializer, request)
-        listing = playlist_listing(query["url"], "query", durations=True)
-        # A length that could not be found is not 0 s: it is counted in `unknown_durations`, left
-        # out of `needed_seconds`, and the batch is never said to fit.
-        unknown = sum(1 for video in listing.videos if not video.duration)
-        cost = quote(
-            request.user.pk,
-            [video.duration for video in listing.videos if video.duration],
-            query["type"],
-            query["quality"],
-            query["target_languages"],
-        )
-        return Response(
-            {
-                "id": listing.id,
-                "title": listing.title,
-                "total": listing.total,
-                "skipped": listing.skipped,
-                "max_videos": settings.PLAYLIST_MAX_VIDEOS,
-                "is_channel": listing.is_channel,
-                "tab": listing.tab,
-                "videos": [
-                    {
-                        "id": v.id,
-                        "title": v.title,
-                        "duration": v.duration or 0,
-                        "thumbnail": v.thumbnail,
-                        "is_age_restricted": v.is_age_restricted,
-                        "is_live": v.is_live,
-                        "language": v.language,
-                    }
-                    for v in listing.videos
-                ],
-                "needed_seconds": cost.needed_seconds,
-                "remaining_seconds": cost.remaining_seconds,
-                "fits": cost.fits and not unknown,
-                "unknown_durations": unknown,
-            }
-        )
+        return Response(operations.preview_playlist(request.user.pk, query(s.PlaylistQuerySerializer, request)))
