@@ -15,14 +15,14 @@ from rest_framework.response import Response
 
 from billing.selectors import quote
 from config import shared_cache
-from transcription import poll_cache, services
-from transcription.models import Batch, Job, JobType
+from transcription import services
+from transcription.models import Batch, JobType
 from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
 
-from . import ratelimit
+from . import polls, ratelimit
 from . import serializers as s
 from .errors import Busy, RequestValidationError, validation_errors
-from .presenters import batch_payload, job_document, translations_in_order, with_links
+from .presenters import batch_payload
 from .throttles import AccountRateThrottle, rate_limit_headers
 
 
@@ -192,17 +192,12 @@ class JobViewSet(ContractViewSet):
     def retrieve(self, request, id: str):
         job_id = parse_path_id(id)
         # Clients poll every few seconds; the answer is cached until the job or one of its
-        # translations changes (transcription.poll_cache).
-        cached = poll_cache.get(job_id)
-        if cached is None:
-            job = Job.objects.filter(pk=job_id).prefetch_related(translations_in_order()).first()
-            if job is None:
-                raise _not_found("job")
-            cached = poll_cache.put(job_id, job.account_id, job_document(job))
-        account_id, document = cached
-        if account_id != request.user.pk:
+        # translations changes (transcription.poll_cache). Most polls are answered before this
+        # view, from the cache, by transcription.api.polls; those that get here are the rest.
+        cached = polls.cached_poll(job_id)
+        if cached is None or cached.account_id != request.user.pk:
             raise _not_found("job")
-        return Response(with_links(document, request))
+        return Response(polls.document(cached, request))
 
 
 class BatchViewSet(ContractViewSet):
