@@ -7,12 +7,15 @@ poll racing the write cannot put the old document back for longer than the trans
 
 What is kept is the answer's JSON as bytes (rendered once by the API), behind one line that says
 whose job it is and whether it holds storage names that each answer turns into signed links:
-b"<account id> <0|1>\n<json>". Plain bytes, so the poll path's Lua script hands them over as they
-are (transcription.api.polls) and a poll without links answers them without decoding anything.
+b"<account id> <0|1> <digest of the json>\n<json>". Plain bytes, so the poll path's Lua script hands
+them over as they are (transcription.api.polls) and a poll without links answers them without
+decoding anything; the digest lets a web process that holds the same answer already be told so
+instead of being sent it again.
 """
 
 from __future__ import annotations
 
+import hashlib
 from typing import NamedTuple
 
 from django.db import transaction
@@ -33,6 +36,7 @@ class CachedPoll(NamedTuple):
     account_id: int
     has_links: bool  # the body holds storage names: each answer signs them (with_links)
     body: bytes  # the document's JSON
+    tag: bytes  # the first line (account, links, digest): equal tags, equal entries
 
 
 def redis_key(job_id) -> str:
@@ -40,8 +44,13 @@ def redis_key(job_id) -> str:
     return cache.full_key(_key(job_id))
 
 
+def _tag(account_id: int, has_links: bool, body: bytes) -> bytes:
+    digest = hashlib.blake2b(body, digest_size=16).hexdigest().encode()
+    return b"%d %d %s\n" % (account_id, has_links, digest)
+
+
 def encode(account_id: int, has_links: bool, body: bytes) -> bytes:
-    return b"%d %d\n" % (account_id, has_links) + body
+    return _tag(account_id, has_links, body) + body
 
 
 def decode(value: bytes | None) -> CachedPoll | None:
@@ -49,8 +58,8 @@ def decode(value: bytes | None) -> CachedPoll | None:
         return None
     head, _, body = value.partition(b"\n")
     try:
-        account_id, has_links = head.split(b" ")
-        return CachedPoll(int(account_id), has_links == b"1", body)
+        account_id, has_links, _digest = head.split(b" ")
+        return CachedPoll(int(account_id), has_links == b"1", body, head + b"\n")
     except ValueError:
         return None  # an entry of an older format: a miss
 
@@ -60,8 +69,9 @@ def get(job_id) -> CachedPoll | None:
 
 
 def put(job_id, account_id: int, has_links: bool, body: bytes) -> CachedPoll:
-    cache.set_bytes(_key(job_id), encode(account_id, has_links, body), TIMEOUT_SECONDS)
-    return CachedPoll(account_id, has_links, body)
+    value = encode(account_id, has_links, body)
+    cache.set_bytes(_key(job_id), value, TIMEOUT_SECONDS)
+    return decode(value)
 
 
 def forget(job_id) -> None:

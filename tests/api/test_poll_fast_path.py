@@ -149,3 +149,15 @@ def test_an_accept_header_other_than_json_is_negotiated_as_before(api):
     assert api.get(url, HTTP_ACCEPT="text/html").status_code == 406
     indented = api.get(url, HTTP_ACCEPT="application/json; indent=2")
     assert indented.status_code == 200 and indented.content.startswith(b"{\n  ")
+
+
+def test_a_web_process_that_held_an_older_answer_serves_the_new_one(api, drf_calls):
+    url = f"/v1/api/transcription/{queue(api)}"
+    assert [api.get(url).json()["state"] for _ in range(3)] == ["waiting"] * 3  # held in this process now
+    services.job_advance(url.rsplit("/", 1)[1], states.PROCESSING)
+    services.job_progress(url.rsplit("/", 1)[1], 0.5)  # a queryset update: forgotten explicitly
+    calls = drf_calls.call_count
+    answers = [api.get(url).json() for _ in range(3)]
+    assert drf_calls.call_count == calls + 1  # the first read the database, the others the cache
+    assert {a["state"] for a in answers} == {"processing"}
+    assert {a["progress"] for a in answers} == {states.progress_in(states.PROCESSING, 0.5)}

@@ -21,6 +21,11 @@ so the rules hold by construction:
 - Redis down or absent (the embedded mode): everything goes to the DRF view, which knows what to
   do then.
 
+The answers this process sent last are kept in it (RECENT_POLL_BYTES in all): the script is told
+the tag of the one held (the cached entry's first line, with a digest of the body) and answers
+"the same" instead of the bytes when Redis holds that very entry. Redis stays the only truth:
+an entry forgotten there is a miss here too, whatever this process holds.
+
 It reads keys the script builds itself (the account's counter), which a Redis Cluster would not
 allow; the service runs one Redis (docs/decisions.md).
 """
@@ -29,8 +34,10 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 import time
 import uuid
+from collections import OrderedDict
 
 import redis
 from django.http import HttpResponse
@@ -52,8 +59,9 @@ PLAIN_JSON_ACCEPTS = frozenset(["", "*/*", "application/json", "application/json
 
 # KEYS[1]: the token cache entry ("<account id>:<ms of its last database check>"), KEYS[2]: the
 # job's cached poll. ARGV: now (ms), window (ms), limit, a unique member, the token entry's max
-# age (ms), the poll counters' key prefix. Answers {0} when the token must go to the database
-# (nothing counted), else {1, account id, allowed, entries, ms to wait, cached poll or nil}.
+# age (ms), the poll counters' key prefix, the tag of the entry this process holds (or "").
+# Answers {0} when the token must go to the database (nothing counted), else {1, account id,
+# allowed, entries, ms to wait, the cached poll, or 1 when it is the entry held, or nil}.
 _POLL_SCRIPT = (
     ratelimit.WINDOW_HIT_LUA
     + """
@@ -64,11 +72,43 @@ if not account then return {0} end
 local now = tonumber(ARGV[1])
 if now - tonumber(checked) > tonumber(ARGV[5]) then return {0} end
 local hit = window_hit(ARGV[6] .. account, now, tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])
-return {1, account, hit[1], hit[2], hit[3], redis.call('GET', KEYS[2])}
+local poll = redis.call('GET', KEYS[2])
+local held = ARGV[7]
+if poll and held ~= '' and string.sub(poll, 1, #held) == held then poll = 1 end
+return {1, account, hit[1], hit[2], hit[3], poll}
 """
 )
 
 _renderer = JSONRenderer()
+
+# The cached polls this process answered last, by job: a busy job's answer (tens of kB once done)
+# is not fetched from Redis on each of its polls, only checked. Bounded in bytes, oldest out.
+RECENT_POLL_BYTES = 4 * 1024 * 1024
+_recent: OrderedDict[uuid.UUID, poll_cache.CachedPoll] = OrderedDict()
+_recent_size = 0
+_recent_lock = threading.Lock()
+
+
+def _held(job_id: uuid.UUID) -> poll_cache.CachedPoll | None:
+    with _recent_lock:
+        cached = _recent.get(job_id)
+        if cached is not None:
+            _recent.move_to_end(job_id)
+        return cached
+
+
+def _hold(job_id: uuid.UUID, cached: poll_cache.CachedPoll) -> None:
+    global _recent_size
+    if len(cached.body) > RECENT_POLL_BYTES // 4:
+        return
+    with _recent_lock:
+        previous = _recent.pop(job_id, None)
+        _recent_size -= len(previous.body) if previous is not None else 0
+        _recent[job_id] = cached
+        _recent_size += len(cached.body)
+        while _recent_size > RECENT_POLL_BYTES:
+            _, oldest = _recent.popitem(last=False)
+            _recent_size -= len(oldest.body)
 
 
 def render(data: dict) -> bytes:
@@ -127,6 +167,7 @@ def _answer_from_cache(request, id: str) -> HttpResponse | None:
     except ValueError:
         return None  # the DRF view's 422, after authentication and the count
     limit = ratelimit.limit_for(ratelimit.POLLS)
+    held = _held(job_id)
     try:
         reply = _script()(
             keys=[shared_cache.full_key(token_cache_key(digest)), poll_cache.redis_key(job_id)],
@@ -137,6 +178,7 @@ def _answer_from_cache(request, id: str) -> HttpResponse | None:
                 ratelimit.new_member(),
                 int(LAST_USED_RESOLUTION.total_seconds() * 1000),
                 ratelimit.account_key("", ratelimit.POLLS),
+                held.tag if held is not None else b"",
             ],
         )
     except redis.RedisError as error:
@@ -146,7 +188,13 @@ def _answer_from_cache(request, id: str) -> HttpResponse | None:
         return None
     account_id = int(reply[1])
     state = ratelimit.rate_state(limit, bool(reply[2]), int(reply[3]), int(reply[4]))
-    cached = poll_cache.decode(reply[5] if len(reply) > 5 else None)
+    poll = reply[5] if len(reply) > 5 else None
+    if poll == 1 and held is not None:
+        cached = held  # Redis holds the very entry this process does
+    else:
+        cached = poll_cache.decode(poll if isinstance(poll, bytes) else None)
+        if cached is not None:
+            _hold(job_id, cached)
     if not state.allowed or cached is None or cached.account_id != account_id:
         request.poll_counted = (account_id, state)
         return None
