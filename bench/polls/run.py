@@ -415,6 +415,43 @@ def profile(fixture: dict, count: int) -> None:
     stats.sort_stats("tottime").print_stats(25)
 
 
+def cpu_per_request(fixture: dict, count: int) -> None:
+    """CPU seconds (this process: Django, redis-py, psycopg; not Redis nor PostgreSQL) per request
+    through Django's WSGI handler, poll and bare view, interleaved in rounds: a figure a busy
+    shared machine disturbs far less than wall-clock throughput."""
+    import io
+
+    from django.core.handlers.wsgi import WSGIHandler
+    from django.test import RequestFactory
+
+    app = WSGIHandler()
+    factory = RequestFactory()
+
+    def call(path: str, headers: dict) -> None:
+        environ = factory._base_environ(PATH_INFO=path, REQUEST_METHOD="GET", QUERY_STRING="", **headers)
+        environ["wsgi.input"] = io.BytesIO(b"")
+        statuses = []
+        b"".join(app(environ, lambda status, _headers: statuses.append(status)))
+        assert statuses[0].startswith("200"), statuses
+
+    targets = {
+        "poll": (f"/v1/api/transcription/{fixture['job_id']}", {"HTTP_AUTHORIZATION": f"Bearer {fixture['token']}"}),
+        "bare": ("/bench/constant", {}),
+    }
+    for path, headers in targets.values():
+        for _ in range(50):
+            call(path, headers)
+    cpu: dict[str, list[float]] = {"poll": [], "bare": []}
+    for _ in range(5):
+        for name, (path, headers) in targets.items():
+            started = time.process_time()
+            for _ in range(count):
+                call(path, headers)
+            cpu[name].append((time.process_time() - started) / count * 1e6)
+    poll, bare = statistics.median(cpu["poll"]), statistics.median(cpu["bare"])
+    log(f"CPU per request (median of 5 x {count}): poll {poll:.0f} us, bare {bare:.0f} us, bare/poll {bare / poll:.3f}")
+
+
 # --- Main --------------------------------------------------------------------------------------
 
 
@@ -452,13 +489,16 @@ def main() -> int:
         "--output", type=Path, default=RESULTS, help="where to write the JSON (bench/polls/results.json)"
     )
     parser.add_argument("--profile", type=int, metavar="N", help="profile N in-process polls instead of benchmarking")
+    parser.add_argument(
+        "--cpu", type=int, metavar="N", help="no server: this process's CPU time per request, 5 rounds of N each"
+    )
     args = parser.parse_args()
 
     ensure_database()
     fixture = create_fixture(args.job_state)
-    if args.profile:
+    if args.profile or args.cpu:
         try:
-            profile(fixture, args.profile)
+            profile(fixture, args.profile) if args.profile else cpu_per_request(fixture, args.cpu)
         finally:
             clear_rate_limit_keys(fixture["account_id"])
         return 0
