@@ -80,6 +80,33 @@ def set(key: str, value, timeout: int) -> None:  # noqa: A001 - mirrors the cach
         mark_down(error)
 
 
+def full_key(key: str) -> str:
+    """The Redis key behind `key` (for a Lua script that reads it: transcription.api.polls)."""
+    return f"cache:{key}"
+
+
+def get_bytes(key: str) -> bytes | None:
+    """As get, for a value kept as plain bytes (set_bytes): one a Lua script can read too."""
+    redis_client = reachable_client()
+    if redis_client is None:
+        return None
+    try:
+        return redis_client.get(full_key(key))
+    except Unavailable as error:
+        mark_down(error)
+        return None
+
+
+def set_bytes(key: str, value: bytes, timeout: int) -> None:
+    redis_client = reachable_client()
+    if redis_client is None:
+        return
+    try:
+        redis_client.set(full_key(key), value, ex=timeout)
+    except Unavailable as error:
+        mark_down(error)
+
+
 def delete(key: str) -> None:
     # Always tried, even during a pause: a skipped delete would leave an old answer behind once
     # Redis is back (a cached poll, a revoked token), so only a failing Redis skips it.
@@ -87,6 +114,6 @@ def delete(key: str) -> None:
     if redis_client is None:
         return
     try:
-        redis_client.delete(f"cache:{key}")
+        redis_client.delete(full_key(key))
     except Unavailable as error:
         mark_down(error)

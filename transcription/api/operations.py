@@ -19,13 +19,14 @@ from rest_framework import exceptions
 
 from billing.selectors import quote
 from config import shared_cache
-from transcription import poll_cache, services
-from transcription.models import Batch, Job, JobType
+from transcription import services
+from transcription.models import Batch, JobType
 from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
 
+from . import polls
 from . import serializers as s
 from .errors import Busy, RequestValidationError, validation_errors
-from .presenters import batch_payload, job_document, translations_in_order, with_links
+from .presenters import batch_payload
 
 
 def validate(serializer_class, data: dict, location: str = "body") -> dict:
@@ -95,17 +96,12 @@ def get_transcription(account_id, raw_id, request=None, location: str = "path") 
     PUBLIC_BASE_URL without one."""
     job_id = parse_id(raw_id, location)
     # Clients poll every few seconds; the answer is cached until the job or one of its
-    # translations changes (transcription.poll_cache).
-    cached = poll_cache.get(job_id)
-    if cached is None:
-        job = Job.objects.filter(pk=job_id).prefetch_related(translations_in_order()).first()
-        if job is None:
-            raise not_found("job")
-        cached = poll_cache.put(job_id, job.account_id, job_document(job))
-    owner_id, document = cached
-    if owner_id != account_id:
+    # translations changes (transcription.poll_cache). Most REST polls are answered before the
+    # view, from the cache, by transcription.api.polls; the rest, and MCP's, come here.
+    cached = polls.cached_poll(job_id)
+    if cached is None or cached.account_id != account_id:
         raise not_found("job")
-    return with_links(document, request)
+    return polls.document(cached, request)
 
 
 def get_batch(account_id, raw_id, request=None, location: str = "path") -> dict:
