@@ -407,3 +407,34 @@ def test_empty_wav_has_no_turns(encoder, tmp_path):
     path = tmp_path / "empty.wav"
     sa.write_wav(path, np.zeros(0, dtype=np.float32))
     assert sp.diarize(path, encoder=encoder) == []
+
+
+def _spoken(text: str, start: float, step: float = 0.3) -> Segment:
+    words = [Word(round(start + k * step, 3), round(start + (k + 1) * step - 0.05, 3), " " + w) for k, w in enumerate(text.split())]
+    return Segment(start=start, end=words[-1].end, text=text, words=words)
+
+
+def test_a_turn_inside_a_segment_splits_it_at_the_word_where_the_voice_changes():
+    # the recogniser heard one segment; the second voice answers "Yes, sure." from 1.2 s
+    segment = _spoken("Are you coming tonight? Yes, sure. Great.", 0.0)
+    turns = [SpeakerTurn(0.0, 1.18, 1), SpeakerTurn(1.18, 1.78, 2), SpeakerTurn(1.78, 3.0, 1)]
+    out = sp.assign_speakers([segment], turns)
+    assert [(s.text, s.speaker) for s in out] == [
+        ("Are you coming tonight?", 1),
+        ("Yes, sure.", 2),
+        ("Great.", 1),
+    ]
+    assert [w for s in out for w in s.words] == segment.words
+    assert out[1].start == segment.words[4].start and out[1].end == segment.words[5].end
+
+
+def test_a_subtitle_cue_with_two_voices_has_one_dashed_line_per_voice():
+    from transcription.pipeline.captions import build_cues
+
+    # a quick exchange heard as one segment: too fast for a cue per turn
+    segment = _spoken("Ready? Yes. Then go now. Okay.", 0.0)
+    at = [w.start for w in segment.words]
+    turns = [SpeakerTurn(0, at[1], 1), SpeakerTurn(at[1], at[2], 2), SpeakerTurn(at[2], at[5], 1), SpeakerTurn(at[5], 3, 2)]
+    cues = build_cues(sp.assign_speakers([segment], turns), language="en")
+    assert cues[0].lines == ["- Ready?", "- Yes."]
+    assert all(not line.startswith("- ") for cue in cues[1:] for line in cue.lines)

@@ -43,7 +43,7 @@ from typing import Iterable, Iterator, Sequence
 
 import numpy as np
 
-from .types import Segment, SpeakerTurn
+from .types import Segment, SpeakerTurn, Word
 
 __all__ = [
     "SAMPLE_RATE",
@@ -1025,10 +1025,45 @@ def _distance(a0: float, a1: float, b0: float, b1: float) -> float:
     return max(0.0, max(a0, b0) - min(a1, b1))
 
 
+def _speaker_at(start: float, end: float, starts: np.ndarray, ends: np.ndarray, spk: np.ndarray) -> int:
+    """The speaker whose turns overlap [start, end] most; the nearest turn's when none does."""
+    end = max(end, start + 1e-3)  # a word of no length still has a place in time
+    ov = np.minimum(ends, end) - np.maximum(starts, start)
+    pos = ov > 0
+    if pos.any():
+        totals: dict[int, float] = {}
+        for sp, o in zip(spk[pos], ov[pos]):
+            totals[int(sp)] = totals.get(int(sp), 0.0) + float(o)
+        return max(totals.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+    gap = np.maximum(0.0, np.maximum(starts, start) - np.minimum(ends, end))
+    return int(spk[int(np.argmin(gap))])
+
+
+def _split_at_speaker_changes(seg: Segment, labels: list[int]) -> list[tuple[Segment, int]]:
+    """The segment cut before every word whose speaker differs from the word before it."""
+    runs: list[tuple[list[Word], int]] = []
+    for word, label in zip(seg.words, labels):
+        if runs and runs[-1][1] == label:
+            runs[-1][0].append(word)
+        else:
+            runs.append(([word], label))
+    if len(runs) == 1:
+        return [(seg, runs[0][1])]
+    out = []
+    for k, (words, label) in enumerate(runs):
+        start = seg.start if k == 0 else words[0].start
+        end = seg.end if k == len(runs) - 1 else words[-1].end
+        text = "".join(w.text for w in words).strip()
+        out.append((replace(seg, start=start, end=end, text=text, words=words), label))
+    return out
+
+
 def assign_speakers(segments: Iterable[Segment], turns: Sequence[SpeakerTurn]) -> list[Segment]:
-    """Give each segment the speaker whose turns overlap it most (the nearest turn's
-    speaker when none overlaps); speakers renumbered 1.. in order of first appearance
-    among the segments.  Returns new Segment objects; the inputs are not changed.
+    """Give every word the speaker whose turns overlap it most (the nearest turn's speaker when
+    none overlaps), and cut a segment where the speaker changes between two of its words, so a
+    short answer is not glued to the other voice's sentence. A segment without word timestamps
+    is given the speaker of its span as a whole. Speakers are renumbered 1.. in order of first
+    appearance among the segments. Returns new Segment objects; the inputs are not changed.
     With no turns, every segment gets speaker None.
     """
     segments = list(segments)
@@ -1038,21 +1073,12 @@ def assign_speakers(segments: Iterable[Segment], turns: Sequence[SpeakerTurn]) -
     starts = np.array([t.start for t in turns])
     ends = np.array([t.end for t in turns])
     spk = np.array([t.speaker for t in turns])
-    raw = []
+    pieces: list[tuple[Segment, int]] = []
     for seg in segments:
-        ov = np.minimum(ends, seg.end) - np.maximum(starts, seg.start)
-        pos = ov > 0
-        if pos.any():
-            totals: dict[int, float] = {}
-            for sp, o in zip(spk[pos], ov[pos]):
-                totals[int(sp)] = totals.get(int(sp), 0.0) + float(o)
-            raw.append(max(totals.items(), key=lambda kv: (kv[1], -kv[0]))[0])
-        else:
-            gap = np.maximum(0.0, np.maximum(starts, seg.start) - np.minimum(ends, seg.end))
-            raw.append(int(spk[int(np.argmin(gap))]))
+        if not seg.words:
+            pieces.append((seg, _speaker_at(seg.start, seg.end, starts, ends, spk)))
+            continue
+        labels = [_speaker_at(w.start, w.end, starts, ends, spk) for w in seg.words]
+        pieces.extend(_split_at_speaker_changes(seg, labels))
     order: dict[int, int] = {}
-    out = []
-    for seg, r in zip(segments, raw):
-        order.setdefault(r, len(order) + 1)
-        out.append(replace(seg, speaker=order[r]))
-    return out
+    return [replace(seg, speaker=order.setdefault(label, len(order) + 1)) for seg, label in pieces]
