@@ -99,9 +99,9 @@ def speed(cache: Path, minutes: float) -> None:
     fx = sa.conversation(cache / "wav" / f"long-{minutes}.wav", nl, n_clips=n, seed=42, cache=cache / "clips",
                          max_len=30.0, order="random")
     dur = fx.turns[-1][1] + 1
-    enc = speakers._default_encoder(None)
+    enc = speakers.encoder.default_encoder(None)
     t0 = time.perf_counter()
-    regions = speakers.detect_speech(fx.path)
+    regions = speakers.speech.detect_speech(fx.path)
     t1 = time.perf_counter()
     turns = speakers.diarize(fx.path, regions=regions, encoder=enc)
     t2 = time.perf_counter()
@@ -121,7 +121,7 @@ def main() -> None:
     args = ap.parse_args()
     if not sa.have_ffmpeg() or not sa.clips("nl", "m"):
         sys.exit("needs ffmpeg and fillets-ng-data-nl")
-    enc = speakers._default_encoder(None)
+    enc = speakers.encoder.default_encoder(None)
     rows = []
     for name, want, build in cases(args.cache, args.seeds):
         if args.only and args.only not in name:
