@@ -183,6 +183,7 @@ FREE_MINUTES = env.int("FREE_MINUTES", default=10)
 MAX_VIDEO_SECONDS = env.int("MAX_VIDEO_SECONDS", default=12 * 3600)
 FETCH_TIMEOUT_SECONDS = env.int("FETCH_TIMEOUT_SECONDS", default=30)
 WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
+RECOGNITION_CHUNK_SECONDS = env.float("RECOGNITION_CHUNK_SECONDS", default=600.0)
 MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))
 WORK_DIR = Path(env.str("WORK_DIR", default=str(DATA_DIR / "work")))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import wave
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -85,6 +86,37 @@ def speech_probabilities(path, block_seconds: float = 30.0) -> np.ndarray:
     return np.concatenate(probs) if probs else np.zeros(0, dtype=np.float32)
 
 
+# How recognition reads the probabilities: faster-whisper's batched defaults (threshold 0.5, pauses
+# from 160 ms, 400 ms of padding, nothing dropped), so Whisper hears what it heard with its own VAD.
+RECOGNITION_REGIONS = dict(threshold=0.5, neg_threshold=None, min_silence_s=0.16, min_speech_s=0.0, pad_s=0.4)
+# How diarization reads them: tight regions (little padding, short blips dropped), so that windows
+# hold voice rather than the silence around it.
+DIARIZATION_REGIONS = dict(threshold=0.5, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.05)
+
+
+@dataclass(frozen=True)
+class SpeechActivity:
+    """Silero's speech probabilities for a whole file, found once and read by every stage."""
+
+    probabilities: np.ndarray  # one per VAD_WINDOW samples (32 ms)
+    duration: float  # seconds
+
+    def regions(self, **thresholds) -> list[tuple[float, float]]:
+        """Speech regions (start, end) in seconds, read with ``thresholds`` (see regions_from_probs)."""
+        return regions_from_probs(self.probabilities, duration=self.duration, **thresholds)
+
+    def for_recognition(self) -> list[tuple[float, float]]:
+        return self.regions(**RECOGNITION_REGIONS)
+
+    def for_diarization(self) -> list[tuple[float, float]]:
+        return self.regions(**DIARIZATION_REGIONS)
+
+
+def find_speech(wav_path: str | os.PathLike) -> SpeechActivity:
+    """One Silero pass over a 16 kHz mono 16-bit WAV, streamed."""
+    return SpeechActivity(speech_probabilities(wav_path), wav_duration(wav_path))
+
+
 def detect_speech(
     wav_path: str | os.PathLike,
     *,
@@ -95,10 +127,7 @@ def detect_speech(
     pad_s: float = 0.05,
 ) -> list[tuple[float, float]]:
     """Speech regions ``(start, end)`` in seconds, from Silero VAD, streamed."""
-    probs = speech_probabilities(wav_path)
-    return regions_from_probs(
-        probs,
-        duration=wav_duration(wav_path),
+    return find_speech(wav_path).regions(
         threshold=threshold,
         neg_threshold=neg_threshold,
         min_silence_s=min_silence_s,
@@ -125,6 +154,10 @@ def regions_from_probs(
     min_speech_s: float,
     pad_s: float,
 ) -> list[tuple[float, float]]:
+    """Regions from probabilities: speech starts at ``threshold`` and goes on while above
+    ``neg_threshold`` (default threshold - 0.15); silences shorter than ``min_silence_s`` are
+    closed, speech shorter than ``min_speech_s`` dropped, and each region padded by ``pad_s``
+    (neighbours that would overlap meet half way)."""
     if neg_threshold is None:
         neg_threshold = max(threshold - 0.15, 0.01)
     step = VAD_WINDOW / SAMPLE_RATE
