@@ -109,7 +109,7 @@ def videos(media_server, tmp_path_factory):
     telephone = _telephone(call.path, work / "call.wav")
     # a two-minute lecture by one actor, with pauses up to 2.5 s
     lecture = conversation(
-        work / "lecture.wav", {"v": clips("cs", "v")}, n_clips=36, max_len=8.0, gap=(0.4, 2.5), cache=cache
+        work / "lecture.wav", {"v": clips("cs", "v")}, n_clips=26, max_len=8.0, gap=(0.4, 2.5), cache=cache
     )
 
     folder = media_server.folder
