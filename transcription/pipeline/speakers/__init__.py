@@ -27,7 +27,7 @@ from .blas import single_threaded_blas
 from .clustering import centroids, cluster_embeddings
 from .embedding import embed_regions
 from .encoder import VoiceEncoder, default_encoder
-from .speech import detect_speech
+from .speech import find_speech
 from .turns import SWITCH_COST_CONTINUOUS, SWITCH_COST_PAUSE, assign_speakers, fill_regions, turns_from_labels, viterbi
 from .weights import WEIGHTS_ENV
 
@@ -56,7 +56,7 @@ def diarize(
 
 def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions) -> list[SpeakerTurn]:
     if regions is None:
-        regions = detect_speech(wav_path)
+        regions = find_speech(wav_path).for_diarization()
     if not regions:
         return []
     emb, windows, pieces = embed_regions(wav_path, regions, encoder)
