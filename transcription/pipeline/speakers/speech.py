@@ -90,8 +90,9 @@ def speech_probabilities(path, block_seconds: float = 30.0) -> np.ndarray:
 # from 160 ms, 400 ms of padding, nothing dropped), so Whisper hears what it heard with its own VAD.
 RECOGNITION_REGIONS = dict(threshold=0.5, neg_threshold=None, min_silence_s=0.16, min_speech_s=0.0, pad_s=0.4)
 # How diarization reads them: a lower threshold and 150 ms of padding catch the soft ends of lines
-# (on bench/speakers, 0.5 and 50 ms missed 19% of the reference speech: DER 20.2% -> 15.0% on a
-# 16-file sample, confusion unchanged); blips under 250 ms are dropped.
+# (on bench/speakers 0.5 and 50 ms missed a fifth of the reference speech). Looser still, 0.3 and
+# 200 ms, lowered pooled DER from 15.6% to 14.4% but let one voice over loud music split in two,
+# so it was not taken. Blips under 250 ms are dropped.
 DIARIZATION_REGIONS = dict(threshold=0.35, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.15)
 
 
