@@ -266,6 +266,7 @@ if YTDLP_COOKIES_FILE and not Path(YTDLP_COOKIES_FILE).is_file():
 # What every yt-dlp call (probe, download, listing) is given.
 YTDLP_OPTIONS = {"proxy": YTDLP_PROXY or None, "cookies_file": YTDLP_COOKIES_FILE or None}
 WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
+RECOGNITION_CHUNK_SECONDS = env.float("RECOGNITION_CHUNK_SECONDS", default=600.0)
 MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))
 WORK_DIR = Path(env.str("WORK_DIR", default=str(DATA_DIR / "work")))
 
