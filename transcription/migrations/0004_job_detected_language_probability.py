@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('transcription', '0002_job_lease'),
+        ('transcription', '0003_job_failure_reason'),
     ]
 
     operations = [
