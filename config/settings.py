@@ -249,7 +249,10 @@ CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = env.float("WORKER_SHUTDOWN_GRACE_SECONDS",
 WORKER_SHUTDOWN_UNWIND_SECONDS = env.float("WORKER_SHUTDOWN_UNWIND_SECONDS", default=20.0)
 
 CELERY_BEAT_SCHEDULE = {
-    "sweep-stalled-jobs": {"task": "transcription.tasks.sweep_stalled_jobs", "schedule": 60.0},
+    "sweep-stalled-jobs": {
+        "task": "transcription.tasks.sweep_stalled_jobs",
+        "schedule": env.float("SWEEP_INTERVAL_SECONDS", default=60.0),
+    },
     "renew-plans": {"task": "billing.tasks.renew_plans", "schedule": 3600.0},
     "delete-expired-artifacts": {"task": "transcription.tasks.delete_expired_artifacts", "schedule": 3600.0},
     "send-due-webhooks": {"task": "webhooks.tasks.send_due_messages", "schedule": 30.0},
