@@ -2,7 +2,7 @@
 
 Two web processes (bin/web), one worker per queue (bin/worker: media, asr, burn, hooks), beat, the
 test database and a Redis server of the test's own on a spare port (never the machine's 6379: it is
-restarted here, losing what it held). Three accounts queue transcripts, subtitles with a
+restarted here, losing what it held). Three accounts queue 30 jobs: transcripts, subtitles with a
 translation, burned videos with a translation, a playlist of five and one address that does not
 exist; meanwhile:
 
@@ -214,7 +214,7 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
             ("subtitles", {"target_languages": ["ca"]}),
             ("transcribe", {}),
             ("burn-subtitles", {"target_languages": ["ca"]}),
-        ):
+        ) * 2:
             for _account in range(3):
                 submitted.append(post(n, path, {"url": clip, **extra})["id"])
                 n += 1
@@ -232,7 +232,11 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
         fleet.kill("asr")
         killed_at, killed_wall = time.monotonic(), timezone.now()
         fleet.worker("asr")
-        faults["kill -9 asr worker"] = wait_recovered([held.id], killed_at, killed_wall)
+        wait_until(lambda: Job.objects.get(pk=held.id).attempts > held.attempts, "the sweeper", 60)
+        faults["kill -9 asr worker: its job back in the queue"] = time.monotonic() - killed_at
+        faults["kill -9 asr worker: its job running again (behind the asr queue)"] = wait_recovered(
+            [held.id], killed_at, killed_wall
+        )
 
         # Redis restarts: the queued messages and the counters are gone.
         # (burned jobs waiting for the stopped burn worker are counted when it is back)
