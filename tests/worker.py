@@ -38,9 +38,7 @@ def purge_queues(env: dict) -> None:
 
 
 @contextlib.contextmanager
-def running_worker(
-    log_path: Path, queues: str = QUEUES, concurrency: int = 1, purge: bool = True, **extra_env: str
-):
+def running_worker(log_path: Path, queues: str = QUEUES, concurrency: int = 1, purge: bool = True, **extra_env: str):
     """Start a worker (bin/worker) on `queues` (all by default); yield the process; stop it (or kill
     it) at the end.
 

@@ -8,7 +8,8 @@ processes import this module (web processes send tasks by name), so the speech s
 through the stages never loads in a web process.
 
 Stopping a worker (bin/worker): SIGTERM starts Celery's soft shutdown; stages still running after
-WORKER_SHUTDOWN_GRACE_SECONDS are interrupted and hand their jobs back (stages/run.py). A pool
+WORKER_SHUTDOWN_GRACE_SECONDS are interrupted and hand their jobs back (stages/run.py: claims
+released, messages restored to the queue by the broker). A pool
 process that does not unwind within WORKER_SHUTDOWN_UNWIND_SECONDS more is killed with the worker,
 so a worker of any concurrency is gone within the sum of the two (its jobs then wait for their
 claims to lapse, as after a crash).
@@ -16,26 +17,17 @@ claims to lapse, as after a crash).
 
 import logging
 import os
-import signal
 import threading
 
 from billiard.process import active_children
 from celery import shared_task
-from celery.signals import worker_process_init, worker_shutting_down
+from celery.signals import worker_shutting_down
 from django.conf import settings
 
 from . import dispatch, retention, sweeper
-from .stages import burn, media, run, speech
+from .stages import burn, media, speech
 
 logger = logging.getLogger(__name__)
-
-
-@worker_process_init.connect
-def _interrupt_stages_on_stop(**kwargs) -> None:
-    """In each pool process: Celery's cold shutdown signals it (SIGQUIT with bin/worker's
-    REMAP_SIGTERM, which the pool otherwise ignores); a kill of the process group sends SIGTERM."""
-    signal.signal(signal.SIGQUIT, run.interrupt_stage)
-    signal.signal(signal.SIGTERM, run.interrupt_stage)
 
 
 @worker_shutting_down.connect

@@ -43,6 +43,7 @@ def test_sigterm_stops_a_busy_worker_in_bounded_time_and_hands_its_job_back(
     assert handed_back.lease_until is None, "the claim is released at once, not left to lapse"
     assert handed_back.attempts == 0, "a stop is not a crash: it costs the job no attempt"
     assert queued(broker) == [("asr", "transcribe_job", job_id)], "its stage is queued again, once"
+    assert f"job {job_id}: the worker is stopping; the job goes back to the queue" in log.read_text()
 
     # The next worker takes the queued stage at once (no sweeper, no lapse) and finishes the job.
     with running_worker(tmp_path_factory.mktemp("next") / "worker.log", purge=False, **settings_env):

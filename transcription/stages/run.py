@@ -2,12 +2,14 @@
 runs (the claim), in a scratch folder of its own, and any error ends the job with a message for
 the client.
 
-A worker told to stop (SIGTERM, see bin/worker) interrupts the stage it runs once Celery's soft
-shutdown has waited WORKER_SHUTDOWN_GRACE_SECONDS: Celery signals the pool process, whose handler
-(`interrupt_stage`, installed by tasks.py in every pool process) raises StageInterrupted in the
-stage. The stage unwinds like any other error (subprocesses killed, scratch folder removed), but the
-job does not fail: its claim is released and its stage queued again at once, so another worker
-resumes it instead of waiting for the claim to lapse.
+A worker told to stop (SIGTERM, see bin/worker) lets a running stage finish within
+WORKER_SHUTDOWN_GRACE_SECONDS (Celery's soft shutdown); then Celery's cold shutdown signals the pool
+process, and billiard raises SystemExit in it. The stage unwinds like any other error (subprocesses
+killed, scratch folder removed) but the job does not fail and costs no attempt: its claim is
+released here, and the broker puts the task's message back in the queue (acks are late; the
+stopping worker restores what it had not acknowledged), so another worker resumes the job at once
+instead of waiting for the claim to lapse. Should the broker be unreachable then, the sweeper sends
+the task again after STALLED_AFTER_SECONDS.
 
 Everything a job writes to local disk lives in WORK_DIR/<job id>/ and is removed when the stage
 ends, whatever happens. A stage re-delivered after a lost worker starts again from what the job
@@ -18,8 +20,6 @@ from __future__ import annotations
 
 import logging
 import shutil
-import signal
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +27,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.storage import default_storage
 
-from .. import dispatch, files, services, states
+from .. import files, services, states
 from ..claims import JobClaim
 from ..models import Job
 from ..pipeline import audio, burn, fetch, whisper_model
@@ -41,26 +41,6 @@ CLIENT_ERRORS = (fetch.FetchError, audio.AudioError, whisper_model.ModelUnavaila
 
 Stage = Callable[[Job, Path], bool]
 
-# Set while this process runs a stage: a stop signal then interrupts it; otherwise it is ignored
-# (an idle pool process has nothing to hand back, and Celery ends it itself).
-_stage_running = threading.Event()
-
-
-class StageInterrupted(BaseException):
-    """The worker is stopping: the stage unwinds and its job goes back to the queue. A BaseException,
-    so the `except Exception` of a stage or a library never takes it for the stage's own error."""
-
-
-def interrupt_stage(signum, frame) -> None:
-    """Signal handler of a pool process (SIGQUIT from Celery's cold shutdown, SIGTERM from a
-    process-group kill): interrupt the running stage, once."""
-    if _stage_running.is_set():
-        _stage_running.clear()
-        raise StageInterrupted(signal.Signals(signum).name)
-    if signum == signal.SIGTERM:  # an idle process asked to end: end as before
-        signal.signal(signum, signal.SIG_DFL)
-        signal.raise_signal(signum)
-
 
 def run_stage(job_id, stage: Stage) -> bool:
     """Run `stage(job, scratch folder)` for a job that has not ended and that no other worker is
@@ -73,14 +53,12 @@ def run_stage(job_id, stage: Stage) -> bool:
         logger.warning("job %s: another worker is running it; this delivery of the task is dropped", job_id)
         return False
     directory = _work_dir(job_id)
-    interrupted = False
     try:
-        _stage_running.set()
         with claim:
             return stage(job, directory)
-    except StageInterrupted as stop:
-        interrupted = True
-        logger.warning("job %s: the worker is stopping (%s); the job goes back to the queue", job_id, stop)
+    except SystemExit:  # the pool process is stopped with its worker: not the job's fault
+        logger.warning("job %s: the worker is stopping; the job goes back to the queue", job_id)
+        raise
     except CLIENT_ERRORS as error:
         services.job_fail(job_id, str(error))
     except states.InvalidTransition as error:
@@ -89,12 +67,9 @@ def run_stage(job_id, stage: Stage) -> bool:
         logger.exception("job %s failed unexpectedly", job_id)
         services.job_fail(job_id, INTERNAL_ERROR)
     finally:
-        _stage_running.clear()
         shutil.rmtree(directory, ignore_errors=True)
         _delete_shared_copies(job_id)
         claim.release()
-    if interrupted:
-        dispatch.job_send(job_id)  # after the release, so the next worker can claim it at once
     return False
 
 
