@@ -13,13 +13,14 @@ from django.db.models.functions import Coalesce
 from django.http import HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
+from django.utils import timezone
 from django.utils.html import format_html
 
 from audit.admin import AuditEventInline
 from billing.admin import LedgerEntryInline
 from billing.models import LedgerEntry
 from billing.pricing import format_minutes
-from billing.services import grant_staff_minutes
+from billing.services import grant_staff_minutes, plan_change
 from transcription import states
 from transcription.models import Job
 
@@ -47,8 +48,30 @@ class GrantMinutesForm(forms.Form):
     )
 
 
+class AccountAdminForm(forms.ModelForm):
+    """Plan and renewal date, the only fields staff change here (through billing's plan_change,
+    which audits them). A renewal date in the past would grant periods nobody paid for."""
+
+    class Meta:
+        model = Account
+        fields = ["plan", "renews_on"]
+
+    def clean_renews_on(self):
+        renews_on = self.cleaned_data.get("renews_on")
+        if "renews_on" in self.changed_data and renews_on is not None and renews_on < timezone.localdate():
+            raise forms.ValidationError("The renewal date cannot be in the past.")
+        return renews_on
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("plan") is not None and cleaned.get("renews_on") is None and "renews_on" not in self.errors:
+            self.add_error("renews_on", "An account with a plan needs a renewal date.")
+        return cleaned
+
+
 @admin.register(Account)
 class AccountAdmin(admin.ModelAdmin):
+    form = AccountAdminForm
     list_display = [
         "email",
         "plan",
@@ -65,7 +88,10 @@ class AccountAdmin(admin.ModelAdmin):
     search_fields = ["user__email"]
     ordering = ["-created_at"]
     fieldsets = [
-        (None, {"fields": ["email", "user", "plan", "renews_on", "created_at"]}),
+        (
+            None,
+            {"fields": ["email", "user", "plan", "renews_on", "plan_assigned_on", "plan_assigned_by", "created_at"]},
+        ),
         ("Minutes", {"fields": ["balance"]}),
         ("API token", {"fields": ["token_prefix", "token_created", "token_last_used"]}),
         ("Jobs", {"fields": ["jobs_total", "jobs_active", "jobs_failed", "jobs_link"]}),
@@ -73,6 +99,8 @@ class AccountAdmin(admin.ModelAdmin):
     readonly_fields = [
         "email",
         "user",
+        "plan_assigned_on",
+        "plan_assigned_by",
         "created_at",
         "balance",
         "token_prefix",
@@ -94,6 +122,9 @@ class AccountAdmin(admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    def save_model(self, request, obj, form, change):
+        plan_change(obj, plan=form.cleaned_data["plan"], renews_on=form.cleaned_data["renews_on"], by=request.user)
 
     def get_queryset(self, request):
         return (

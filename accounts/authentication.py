@@ -1,4 +1,4 @@
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
 from rest_framework import authentication, exceptions
@@ -14,7 +14,23 @@ TOKEN_CACHE_SECONDS = 300
 
 
 def token_cache_key(digest: str) -> str:
-    return f"token:{digest}"
+    # "v2": the value is plain text now (encode_cached_token), not a pickle.
+    return f"token:v2:{digest}"
+
+
+def encode_cached_token(account_id: int, checked_at) -> bytes:
+    """The token cache's value: "<account id>:<unix ms of the last database check>". Plain text,
+    so the poll path's Lua script (transcription.api.polls) reads it in Redis itself."""
+    return f"{account_id}:{int(checked_at.timestamp() * 1000)}".encode()
+
+
+def decode_cached_token(value: bytes | None):
+    """(account_id, checked_at) or None for a missing or unreadable value."""
+    try:
+        account_id, checked_ms = value.decode().split(":")
+        return int(account_id), datetime.fromtimestamp(int(checked_ms) / 1000, tz=UTC)
+    except (AttributeError, ValueError, UnicodeDecodeError):
+        return None
 
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
@@ -38,7 +54,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         digest = token_digest(token)
         # Polls authenticate several times a second; the token's account is cached in Redis and
         # the cache entry is deleted whenever the token is replaced or revoked (accounts.services).
-        cached = cache.get(token_cache_key(digest))
+        cached = decode_cached_token(cache.get_bytes(token_cache_key(digest)))
         now = timezone.now()
         if cached is None or now - cached[1] > LAST_USED_RESOLUTION:
             api_token = ApiToken.objects.filter(digest=digest).only("id", "account_id", "last_used_at").first()
@@ -47,7 +63,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
                 ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
             cached = (api_token.account_id, now)
-            cache.set(token_cache_key(digest), cached, TOKEN_CACHE_SECONDS)
+            cache.set_bytes(token_cache_key(digest), encode_cached_token(*cached), TOKEN_CACHE_SECONDS)
         account = Account(pk=cached[0])  # views only need the account's id
         account.is_authenticated = True  # what DRF's IsAuthenticated asks of request.user
         return account, None

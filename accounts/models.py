@@ -8,6 +8,15 @@ class Account(models.Model):
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="account")
     plan = models.ForeignKey("billing.Plan", null=True, blank=True, on_delete=models.PROTECT, related_name="accounts")
     renews_on = models.DateField(null=True, blank=True, help_text="Next date the plan's monthly minutes are granted.")
+    # When and by whom the current plan was assigned (billing.services.plan_change): renewals
+    # grant no period that began before it, and name the person on their ledger entries.
+    plan_assigned_on = models.DateField(null=True, blank=True, editable=False)
+    plan_assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, editable=False, on_delete=models.PROTECT, related_name="+"
+    )
+    # The client address a self-service sign-up came from (sign-ups per address are limited);
+    # empty for accounts made by operators.
+    signup_address = models.GenericIPAddressField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):

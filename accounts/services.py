@@ -22,19 +22,51 @@ def _forget_token(digest: str) -> None:
 
 
 @transaction.atomic
-def account_create(email: str, *, password: str | None = None, minutes: int | None = None) -> Account:
-    """Create a login and its account, with the sign-up allowance (FREE_MINUTES unless given)."""
+def account_create(
+    email: str,
+    *,
+    password: str | None = None,
+    minutes: int | None = None,
+    confirmed: bool = True,
+    signup_address: str | None = None,
+) -> Account:
+    """Create a login and its account, with the sign-up allowance (FREE_MINUTES unless given).
+
+    An operator's account (`confirmed`, the default) is ready at once. A self-service sign-up
+    (confirmed=False) gets an inactive login and no minutes until its holder follows the link
+    mailed to them (account_confirm_email)."""
     User = get_user_model()
     email = User.objects.normalize_email(email).strip()
-    user = User(username=email, email=email)
+    user = User(username=email, email=email, is_active=confirmed)
     if password:
         user.set_password(password)
     else:
         user.set_unusable_password()
     user.save()
-    account = Account.objects.create(user=user)
-    grant_signup_minutes(account, settings.FREE_MINUTES if minutes is None else minutes)
+    account = Account.objects.create(user=user, signup_address=signup_address or None)
+    if confirmed:
+        grant_signup_minutes(account, settings.FREE_MINUTES if minutes is None else minutes)
     return account
+
+
+@transaction.atomic
+def account_confirm_email(user) -> Account:
+    """The holder followed the confirmation link: activate the login and grant the sign-up
+    allowance, once (a second click finds it granted)."""
+    account = Account.objects.select_for_update().get(user=user)
+    if not user.is_active:
+        user.is_active = True
+        user.save(update_fields=["is_active"])
+    if not account.ledger.filter(source="signup").exists():
+        grant_signup_minutes(account, settings.FREE_MINUTES)
+    return account
+
+
+def signups_from(address: str | None, since) -> int:
+    """Self-service sign-ups from one client address since `since`."""
+    if not address:
+        return 0
+    return Account.objects.filter(signup_address=address, created_at__gte=since).count()
 
 
 @transaction.atomic

@@ -8,6 +8,7 @@ app_name = "accounts"
 
 urlpatterns = [
     path("signup/", views.signup, name="signup"),
+    path("confirm/<str:uid>/<str:token>/", views.confirm_email, name="confirm"),
     path(
         "login/",
         auth_views.LoginView.as_view(authentication_form=EmailAuthenticationForm, redirect_authenticated_user=True),

@@ -60,19 +60,78 @@ def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> Ledge
 
 
 def grant_plan_minutes(account, period: date) -> LedgerEntry | None:
-    """The plan's monthly minutes for the period starting on `period`; None if already granted."""
+    """The plan's monthly minutes for the period starting on `period`; None if already granted.
+
+    The entry names the plan, the period and who assigned the plan (also its `created_by`), so a
+    grant can always be traced back to a person's decision."""
+    plan = account.plan
+    assigned = ""
+    if account.plan_assigned_on:
+        by = (
+            f" by {account.plan_assigned_by.email or account.plan_assigned_by.username}"
+            if account.plan_assigned_by
+            else ""
+        )
+        assigned = f" (plan assigned {account.plan_assigned_on.isoformat()}{by})"
     try:
         with transaction.atomic():
             return LedgerEntry.objects.create(
                 account=account,
                 kind=LedgerEntry.Kind.GRANT,
                 source=LedgerEntry.Source.PLAN,
-                seconds=account.plan.monthly_minutes * 60,
+                seconds=plan.monthly_minutes * 60,
                 period=period,
-                reason=f"{account.plan.name} plan, period from {period.isoformat()}",
+                reason=f"{plan.name} plan renewal: {plan.monthly_minutes} minutes for the period from "
+                f"{period.isoformat()}{assigned}"[:300],
+                created_by=account.plan_assigned_by,
             )
     except IntegrityError:
         return None
+
+
+def _plan_label(plan) -> str:
+    return f"{plan.name} ({plan.monthly_minutes} min/month)" if plan else "no plan"
+
+
+def plan_change(account, *, plan, renews_on: date | None, by=None, today: date | None = None) -> list[AuditEvent]:
+    """Set the account's plan and next renewal date, as staff asked; every change is audited
+    (who, before, after). A new plan is assigned as of today: renewals never grant a period that
+    began before it. A renewal date in the past is refused (ValueError): it would grant periods
+    nobody paid for. Returns the audit events written (none if nothing changed)."""
+    today = today or timezone.localdate()
+    with transaction.atomic():
+        current = Account.objects.select_for_update(of=("self",)).select_related("plan").get(pk=account.pk)
+        if renews_on != current.renews_on and renews_on is not None and renews_on < today:
+            raise ValueError(f"The renewal date cannot be in the past (today is {today.isoformat()}).")
+        if plan is not None and renews_on is None:
+            raise ValueError("An account with a plan needs a renewal date.")
+        events = []
+        if plan != current.plan:
+            events.append(
+                audit_record(
+                    current,
+                    AuditEvent.Action.PLAN_CHANGED,
+                    by=by,
+                    detail=f"Plan: {_plan_label(current.plan)} → {_plan_label(plan)}",
+                )
+            )
+            current.plan = plan
+            current.plan_assigned_on = today if plan else None
+            current.plan_assigned_by = by if plan and getattr(by, "pk", None) else None
+        if renews_on != current.renews_on:
+            before = current.renews_on.isoformat() if current.renews_on else "none"
+            after = renews_on.isoformat() if renews_on else "none"
+            events.append(
+                audit_record(
+                    current, AuditEvent.Action.RENEWAL_DATE_CHANGED, by=by, detail=f"Renewal date: {before} → {after}"
+                )
+            )
+            current.renews_on = renews_on
+        if events:
+            current.save(update_fields=["plan", "renews_on", "plan_assigned_on", "plan_assigned_by"])
+        account.plan, account.renews_on = current.plan, current.renews_on
+        account.plan_assigned_on, account.plan_assigned_by = current.plan_assigned_on, current.plan_assigned_by
+    return events
 
 
 @dataclass
@@ -186,20 +245,40 @@ def next_period(day: date) -> date:
 
 
 def renew_due_plans(today: date | None = None) -> int:
-    """Grant every account its plan's monthly minutes for each period that has begun.
+    """Grant every due account its plan's monthly minutes, at most one period per account per run.
 
-    Safe to run any number of times, concurrently or after missed days: each (account, period)
-    is granted once (account row lock + a unique constraint on the period). Returns grants made.
+    Only periods that began on or after the day the plan was assigned are granted (a renewal date
+    older than that is moved forward without a grant), so a wrong date can never mint a backlog;
+    after missed runs the periods truly missed come one per run (hourly). Safe to run any number of
+    times, concurrently: each (account, period) is granted once (account row lock + a unique
+    constraint on the period). Each grant is audited with the next renewal date. Returns grants made.
     """
     today = today or timezone.localdate()
     granted = 0
     due = Account.objects.filter(plan__active=True, renews_on__lte=today).values_list("pk", flat=True)
     for account_id in due:
         with transaction.atomic():
-            account = Account.objects.select_for_update(of=("self",)).select_related("plan").get(pk=account_id)
-            while account.plan and account.plan.active and account.renews_on and account.renews_on <= today:
-                if grant_plan_minutes(account, account.renews_on) is not None:
-                    granted += 1
+            account = (
+                Account.objects.select_for_update(of=("self",))
+                .select_related("plan", "plan_assigned_by")
+                .get(pk=account_id)
+            )
+            if not (account.plan and account.plan.active and account.renews_on and account.renews_on <= today):
+                continue
+            # Accounts given a plan before plan_assigned_on existed count from their creation.
+            assigned_on = account.plan_assigned_on or timezone.localdate(account.created_at)
+            while account.renews_on < assigned_on:
                 account.renews_on = next_period(account.renews_on)
+            if account.renews_on <= today:
+                period = account.renews_on
+                account.renews_on = next_period(period)
+                if grant_plan_minutes(account, period) is not None:
+                    granted += 1
+                    audit_record(
+                        account,
+                        AuditEvent.Action.PLAN_RENEWED,
+                        detail=f"{account.plan.name} plan: {account.plan.monthly_minutes} minutes for the period "
+                        f"from {period.isoformat()}; next renewal {account.renews_on.isoformat()}",
+                    )
             account.save(update_fields=["renews_on"])
     return granted

@@ -1,6 +1,31 @@
+"""The production web application (bin/web: gunicorn with uvicorn workers): /mcp goes to the MCP
+server (transcription.api.mcp_server, the official SDK's Streamable HTTP app), everything else to
+Django's WSGI application in a thread pool (a2wsgi), which kept the poll path as fast as gunicorn's
+sync workers did (docs/decisions.md, "One server for /v1 and /mcp"). The lifespan events go to the
+SDK's app, which starts its session manager there.
+"""
+
 import os
 
-from django.core.asgi import get_asgi_application
-
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
-application = get_asgi_application()
+
+import django  # noqa: E402
+
+django.setup()
+
+from a2wsgi import WSGIMiddleware  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.core.wsgi import get_wsgi_application  # noqa: E402
+
+from transcription.api.mcp_server import MCP_PATH, asgi_app  # noqa: E402
+
+django_application = WSGIMiddleware(get_wsgi_application(), workers=settings.WEB_THREADS)
+mcp_sdk_application, mcp_application = asgi_app()
+
+
+async def application(scope, receive, send):
+    if scope["type"] == "lifespan":
+        return await mcp_sdk_application(scope, receive, send)
+    if scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
+        return await mcp_application(scope, receive, send)
+    return await django_application(scope, receive, send)

@@ -8,6 +8,7 @@ servers. Production and the test suite set both URLs to PostgreSQL and Redis.
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -15,14 +16,32 @@ env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 
 DEBUG = env.bool("DEBUG", default=False)
-SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-key-change-me-in-production-0123456789")
+# No default: a key in the code is a published key (anyone could sign file links with it).
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY.strip():
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. Set it in the environment to a long random string, the same on every "
+        "machine of the service (for example: python3 -c 'import secrets; print(secrets.token_urlsafe(64))'). "
+        "`make run` makes one for you and keeps it in var/secret-key."
+    )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Behind a reverse proxy that terminates TLS: believe its X-Forwarded-Proto and X-Forwarded-Host,
 # so that absolute links (burned_video_url) say https:// and the public host name.
-if env.bool("TRUST_PROXY_HEADERS", default=False):
+# Under it the rate limits also count a request by the last X-Forwarded-For address (the client
+# as our proxy saw it) instead of the proxy's own address.
+TRUST_PROXY_HEADERS = env.bool("TRUST_PROXY_HEADERS", default=False)
+if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
+# Production over HTTPS (README "Settings", "Production security"): all off by default, because
+# `make run` serves plain HTTP on 127.0.0.1; `manage.py check --deploy` is clean with them on.
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 
 # Where the service writes: the embedded database and broker, media files, model cache.
 DATA_DIR = Path(env.str("DATA_DIR", default=str(BASE_DIR / "var")))
@@ -38,16 +57,22 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",  # Swagger UI served from our own static files: the docs work offline
     "django_celery_results",
+    "axes",  # failed sign-ins per client address (django-axes)
     "audit",
     "accounts",
     "billing",
     "transcription",
     "webhooks",
     "website",
+    "monitoring",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a JSON 413 before anything reads it.
+    "config.middleware.RequestBodyLimitMiddleware",
+    # Same-origin scripts and styles only, on every page (the pages have no inline script or style).
+    "config.middleware.ContentSecurityPolicyMiddleware",
     # Serves the admin's and the API page's static files from gunicorn: no separate web server needed.
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -56,6 +81,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: answers a locked-out client's sign-in with 429.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -89,9 +116,44 @@ if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
+    # the sign-up form passes the email as the user's username and email
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+    {"NAME": "accounts.passwords.VarietyValidator"},  # not 8 spaces, not "aaaaaaaa"
 ]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # refuses sign-ins from a locked-out address first
+    "django.contrib.auth.backends.ModelBackend",
+]
+# Sign-in attempts (the account pages and the admin): after LOGIN_FAILURE_LIMIT failures from one
+# client address, that address is refused (429) for LOGIN_LOCKOUT_MINUTES. Counted in the database.
+AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
+AXES_COOLOFF_TIME = env.float("LOGIN_LOCKOUT_MINUTES", default=15.0) / 60  # hours
+AXES_LOCKOUT_PARAMETERS = ["ip_address"]
+AXES_CLIENT_IP_CALLABLE = "accounts.client.client_address"
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+# Sign-ups from one client address per hour (accounts.views.signup).
+SIGNUPS_PER_HOUR = env.int("SIGNUPS_PER_HOUR", default=5)
+# A sign-up's confirmation link lasts this long (Django's one-time token, as password resets).
+PASSWORD_RESET_TIMEOUT = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
+
+# Mail (sign-up confirmation links): SMTP when EMAIL_HOST is set; otherwise each message is
+# written as a file under DATA_DIR/mail (what `make run` uses: no mail server needed).
+EMAIL_HOST = env.str("EMAIL_HOST", default="")
+if EMAIL_HOST:
+    EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    EMAIL_PORT = env.int("EMAIL_PORT", default=587)
+    EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+    EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+    EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=True)
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.filebased.EmailBackend"
+    EMAIL_FILE_PATH = DATA_DIR / "mail"
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Video Transcription <noreply@localhost>")
 LOGIN_URL = "/account/login/"
 LOGIN_REDIRECT_URL = "/account/api/"
 LOGOUT_REDIRECT_URL = "/account/login/"
@@ -129,6 +191,10 @@ if S3_BUCKET:
 
 # Public base address used to build absolute links (burned videos) outside a request.
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+
+# Threads per web process that run Django's (synchronous) views and the MCP tools' database work
+# (config/asgi.py); each holds at most one database connection.
+WEB_THREADS = env.int("WEB_THREADS", default=8)
 
 # --- Redis: broker and rate-limit counters -------------------------------------------------
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -173,16 +239,34 @@ CELERY_TASK_ROUTES = {
     "webhooks.tasks.*": {"queue": "hooks"},
 }
 
-# --- Rate limits (per account, fixed one-minute window) --------------------------------------
+# --- Requests -----------------------------------------------------------------------------------
+# The largest request body read; a larger one is a JSON 413 (config.middleware). Django's default.
+DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BODY_BYTES", default=2_621_440)
+
+# --- Rate limits (per account, in any 60 seconds: transcription.api.ratelimit) ---------------------
 RATE_LIMIT_JOBS_PER_MINUTE = env.int("RATE_LIMIT_JOBS_PER_MINUTE", default=60)
 RATE_LIMIT_POLLS_PER_MINUTE = env.int("RATE_LIMIT_POLLS_PER_MINUTE", default=300)
+# API requests without a valid token, per client address.
+RATE_LIMIT_ANONYMOUS_PER_MINUTE = env.int("RATE_LIMIT_ANONYMOUS_PER_MINUTE", default=30)
 
 # --- Jobs and the pipeline -------------------------------------------------------------------
 ALLOW_PRIVATE_URLS = env.bool("ALLOW_PRIVATE_URLS", default=False)
 FREE_MINUTES = env.int("FREE_MINUTES", default=10)
 MAX_VIDEO_SECONDS = env.int("MAX_VIDEO_SECONDS", default=12 * 3600)
 FETCH_TIMEOUT_SECONDS = env.int("FETCH_TIMEOUT_SECONDS", default=30)
+# Sites that throttle or block server addresses: yt-dlp's cookies (a Netscape cookies.txt, read by
+# every web and media worker; each run works on a private copy) and the operator's own proxy
+# (http:// or https://; the address guard still checks every URL requested through it).
+YTDLP_COOKIES_FILE = env.str("YTDLP_COOKIES_FILE", default="")
+YTDLP_PROXY = env.str("YTDLP_PROXY", default="")
+if YTDLP_PROXY and not YTDLP_PROXY.lower().startswith(("http://", "https://")):
+    raise ImproperlyConfigured("YTDLP_PROXY must be an http:// or https:// proxy address.")
+if YTDLP_COOKIES_FILE and not Path(YTDLP_COOKIES_FILE).is_file():
+    raise ImproperlyConfigured(f"YTDLP_COOKIES_FILE names no file: {YTDLP_COOKIES_FILE}")
+# What every yt-dlp call (probe, download, listing) is given.
+YTDLP_OPTIONS = {"proxy": YTDLP_PROXY or None, "cookies_file": YTDLP_COOKIES_FILE or None}
 WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
+RECOGNITION_CHUNK_SECONDS = env.float("RECOGNITION_CHUNK_SECONDS", default=600.0)
 MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))
 WORK_DIR = Path(env.str("WORK_DIR", default=str(DATA_DIR / "work")))
 
@@ -191,7 +275,7 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["transcription.api.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "transcription.api.schema.ContractAutoSchema",
     "EXCEPTION_HANDLER": "transcription.api.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
@@ -270,8 +354,19 @@ BURN_TIMEOUT_SECONDS = env.int("BURN_TIMEOUT_SECONDS", default=6 * 60 * 60)
 # model serves fall back to Apertium (Debian packages), then to Whisper's speech -> English.
 TRANSLATION_MODELS = env.dict("TRANSLATION_MODELS", default={})
 TRANSLATION_TIMEOUT_SECONDS = env.int("TRANSLATION_TIMEOUT_SECONDS", default=10 * 60)
+# `manage.py translation_models install en-de` fetches CTranslate2 packages from this index (the
+# Argos Translate one by default) and unpacks them here; installed pairs are served with no other
+# setting (a TRANSLATION_MODELS entry for the same pair wins).
+TRANSLATION_PACKAGE_INDEX = env.str(
+    "TRANSLATION_PACKAGE_INDEX", default="https://raw.githubusercontent.com/argosopentech/argospm-index/main/index.json"
+)
+TRANSLATION_PACKAGES_DIR = Path(env.str("TRANSLATION_PACKAGES_DIR", default=str(MODEL_CACHE_DIR / "translation")))
 # The contract's cap on videos per batch and per preview: a constant, not an environment variable.
 PLAYLIST_MAX_VIDEOS = 25
+# A playlist is listed inside the web request (the preview and the batch POST answer with its
+# videos): at most this long in all, and at most this many listings at once per web process.
+PLAYLIST_LISTING_TIMEOUT_SECONDS = env.float("PLAYLIST_LISTING_TIMEOUT_SECONDS", default=20.0)
+PLAYLIST_LISTINGS_PER_PROCESS = env.int("PLAYLIST_LISTINGS_PER_PROCESS", default=2)
 
 # --- Webhooks ------------------------------------------------------------------------------------
 # Seconds to wait before each retry of an event the receiver did not take (Standard Webhooks'
@@ -279,3 +374,9 @@ PLAYLIST_MAX_VIDEOS = 25
 WEBHOOK_RETRY_SECONDS = env.list("WEBHOOK_RETRY_SECONDS", cast=float, default=[5, 300, 1800, 7200, 18000, 36000, 86400])
 # Limit of one delivery attempt, connecting and reading the answer included.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=15.0)
+
+# --- Monitoring (/health for load balancers, /metrics for Prometheus) -------------------------------
+# /metrics answers a request bearing this token (Authorization: Bearer ...) or coming from one of
+# these networks; /health needs neither.
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
+METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])

@@ -4,39 +4,116 @@ Django's RedisCache builds a new client object on every call, which costs more t
 round trip itself on the poll path; this keeps one client (and its connection pool) per process.
 Without REDIS_URL nothing is cached: a per-process cache would let a revoked token live on in
 the other web processes.
+
+Redis going away must not take the web tier with it: everything kept here is also in PostgreSQL,
+so a read that cannot reach Redis is a miss and a write is skipped. After a failure this process
+leaves Redis alone for OUTAGE_PAUSE_SECONDS, so that a Redis host that does not answer at all
+costs one short timeout every few seconds, not one per call (reads and writes; deletes are
+always tried). A delete that fails while Redis is down but keeps its data can leave a cached poll
+answer (10 min) or token lookup (5 min) behind; Redis restarted without persistence has none.
 """
 
 from __future__ import annotations
 
+import logging
 import pickle
+import time
 from functools import lru_cache
 
 import redis
 from django.conf import settings
+
+logger = logging.getLogger(__name__)
+
+# Short timeouts: every caller has PostgreSQL to fall back on.
+CONNECT_TIMEOUT_SECONDS = 0.5
+READ_TIMEOUT_SECONDS = 2.0
+OUTAGE_PAUSE_SECONDS = 5.0
+_down_until = 0.0
+
+Unavailable = redis.RedisError
 
 
 @lru_cache(maxsize=1)
 def client():
     if not settings.REDIS_URL:
         return None
-    return redis.Redis.from_url(settings.REDIS_URL)
+    return redis.Redis.from_url(
+        settings.REDIS_URL, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, socket_timeout=READ_TIMEOUT_SECONDS
+    )
+
+
+def reachable_client():
+    """The client, or None when there is no Redis or it failed a moment ago."""
+    if time.monotonic() < _down_until:
+        return None
+    return client()
+
+
+def mark_down(error: Exception) -> None:
+    """Note a failed Redis call: this process leaves Redis alone for OUTAGE_PAUSE_SECONDS."""
+    global _down_until
+    if time.monotonic() >= _down_until:
+        logger.warning("Redis unreachable (%s); answering from PostgreSQL for now", error)
+    _down_until = time.monotonic() + OUTAGE_PAUSE_SECONDS
 
 
 def get(key: str):
-    redis_client = client()
+    redis_client = reachable_client()
     if redis_client is None:
         return None
-    raw = redis_client.get(f"cache:{key}")
+    try:
+        raw = redis_client.get(f"cache:{key}")
+    except Unavailable as error:
+        mark_down(error)
+        return None
     return None if raw is None else pickle.loads(raw)
 
 
 def set(key: str, value, timeout: int) -> None:  # noqa: A001 - mirrors the cache API
-    redis_client = client()
-    if redis_client is not None:
+    redis_client = reachable_client()
+    if redis_client is None:
+        return
+    try:
         redis_client.set(f"cache:{key}", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), ex=timeout)
+    except Unavailable as error:
+        mark_down(error)
+
+
+def full_key(key: str) -> str:
+    """The Redis key behind `key` (for a Lua script that reads it: transcription.api.polls)."""
+    return f"cache:{key}"
+
+
+def get_bytes(key: str) -> bytes | None:
+    """As get, for a value kept as plain bytes (set_bytes): one a Lua script can read too."""
+    redis_client = reachable_client()
+    if redis_client is None:
+        return None
+    try:
+        return redis_client.get(full_key(key))
+    except Unavailable as error:
+        mark_down(error)
+        return None
+
+
+def set_bytes(key: str, value: bytes, timeout: int) -> None:
+    redis_client = reachable_client()
+    if redis_client is None:
+        return
+    try:
+        redis_client.set(full_key(key), value, ex=timeout)
+    except Unavailable as error:
+        mark_down(error)
 
 
 def delete(key: str) -> None:
+    # Always tried, even during a pause: a skipped delete would leave an old answer behind once
+    # Redis is back (a cached poll, a revoked token), so only a failing Redis skips it.
     redis_client = client()
-    if redis_client is not None:
-        redis_client.delete(f"cache:{key}")
+    if redis_client is None:
+        return
+    try:
+        redis_client.delete(full_key(key))
+    except Unavailable as error:
+        mark_down(error)

@@ -13,6 +13,7 @@ urlpatterns = [
     path("account/", include("accounts.urls")),
     path("account/api/webhook/", include("webhooks.urls")),
     path("admin/", admin.site.urls),
+    path("", include("monitoring.urls")),
     path("", include("website.urls")),
 ]
 

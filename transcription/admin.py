@@ -22,7 +22,7 @@ from billing.models import LedgerEntry
 from billing.pricing import format_minutes
 from config.admin import ReadOnlyAdminMixin
 
-from . import services, states
+from . import dispatch, services, states
 from .models import Batch, Job, Translation
 
 
@@ -250,7 +250,11 @@ class JobAdmin(admin.ModelAdmin):
             if job.state != states.FAILED:
                 self.message_user(request, f"Job {job.id} is {job.state}, not failed: not retried.", messages.WARNING)
                 continue
-            new = services.job_retry(job.id, by=request.user)
+            try:
+                new = services.job_retry(job.id, by=request.user)
+            except dispatch.QueueUnavailable as error:
+                self.message_user(request, f"Job {job.id} not retried: {error}", messages.ERROR)
+                break
             self.message_user(
                 request,
                 format_html(

@@ -12,11 +12,57 @@ would load the speech stack into every web process.
 
 from __future__ import annotations
 
+import logging
+from functools import lru_cache
+
+import redis
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
+from kombu.exceptions import OperationalError
 
 from . import files, states
 from .models import Job
+
+logger = logging.getLogger(__name__)
+
+# What the web tier says while the broker is down; a client waits this long before trying again.
+BROKER_RETRY_AFTER_SECONDS = 30
+SEND_ERRORS = (OperationalError, redis.RedisError, OSError)
+
+
+class QueueUnavailable(Exception):
+    """The broker cannot be reached, so nothing is queued (and nothing is stored): the client is
+    told to come back (503 with Retry-After) rather than handed a job that might never run."""
+
+    retry_after = BROKER_RETRY_AFTER_SECONDS
+
+    def __init__(self):
+        super().__init__(
+            "The job queue is unreachable for a moment; nothing was queued and nothing charged. "
+            f"Try again in {BROKER_RETRY_AFTER_SECONDS} seconds."
+        )
+
+
+@lru_cache(maxsize=4)
+def _broker_client(url: str):
+    """A Redis client on the broker at `url` with short timeouts, or None for another kind of broker."""
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1.0)
+
+
+def check_broker() -> None:
+    """Raise QueueUnavailable when the broker does not answer a PING (one round trip)."""
+    client = _broker_client(settings.CELERY_BROKER_URL)
+    if client is None:
+        return
+    try:
+        client.ping()
+    except redis.RedisError as error:
+        logger.warning("broker unreachable: %s", error)
+        raise QueueUnavailable() from error
+
 
 START_JOB = "transcription.tasks.start_job"
 TRANSCRIBE_JOB = "transcription.tasks.transcribe_job"
@@ -44,5 +90,17 @@ def job_send(job_id) -> None:
 
 def job_send_on_commit(job_id) -> None:
     """Queue a new job once the transaction that stored it has committed (a worker that picked the
-    task up earlier would not find the row)."""
-    transaction.on_commit(lambda: current_app.send_task(START_JOB, args=[str(job_id)]))
+    task up earlier would not find the row).
+
+    The broker was reachable a moment ago (check_broker, before the row was stored). Should it go
+    away in between, the job is already stored and answered: it stays `waiting` with nobody holding
+    it, and the sweeper sends its task again after STALLED_AFTER_SECONDS, so it runs late, not never.
+    """
+
+    def send():
+        try:
+            current_app.send_task(START_JOB, args=[str(job_id)])
+        except SEND_ERRORS as error:
+            logger.warning("job %s: its task could not be sent (%s); the sweeper will send it again", job_id, error)
+
+    transaction.on_commit(send)

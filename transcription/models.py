@@ -51,6 +51,20 @@ class SubtitleFormat(models.TextChoices):
     WEBVTT = "webvtt"
 
 
+class FailureReason(models.TextChoices):
+    """Why a job failed, in a word an operator can count (metrics); `error` says it to the client."""
+
+    SOURCE = "source", "the video could not be fetched"
+    MEDIA = "media", "the file could not be read or converted"
+    MODEL = "model", "the speech model could not be loaded"
+    BURN = "burn", "the subtitles could not be drawn"
+    BALANCE = "balance", "the account had no minutes for it"
+    STALLED = "stalled", "its workers kept dying"
+    CANCELLED = "cancelled", "cancelled by support"
+    INTERNAL = "internal", "an unexpected error"
+    OTHER = "other", "another reason"
+
+
 class JobOptions(models.Model):
     """What the client asked for; shared by a job and the batch that queued it."""
 
@@ -97,6 +111,7 @@ class Job(JobOptions):
     state = models.CharField(max_length=12, choices=JobState.choices, default=JobState.WAITING, db_index=True)
     progress = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(null=True, blank=True)
+    failure_reason = models.CharField(max_length=12, choices=FailureReason.choices, blank=True, default="")
     # (state, ISO time it was entered), in order: how long each stage took.
     timeline = models.JSONField(default=list, blank=True)
     attempts = models.PositiveSmallIntegerField(

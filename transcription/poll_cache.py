@@ -4,9 +4,19 @@ The cached document is deleted whenever the job or one of its translations is wr
 post_save signals below, and explicitly by the two queryset updates that bypass them
 (services.job_progress and the sweeper). It is deleted again after the transaction commits, so a
 poll racing the write cannot put the old document back for longer than the transaction lasts.
+
+What is kept is the answer's JSON as bytes (rendered once by the API), behind one line that says
+whose job it is and whether it holds storage names that each answer turns into signed links:
+b"<account id> <0|1> <digest of the json>\n<json>". Plain bytes, so the poll path's Lua script hands
+them over as they are (transcription.api.polls) and a poll without links answers them without
+decoding anything; the digest lets a web process that holds the same answer already be told so
+instead of being sent it again.
 """
 
 from __future__ import annotations
+
+import hashlib
+from typing import NamedTuple
 
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save
@@ -22,15 +32,46 @@ def _key(job_id) -> str:
     return f"poll:job:{job_id}"
 
 
-def get(job_id):
-    """(account_id, document) or None."""
-    return cache.get(_key(job_id))
+class CachedPoll(NamedTuple):
+    account_id: int
+    has_links: bool  # the body holds storage names: each answer signs them (with_links)
+    body: bytes  # the document's JSON
+    tag: bytes  # the first line (account, links, digest): equal tags, equal entries
 
 
-def put(job_id, account_id, document: dict):
-    value = (account_id, document)
-    cache.set(_key(job_id), value, TIMEOUT_SECONDS)
-    return value
+def redis_key(job_id) -> str:
+    """The Redis key of a job's cached poll (for a Lua script that reads it)."""
+    return cache.full_key(_key(job_id))
+
+
+def _tag(account_id: int, has_links: bool, body: bytes) -> bytes:
+    digest = hashlib.blake2b(body, digest_size=16).hexdigest().encode()
+    return b"%d %d %s\n" % (account_id, has_links, digest)
+
+
+def encode(account_id: int, has_links: bool, body: bytes) -> bytes:
+    return _tag(account_id, has_links, body) + body
+
+
+def decode(value: bytes | None) -> CachedPoll | None:
+    if not value:
+        return None
+    head, _, body = value.partition(b"\n")
+    try:
+        account_id, has_links, _digest = head.split(b" ")
+        return CachedPoll(int(account_id), has_links == b"1", body, head + b"\n")
+    except ValueError:
+        return None  # an entry of an older format: a miss
+
+
+def get(job_id) -> CachedPoll | None:
+    return decode(cache.get_bytes(_key(job_id)))
+
+
+def put(job_id, account_id: int, has_links: bool, body: bytes) -> CachedPoll:
+    value = encode(account_id, has_links, body)
+    cache.set_bytes(_key(job_id), value, TIMEOUT_SECONDS)
+    return decode(value)
 
 
 def forget(job_id) -> None:

@@ -19,7 +19,7 @@ from audit.services import audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
 from . import dispatch, poll_cache, signals, states
-from .models import Batch, Job, Translation
+from .models import Batch, FailureReason, Job, Translation
 from .pipeline.languages import normalize_language
 
 logger = logging.getLogger(__name__)
@@ -34,7 +34,9 @@ def _add_translations(job: Job, languages: list[str]) -> None:
 
 @transaction.atomic
 def job_create(account, *, url: str, type: str, target_languages: list[str] | None = None, **options) -> Job:
-    """Store a job and queue it once the row is committed."""
+    """Store a job and queue it once the row is committed. Raises dispatch.QueueUnavailable, and
+    stores nothing, when the broker is down."""
+    dispatch.check_broker()
     job = Job.objects.create(
         account=account,
         url=url,
@@ -61,6 +63,9 @@ def batch_create(
     target_languages: list[str] | None = None,
     **options,
 ) -> Batch:
+    """Store a batch and its jobs, queued once committed; nothing when the broker is down
+    (dispatch.QueueUnavailable)."""
+    dispatch.check_broker()
     batch = Batch.objects.create(
         account=account,
         url=url,
@@ -143,8 +148,9 @@ def job_finish(job_id, **results) -> Job:
     return job
 
 
-def job_fail(job_id, error: str) -> Job | None:
-    """Fail a job that is not final yet, with a reason a person can read, and refund its charge.
+def job_fail(job_id, error: str, reason: str = FailureReason.OTHER) -> Job | None:
+    """Fail a job that is not final yet, with a reason a person can read (`error`) and one an
+    operator counts (`reason`, a FailureReason), and refund its charge.
 
     Returns None when the job had already ended (a late failure of a retried task).
     """
@@ -155,6 +161,7 @@ def job_fail(job_id, error: str) -> Job | None:
         job.timeline = [*job.timeline, [states.FAILED, timezone.now().isoformat()]]
         job.state = states.FAILED
         job.error = error
+        job.failure_reason = reason
         job.save()
         for translation in job.translations.exclude(state__in=[states.TRANSLATION_DONE, states.TRANSLATION_FAILED]):
             translation.state = states.TRANSLATION_FAILED
@@ -270,7 +277,7 @@ def job_cancel(job_id, by=None) -> Job | None:
     Returns None, and changes nothing, when the job had already ended. Audited as job_cancelled.
     """
     with transaction.atomic():
-        job = job_fail(job_id, CANCELLED_ERROR)
+        job = job_fail(job_id, CANCELLED_ERROR, FailureReason.CANCELLED)
         if job is None:
             return None
         audit_record(

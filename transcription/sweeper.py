@@ -22,7 +22,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from . import dispatch, services, states
-from .models import Job
+from .models import FailureReason, Job
 
 STALLED_ERROR = "The job stopped making progress (a worker was lost) and was given up; its minutes have been refunded."
 
@@ -34,7 +34,7 @@ def sweep_stalled_jobs(now=None) -> dict:
     running = Job.objects.exclude(state__in=states.FINAL_STATES).only("id", "state", "attempts", "type", "lease_until")
     for job in running.filter(lease_until__lt=now):
         if job.attempts >= settings.STALLED_MAX_ATTEMPTS:
-            if services.job_fail(job.id, STALLED_ERROR):
+            if services.job_fail(job.id, STALLED_ERROR, FailureReason.STALLED):
                 failed.append(job.id)
             continue
         if services.job_take_lapsed_claim(job.id, job.attempts, job.lease_until, now):

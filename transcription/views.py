@@ -16,6 +16,16 @@ class Unsatisfiable(Exception):
     pass
 
 
+# A position with more digits than this is past the end of any file; int() is not asked to read
+# it (Python refuses strings of over 4,300 digits with a ValueError).
+_MAX_DIGITS = 18
+
+
+def _position(digits: str) -> int:
+    digits = digits.lstrip("0") or "0"
+    return int(digits) if len(digits) <= _MAX_DIGITS else 10**_MAX_DIGITS
+
+
 def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
     """The (first, last) byte, inclusive, of a single-range ``Range`` header, or None to send the
     whole file: no header, a malformed one, or several ranges (RFC 9110 lets a server ignore
@@ -25,16 +35,16 @@ def byte_range(header: str | None, size: int) -> tuple[int, int] | None:
         return None
     first, last = match.group(1), match.group(2)
     if first == "":  # "bytes=-500": the last 500 bytes
-        suffix = int(last)
+        suffix = _position(last)
         if suffix == 0 or size == 0:
             raise Unsatisfiable
         return max(0, size - suffix), size - 1
-    start = int(first)
-    if last and int(last) < start:
+    start = _position(first)
+    if last and _position(last) < start:
         return None  # "bytes=9-3" is invalid: ignored
     if start >= size:
         raise Unsatisfiable
-    return start, min(int(last), size - 1) if last else size - 1
+    return start, min(_position(last), size - 1) if last else size - 1
 
 
 def _read(handle, start: int, length: int):

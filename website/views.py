@@ -29,9 +29,10 @@ from billing import pricing
 from billing.selectors import account_balance, charged_seconds
 from transcription import services
 from transcription.api import ratelimit
-from transcription.api.errors import RequestValidationError, json_not_found
-from transcription.api.views import playlist_listing, validate
+from transcription.api.errors import Busy, RequestValidationError, json_not_found
+from transcription.api.operations import playlist_listing, validate
 from transcription.artifacts import signed_path
+from transcription.dispatch import QueueUnavailable
 from transcription.models import Batch, Job, JobType, Quality, Translation
 from transcription.pipeline.burn import QUALITY_HEIGHT
 from transcription.pipeline.languages import language_label
@@ -323,6 +324,9 @@ def job_new(request):
             except RequestValidationError as error:
                 form.add_api_errors(error.errors)
                 status = 422
+            except (Busy, QueueUnavailable) as error:  # the queue or the playlist lister, for a moment
+                form.add_error(None, str(error.detail if isinstance(error, Busy) else error))
+                status = 503
     elif request.method == "POST":
         status = 422
     return render(

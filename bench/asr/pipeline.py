@@ -194,7 +194,7 @@ def main() -> None:
     transcript, bare_s = timed(lambda: asr.transcribe(model, wav))
     load_b1 = os.getloadavg()[0]
     chunks, plan_s = timed(lambda: audio.plan_chunks(wav))
-    regions, vad_s = timed(lambda: speakers.detect_speech(wav))
+    regions, vad_s = timed(lambda: speakers.speech.detect_speech(wav))
     turns, diarize_s = timed(lambda: speakers.diarize(wav))
 
     def _captions():

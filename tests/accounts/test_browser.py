@@ -27,6 +27,14 @@ STAFF_PASSWORD = "support-desk-pass-7731"
 browser_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
+def confirmation_link(email: str) -> str:
+    """The link sign-up mailed (Django's outbox: the live server runs in this process)."""
+    from django.core import mail
+
+    message = [m for m in mail.outbox if m.to == [email]][-1]
+    return re.search(r"https?://\S+", message.body).group(0)
+
+
 def api_get(base_url: str, token: str) -> tuple[int, dict]:
     """A real HTTP request to the API, outside the browser."""
     request = urllib.request.Request(
@@ -40,7 +48,7 @@ def api_get(base_url: str, token: str) -> tuple[int, dict]:
 
 
 @browser_db
-def test_sign_up_create_a_token_use_it_and_revoke_it(live_server, new_page):
+def test_sign_up_create_a_token_use_it_and_revoke_it(live_server, new_page, settings):
     from playwright.sync_api import expect
 
     shot = Shots("holder")
@@ -50,8 +58,16 @@ def test_sign_up_create_a_token_use_it_and_revoke_it(live_server, new_page):
     page.goto(f"{live_server.url}/account/signup/")
     shot(page, "signup")
     page.get_by_label("Email").fill("new.holder@example.com")
+    page.get_by_label("Password").fill("new.holder@example.com")
+    page.get_by_role("button", name="Sign up").click()
+    expect(page.get_by_role("alert")).to_contain_text("too similar to the")
     page.get_by_label("Password").fill(PASSWORD)
     page.get_by_role("button", name="Sign up").click()
+
+    expect(page.get_by_role("heading", name="Confirm your email address")).to_be_visible()
+    expect(page.locator("#signup-sent")).to_contain_text("new.holder@example.com")
+    shot(page, "signup_sent")
+    page.goto(confirmation_link("new.holder@example.com"))
 
     expect(page).to_have_url(f"{live_server.url}/account/api/")
     expect(page.locator("#balance")).to_have_text("10 minutes")
@@ -95,6 +111,19 @@ def test_sign_up_create_a_token_use_it_and_revoke_it(live_server, new_page):
     page.get_by_role("button", name="Sign out").click()
     expect(page).to_have_url(re.compile(r"/account/login/$"))
     shot(page, "signed_out")
+
+    # Someone guessing the password from this address is locked out, the right password included.
+    settings.AXES_FAILURE_LIMIT = 3
+    for attempt in range(3):
+        page.get_by_label("Email").fill("new.holder@example.com")
+        page.get_by_label("Password").fill(f"guess-{attempt}-horse")
+        page.get_by_role("button", name="Sign in").click()
+    page.goto(f"{live_server.url}/account/login/")
+    page.get_by_label("Email").fill("new.holder@example.com")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.locator("#locked-out")).to_contain_text("Too many failed sign-ins")
+    shot(page, "locked_out")
 
 
 @browser_db

@@ -1,6 +1,7 @@
 """GET /v1/api/playlist and POST /v1/api/transcribe-playlist on an RSS feed served from 127.0.0.1."""
 
 import json
+import math
 
 import pytest
 from django.test import override_settings
@@ -22,6 +23,7 @@ PREVIEW_FIELDS = {
     "needed_seconds",
     "remaining_seconds",
     "fits",
+    "unknown_durations",
 }
 VIDEO_FIELDS = {"id", "title", "duration", "thumbnail", "is_age_restricted", "is_live", "language"}
 
@@ -110,3 +112,30 @@ def test_another_accounts_batch_is_a_404(api, other_account):
 
     batch = Batch.objects.create(account=other_account, url="https://e.com/p", type="transcript")
     assert api.get(f"/v1/api/batch/{batch.id}").status_code == 404
+
+
+def test_a_feed_without_durations_is_measured_from_each_media_header(api, media_server):
+    from tests.media_server import media_duration
+
+    items = [(f"Episode {i}", media_server.url(f"/files/speech.mp4?episode={i}"), None) for i in range(2)]
+    media_server.routes["/feeds/no-durations.xml"] = lambda req: req.send_bytes(feed(items), "application/rss+xml")
+    seconds = math.ceil(media_duration(media_server.folder / "speech.mp4"))
+
+    body = preview(api, media_server.url("/feeds/no-durations.xml"))
+
+    assert [video["duration"] for video in body["videos"]] == [seconds, seconds]
+    assert (body["needed_seconds"], body["unknown_durations"], body["fits"]) == (2 * seconds, 0, True)
+
+
+def test_a_length_that_cannot_be_found_is_said_so_and_never_fits(api, media_server):
+    items = [
+        ("Known", media_server.url("/files/speech.mp4?known"), 100),
+        ("Gone", media_server.url("/status/404"), None),
+    ]
+    media_server.routes["/feeds/gone.xml"] = lambda req: req.send_bytes(feed(items), "application/rss+xml")
+
+    body = preview(api, media_server.url("/feeds/gone.xml"))
+
+    assert [video["duration"] for video in body["videos"]] == [100, 0]
+    assert (body["needed_seconds"], body["unknown_durations"], body["fits"]) == (100, 1, False)
+    assert body["remaining_seconds"] == 600, "the balance would cover what is known: still not said to fit"

@@ -115,3 +115,79 @@ def test_100_concurrent_http_requests_get_exactly_60_answers_and_40_429s(live_se
     with ThreadPoolExecutor(max_workers=100) as pool:
         statuses = list(pool.map(send, range(100)))
     assert statuses.count(200) == 60 and statuses.count(429) == 40
+
+
+def _at(seconds_into_a_minute: float) -> float:
+    """A moment `seconds_into_a_minute` past the start of a calendar minute."""
+    return (time.time() // 60 + 1) * 60 + seconds_into_a_minute
+
+
+def test_no_double_burst_across_a_minute_boundary(api, settings):
+    settings.RATE_LIMIT_JOBS_PER_MINUTE = 5
+    late = _at(59.5)
+    with mock.patch("transcription.api.ratelimit.time.time", return_value=late):
+        assert [queue(api).status_code for _ in range(5)] == [200] * 5
+    # One second later, in the next calendar minute: the five are still within 60 seconds.
+    with mock.patch("transcription.api.ratelimit.time.time", return_value=late + 1):
+        refused = queue(api)
+    assert refused.status_code == 429
+    assert int(refused["Retry-After"]) == 59
+    with mock.patch("transcription.api.ratelimit.time.time", return_value=late + 60.01):
+        assert queue(api).status_code == 200
+
+
+def test_a_slot_frees_as_each_request_ages_out():
+    account_id = f"sliding-{uuid.uuid4()}"
+    start = _at(10)
+    for n in range(60):
+        assert ratelimit.hit(account_id, ratelimit.JOBS, now=start + n).allowed
+    refused = ratelimit.hit(account_id, ratelimit.JOBS, now=start + 59.9)
+    assert not refused.allowed and refused.retry_after == 1
+    assert ratelimit.hit(account_id, ratelimit.JOBS, now=start + 60.5).allowed  # the first aged out
+    assert not ratelimit.hit(account_id, ratelimit.JOBS, now=start + 60.6).allowed
+
+
+def test_requests_without_a_valid_token_are_throttled_per_address(client, settings):
+    settings.RATE_LIMIT_ANONYMOUS_PER_MINUTE = 3
+    path = f"/v1/api/transcription/{uuid.uuid4()}"
+    missing = [client.get(path, REMOTE_ADDR="203.0.113.7").status_code for _ in range(3)]
+    wrong = client.get(path, REMOTE_ADDR="203.0.113.7", HTTP_AUTHORIZATION="Bearer not-a-token")
+    assert missing == [401] * 3
+    assert wrong.status_code == 429 and int(wrong["Retry-After"]) >= 1
+    assert set(wrong.json()) == {"detail"}
+    assert client.post("/v1/api/transcribe", REMOTE_ADDR="203.0.113.7").status_code == 429
+    assert client.get(path, REMOTE_ADDR="203.0.113.8").status_code == 401  # another client
+    # The same /64 of IPv6 is one client.
+    assert [client.get(path, REMOTE_ADDR=f"2001:db8::{n}").status_code for n in range(4)] == [401] * 3 + [429]
+
+
+def test_a_valid_token_is_not_counted_by_address(api, settings):
+    settings.RATE_LIMIT_ANONYMOUS_PER_MINUTE = 1
+    assert [poll(api).status_code for _ in range(3)] == [404] * 3
+
+
+def test_the_forwarded_address_counts_only_behind_a_trusted_proxy(client, settings):
+    settings.RATE_LIMIT_ANONYMOUS_PER_MINUTE = 1
+    path = f"/v1/api/transcription/{uuid.uuid4()}"
+
+    def get(forwarded):
+        return client.get(path, REMOTE_ADDR="10.0.0.2", HTTP_X_FORWARDED_FOR=forwarded).status_code
+
+    assert [get("198.51.100.1"), get("198.51.100.2")] == [401, 429]  # both are the proxy's address
+    settings.TRUST_PROXY_HEADERS = True
+    # The last entry is what our proxy saw; the ones before it are whatever the client wrote.
+    assert [get("198.51.100.3"), get("1.2.3.4, 198.51.100.4"), get("5.6.7.8, 198.51.100.4")] == [401, 401, 429]
+
+
+def test_requests_go_through_uncounted_when_redis_is_down(settings):
+    from config import shared_cache
+
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    ratelimit.counter.cache_clear()
+    shared_cache.client.cache_clear()
+    try:
+        states = [ratelimit.hit("redis-down", ratelimit.JOBS) for _ in range(61)]
+    finally:
+        ratelimit.counter.cache_clear()
+        shared_cache.client.cache_clear()
+    assert all(state.allowed for state in states)

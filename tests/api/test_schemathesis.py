@@ -133,6 +133,7 @@ def test_schemathesis_with_every_check_and_phase_finds_nothing(
     with override_settings(
         RATE_LIMIT_JOBS_PER_MINUTE=1_000_000,
         RATE_LIMIT_POLLS_PER_MINUTE=1_000_000,
+        RATE_LIMIT_ANONYMOUS_PER_MINUTE=1_000_000,
         ALLOW_PRIVATE_URLS=True,
         FETCH_TIMEOUT_SECONDS=10,
     ):

@@ -43,6 +43,16 @@ def _mux(audio: Path, dest: Path) -> Path:
     return dest
 
 
+def _telephone(source: Path, dest: Path) -> Path:
+    """What a phone line leaves of a recording: 300-3400 Hz, 8 kHz, mu-law, back to 16 kHz WAV."""
+    mulaw = dest.with_suffix(".mulaw.wav")
+    ffmpeg = ["ffmpeg", "-nostdin", "-v", "error", "-y", "-i"]
+    band = ["-af", "highpass=f=300,lowpass=f=3400", "-ar", "8000", "-c:a", "pcm_mulaw"]
+    subprocess.run([*ffmpeg, str(source), *band, str(mulaw)], check=True, timeout=60)
+    subprocess.run([*ffmpeg, str(mulaw), "-ar", "16000", "-c:a", "pcm_s16le", str(dest)], check=True, timeout=60)
+    return dest
+
+
 @pytest.fixture(scope="session")
 def videos(media_server, tmp_path_factory):
     """Builds the test videos once and serves them; returns {name: url} plus the reference text."""
@@ -85,14 +95,35 @@ def videos(media_server, tmp_path_factory):
         work / "dialogue.wav", {"m": clips("nl", "m"), "v": clips("nl", "v")}, n_clips=16, cache=cache
     )
     monologue = conversation(work / "monologue.wav", {"v": clips("nl", "v")}, n_clips=12, cache=cache)
+    # two Czech actors on the phone: short turns, some overlapping, band-limited to 300-3400 Hz,
+    # 8 kHz and a mu-law round trip
+    call = conversation(
+        work / "call-16k.wav",
+        {"m": clips("cs", "m"), "v": clips("cs", "v")},
+        n_clips=12,
+        min_len=0.4,
+        max_len=5.0,
+        gap=(-0.3, 0.8),
+        cache=cache,
+    )
+    telephone = _telephone(call.path, work / "call.wav")
+    # a two-minute lecture by one actor, with pauses up to 2.5 s
+    lecture = conversation(
+        work / "lecture.wav", {"v": clips("cs", "v")}, n_clips=26, max_len=8.0, gap=(0.4, 2.5), cache=cache
+    )
 
     folder = media_server.folder
     _mux(joined, folder / "librivox.mp4")
     _mux(dialogue.path, folder / "dialogue.mp4")
     _mux(monologue.path, folder / "monologue.mp4")
+    _mux(telephone, folder / "telephone.mp4")
+    _mux(lecture.path, folder / "lecture.mp4")
     return {
         "librivox": media_server.url("/files/librivox.mp4"),
         "dialogue": media_server.url("/files/dialogue.mp4"),
         "monologue": media_server.url("/files/monologue.mp4"),
+        "telephone": media_server.url("/files/telephone.mp4"),
+        "telephone_turns": len(call.turns),
+        "lecture": media_server.url("/files/lecture.mp4"),
         "reference": reference,
     }

@@ -25,7 +25,8 @@ def worker_log(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def worker(django_db_setup, django_db_blocker, worker_log):
-    with running_worker(worker_log, ALLOW_PRIVATE_URLS="true") as process:
+    # recognition in 45-second chunks, so that a two-minute recording spans three
+    with running_worker(worker_log, ALLOW_PRIVATE_URLS="true", RECOGNITION_CHUNK_SECONDS="45") as process:
         yield process
 
 
@@ -103,6 +104,45 @@ def test_two_voices_give_two_speakers_and_one_voice_one(worker, api, videos):
     speakers = lambda txt: {LINE.match(p).group(4) for p in txt.split("\n\n")}  # noqa: E731
     assert speakers(dialogue_body["txt"]) == {"1", "2"}
     assert speakers(monologue_body["txt"]) == {"1"}
+
+
+def _paragraphs(txt: str) -> list[tuple[int, int, str]]:
+    """(start second, speaker, text) of each paragraph of a txt transcript."""
+    out = []
+    for paragraph in txt.rstrip("\n").split("\n\n"):
+        match = LINE.match(paragraph)
+        assert match, paragraph
+        hours, minutes, seconds, speaker, text = match.groups()
+        out.append((int(hours) * 3600 + int(minutes) * 60 + int(seconds), int(speaker), text))
+    return out
+
+
+def test_a_phone_call_between_two_voices_gives_two_speakers_taking_turns(worker, api, videos):
+    job_id = submit(api, "/v1/api/transcribe", {"url": videos["telephone"], "language_code": "cs"})
+    body, _ = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    paragraphs = _paragraphs(body["txt"])
+    assert {speaker for _, speaker, _ in paragraphs} == {1, 2}
+    # turns alternate; most of the call's turns are found (a backchannel may be lost in overlap)
+    assert all(a[1] != b[1] for a, b in zip(paragraphs, paragraphs[1:]))
+    assert len(paragraphs) >= videos["telephone_turns"] // 2
+
+
+def test_a_two_minute_lecture_is_one_speaker_in_paragraphs_of_at_most_a_minute(worker, api, videos):
+    from transcription.models import Job
+
+    job_id = submit(api, "/v1/api/transcribe", {"url": videos["lecture"], "language_code": "cs"})
+    body, _ = poll_until_done(api, job_id)
+    assert body["state"] == "done", body["error"]
+    assert body["duration"] > 2 * 45, "longer than two recognition chunks"
+    assert "merging" in [state for state, _ in Job.objects.get(pk=job_id).timeline]
+    paragraphs = _paragraphs(body["txt"])
+    assert {speaker for _, speaker, _ in paragraphs} == {1}, "one voice, one speaker, across the chunks too"
+    assert len(paragraphs) >= 2
+    # a paragraph ends before the next starts: at most 60 s of speech, a pause (<= 2.5 s) and the
+    # flooring of the two timestamps between their starts
+    starts = [start for start, _, _ in paragraphs] + [body["duration"]]
+    assert all(0 < b - a <= 60 + 2.5 + 1 for a, b in zip(starts, starts[1:])), starts
 
 
 def test_a_playlist_batch_ends_each_job_as_its_source_deserves(worker, api, media_server):

@@ -10,9 +10,10 @@ import pytest
 
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
-from tests.pipeline.tiny_marian import build_tiny_marian
+from tests.pipeline.tiny_marian import build_argos_package, build_tiny_marian, package_index
 from tests.support import poll_until_done, submit
 from tests.worker import running_worker
+from transcription.pipeline import translation_packages
 from transcription.pipeline.captions import from_srt, to_srt
 from transcription.pipeline.translate import CT2Translator, translate_cues
 
@@ -26,11 +27,24 @@ def tiny_german(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker, tmp_path_factory, tiny_german):
+def installed_packages(tmp_path_factory, tiny_german):
+    """English to Italian installed as an operator would (`translation_models install en-it`), from
+    a package of the tiny copy model served on 127.0.0.1."""
+    root = tmp_path_factory.mktemp("index")
+    package = build_argos_package(tiny_german, root / "en_it.argosmodel", "en", "it")
+    folder = tmp_path_factory.mktemp("packages")
+    with package_index(root, {("en", "it"): package}) as index:
+        translation_packages.install("en", "it", index, folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker, tmp_path_factory, tiny_german, installed_packages):
     with running_worker(
         tmp_path_factory.mktemp("worker") / "worker.log",
         ALLOW_PRIVATE_URLS="true",
         TRANSLATION_MODELS=f"en-de={tiny_german}",
+        TRANSLATION_PACKAGES_DIR=str(installed_packages),
     ) as process:
         yield process
 
@@ -101,6 +115,11 @@ def test_subtitles_translated_to_spanish_and_catalan_keep_every_cue(worker, api,
         assert all(text.strip() for _, _, text in translated)
         assert translation["webvtt"].startswith("WEBVTT")
         assert not any(mark in translation["srt"] for mark in ("*", "#", "@"))
+        parsed = from_srt(translation["srt"])
+        for before, cue in zip(parsed, parsed[1:]):
+            assert 1 <= len(cue.lines) <= 2 and all(len(line) <= 42 for line in cue.lines), cue.lines
+            if not before.lines[-1].endswith((".", "?", "!")):
+                assert not cue.lines[0][0].isupper() or cue.lines[0].split()[0] in {"John", "Dashwood"}, cue.lines
     spanish_text = " ".join(text for _, _, text in cues(spanish["srt"])).lower()
     catalan_text = " ".join(text for _, _, text in cues(catalan["srt"])).lower()
     english_text = " ".join(text for _, _, text in source).lower()
@@ -110,26 +129,29 @@ def test_subtitles_translated_to_spanish_and_catalan_keep_every_cue(worker, api,
     japanese = by_language["jpn"]
     assert japanese["state"] == "failed"
     assert japanese["srt"] is None
-    assert japanese["error"] == "Translation from English to Japanese is not available on this server."
+    assert japanese["error"].startswith("Translation from English to Japanese is not available on this server")
+    assert "translation_models install en-ja" in japanese["error"]
     duration = body["duration"]
     refund = LedgerEntry.objects.get(account=account, kind="refund")
     assert refund.seconds == duration, "the failed language's share comes back"
     assert account_balance(account.pk) == 600 - duration * 4 + duration
 
 
-def test_a_ctranslate2_model_named_in_the_settings_translates_its_pair(worker, api, videos, tiny_german):
-    """TRANSLATION_MODELS=en-de=<folder> in the worker's environment: German comes from that model
-    (the tiny copy model, so its output can be computed here), cue for cue."""
-    job_id = submit(api, "/v1/api/subtitles", {"url": videos["librivox"], "target_languages": ["German"]})
+def test_ctranslate2_models_named_in_the_settings_or_installed_translate_their_pairs(
+    worker, api, videos, tiny_german, installed_packages
+):
+    """TRANSLATION_MODELS=en-de=<folder> in the worker's environment, and an en-it package installed
+    under TRANSLATION_PACKAGES_DIR with no setting naming it: German and Italian come from those
+    models (the tiny copy model, so their output can be computed here), cue for cue."""
+    job_id = submit(api, "/v1/api/subtitles", {"url": videos["librivox"], "target_languages": ["German", "it"]})
     body, _ = poll_until_done(api, job_id)
     assert body["state"] == "done", body["error"]
-    [german] = body["translations"]
-    assert german["state"] == "done", german["error"]
-    expected = translate_cues(
-        from_srt(body["srt"]), CT2Translator(tiny_german, source="en", target="de"), language="de"
-    )
-    assert german["srt"] == to_srt(expected)
-    assert [(s, e) for s, e, _ in cues(german["srt"])] == [(s, e) for s, e, _ in cues(body["srt"])]
+    german, italian = body["translations"]
+    for translation, folder, code in ((german, tiny_german, "de"), (italian, installed_packages / "en-it", "it")):
+        assert translation["state"] == "done", translation["error"]
+        expected = translate_cues(from_srt(body["srt"]), CT2Translator(folder, source="en", target=code), language=code)
+        assert translation["srt"] == to_srt(expected)
+        assert [(s, e) for s, e, _ in cues(translation["srt"])] == [(s, e) for s, e, _ in cues(body["srt"])]
 
 
 def test_english_subtitles_from_dutch_speech_come_from_the_speech_model(worker, api, videos):
@@ -164,7 +186,8 @@ def test_burned_videos_in_the_spoken_and_each_translated_language(worker, api, c
     for translation in (spanish, catalan):
         assert translation["state"] == "done", translation["error"]
     assert japanese["state"] == "failed" and japanese["burned_video_url"] is None
-    assert japanese["error"] == "Translation from English to Japanese is not available on this server."
+    assert japanese["error"].startswith("Translation from English to Japanese is not available on this server")
+    assert "translation_models install en-ja" in japanese["error"]
     links = [body["burned_video_url"], spanish["burned_video_url"], catalan["burned_video_url"]]
     assert len(set(links)) == 3, "one video per language"
 

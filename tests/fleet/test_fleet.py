@@ -31,6 +31,7 @@ from pathlib import Path
 
 import pytest
 import requests
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.worker import ROOT, database_url
 
@@ -125,6 +126,23 @@ class Fleet:
         for name in list(self.processes):
             if self.processes[name].poll() is None:
                 self.kill(name)
+
+
+def health(port: int) -> tuple[int, str]:
+    answer = requests.get(f"http://127.0.0.1:{port}/health", timeout=5)
+    return answer.status_code, answer.json().get("status")
+
+
+def burning_jobs_metric(port: int) -> float:
+    """transcription_jobs{state="burning"} from /metrics (loopback may read it by default)."""
+    answer = requests.get(f"http://127.0.0.1:{port}/metrics", timeout=10)
+    assert answer.status_code == 200, answer.text
+    return sum(
+        sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+        if sample.name == "transcription_jobs" and sample.labels.get("state") == "burning"
+    )
 
 
 def jobs_of(ids):
@@ -247,6 +265,9 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
         restarted_at, restarted_wall = time.monotonic(), timezone.now()
         fleet.redis()
         faults["Redis restart"] = wait_recovered(in_flight, restarted_at, restarted_wall)
+        # What a load balancer asks: both web processes are healthy again once Redis is back.
+        for port in webs:
+            wait_until(lambda port=port: health(port) == (200, "ok"), f"/health on web port {port}", 30)
 
         # SIGTERM once to each other worker; each is started again at once.
         stop_times = {"burn": burn_stop}
@@ -264,6 +285,8 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
         # The burn worker comes back after its stop (at least 30 s): the backlog drains.
         time.sleep(max(0.0, 30 - (time.monotonic() - burn_stopped_at)))
         burn_backlog = Job.objects.filter(pk__in=submitted, state="burning").count()
+        # What Prometheus sees meanwhile: the backlog, as jobs waiting to be burned.
+        assert burning_jobs_metric(webs[0]) >= burn_backlog > 0
         back_at = time.monotonic()
         fleet.worker("burn")
         burned = [key for key, job in jobs_of(submitted).items() if job.type == "burned"]

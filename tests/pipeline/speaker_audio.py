@@ -10,6 +10,7 @@ line in ``font_big``, i.e. one actor each per language.
 The helpers convert clips to 16 kHz mono WAV with ffmpeg, trim their silent tails,
 and lay them end to end with short pauses, remembering who speaks when.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,7 +51,21 @@ def decode(ogg: Path, cache: Path) -> np.ndarray:
         return np.load(npy)
     cache.mkdir(parents=True, exist_ok=True)
     raw = subprocess.run(
-        ["ffmpeg", "-hide_banner", "-loglevel", "error", "-i", str(ogg), "-ac", "1", "-ar", str(SR), "-f", "s16le", "-"],
+        [
+            "ffmpeg",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-i",
+            str(ogg),
+            "-ac",
+            "1",
+            "-ar",
+            str(SR),
+            "-f",
+            "s16le",
+            "-",
+        ],
         check=True,
         capture_output=True,
     ).stdout
@@ -164,7 +179,20 @@ def espeak_conversation(out: Path, *, cache: Path, n_turns: int = 10) -> Fixture
             tmp = cache / f"espeak-{name}-{i}.raw.wav"
             subprocess.run(["espeak-ng", *voices[name], "-w", str(tmp), lines[i % len(lines)]], check=True)
             subprocess.run(
-                ["ffmpeg", "-hide_banner", "-loglevel", "error", "-y", "-i", str(tmp), "-ac", "1", "-ar", str(SR), str(wav)],
+                [
+                    "ffmpeg",
+                    "-hide_banner",
+                    "-loglevel",
+                    "error",
+                    "-y",
+                    "-i",
+                    str(tmp),
+                    "-ac",
+                    "1",
+                    "-ar",
+                    str(SR),
+                    str(wav),
+                ],
                 check=True,
             )
         with wave.open(str(wav)) as w:

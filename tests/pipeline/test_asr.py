@@ -235,3 +235,29 @@ def test_translate_task_runs(model):
     t = transcribe(model, wav, task="translate")
     assert t.language == "en"  # the source language, as detected
     assert wer(REFS[wav.stem], text_of(t)) <= 0.3
+
+
+def test_speech_found_by_the_jobs_vad_pass_is_all_that_is_read(model, two_clips):
+    from transcription.pipeline.speakers.speech import find_speech
+
+    path, second_start, second_id = two_clips
+    speech = find_speech(path).for_recognition()
+    # the job's VAD pass, limited to the second clip: the first is never heard
+    second_only = [(max(s, second_start), e) for s, e in speech if e > second_start]
+    t = transcribe(model, path, language="en", speech=second_only)
+    assert wer(REFS[second_id], text_of(t)) <= 0.15
+    assert "disposed" not in text_of(t).lower()
+    assert min(w.start for s in t.segments for w in s.words) >= second_start - 0.01
+    # a slice whose audio holds no speech in the list gives no words
+    assert transcribe(model, path, end=second_start - 0.5, language="en", speech=second_only).segments == []
+
+
+def test_speech_is_read_in_clips_of_at_most_one_whisper_window():
+    from transcription.pipeline.asr import MAX_CLIP_SECONDS, _speech_clips
+
+    regions = [(10.0, 12.0), (12.5, 20.0), (25.0, 95.0), (96.0, 97.0), (130.0, 131.0)]
+    clips = _speech_clips(regions, offset=5.0, duration=100.0)
+    # joined over short pauses, not over the 5 s one; the 70 s region cut evenly, its last piece
+    # joined to the second after it; 130-131 s is outside the slice
+    assert clips == [(5.0, 15.0), (20.0, 43.333), (43.333, 66.667), (66.667, 92.0)]
+    assert all(end - start <= MAX_CLIP_SECONDS for start, end in clips)

@@ -19,11 +19,14 @@ import pytest
 from transcription.pipeline import burn as burn_mod
 from transcription.pipeline.burn import (
     FONT_SCALE,
+    MARGIN_H,
     QUALITY_HEIGHT,
     BurnError,
     VideoInfo,
     burn,
     burn_command,
+    filter_escape,
+    fit_lines,
     font_for,
     output_size,
     probe_video,
@@ -287,7 +290,7 @@ def test_write_ass(tmp_path):
     )
     subs = pysubs2.load(str(path))
     assert subs.info["PlayResX"] == "1280" and subs.info["PlayResY"] == "720"
-    assert subs.info["WrapStyle"] == "0"
+    assert subs.info["WrapStyle"] == "2"  # our lines, never re-wrapped by libass
     style = subs.styles["Default"]
     assert style.fontname == "Noto Sans CJK JP"
     assert style.fontsize == pytest.approx(72.0)  # 0.10 * 720
@@ -507,3 +510,52 @@ def test_ffmpeg_failure_reports_the_cause(media, tmp_path):
     with pytest.raises(BurnError) as e:
         burn_mod._run_ffmpeg(cmd, 2.0, None, 60)
     assert str(e.value) == f"Drawing subtitles failed: Unable to open {tmp_path / 'missing.ass'}"
+
+
+# A translated cue as long as the layout rule allows (2 lines of 42), with accents and descenders.
+LONG_CUE = ["Je demanderai au département des finances", "et je te le dirai demain, c'est promis."]
+
+
+def rendered_text_rows(ass: Path, width: int, height: int) -> tuple[int, int, np.ndarray]:
+    """(first row, last row, columns) holding subtitle pixels in one frame that libass draws from
+    ``ass`` on a black picture."""
+    raw = subprocess.run(
+        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"color=c=black:s={width}x{height}:d=1"]
+        + ["-vf", f"subtitles=filename={filter_escape(ass)}", "-frames:v", "1", "-f", "rawvideo"]
+        + ["-pix_fmt", "gray", "-"],
+        capture_output=True,
+        check=True,
+        timeout=120,
+    ).stdout
+    picture = np.frombuffer(raw, np.uint8).reshape(height, width)
+    rows = np.flatnonzero((picture > 128).any(axis=1))
+    columns = np.flatnonzero((picture > 128).any(axis=0))
+    return int(rows[0]), int(rows[-1]), columns
+
+
+@pytest.mark.parametrize("quality", sorted(QUALITY_HEIGHT))
+@pytest.mark.parametrize("font_size", sorted(FONT_SCALE))
+def test_a_burned_cue_shows_at_most_two_lines(tmp_path, quality, font_size):
+    """At every quality and font size, on a 16:9 and a portrait picture, libass draws a long cue
+    on at most two lines (the text is less than 2.5 line heights tall) inside the side margins."""
+    for aspect in ((16, 9), (9, 16)):
+        width, height = output_size(*aspect, quality)
+        ass = write_ass(
+            [Cue(0.0, 1.0, LONG_CUE)], tmp_path / "long.ass", width=width, height=height, font_size=font_size
+        )
+        top, bottom, columns = rendered_text_rows(ass, width, height)
+        size = FONT_SCALE[font_size] * height
+        assert bottom - top + 1 < 2.5 * size, f"{width}x{height}: text {bottom - top + 1} px tall at {size:.0f} px"
+        assert bottom - top + 1 > 0.5 * size * min(1.0, width / height), "the text is drawn"
+        assert columns[0] >= width * MARGIN_H * 0.5 and columns[-1] <= width * (1 - MARGIN_H * 0.5)
+
+
+def test_fit_lines_keeps_lines_that_fit_and_rebreaks_others():
+    short = ["Hello there.", "How are you?"]
+    assert fit_lines(short, width=1000, family="DejaVu Sans", size=50.4) == (short, 50.4)
+    lines, size = fit_lines(LONG_CUE, width=1100, family="DejaVu Sans", size=72.0)
+    assert " ".join(lines) == " ".join(LONG_CUE) and len(lines) == 2
+    assert size < 72.0  # two lines of this text are wider than 1100 px at 72 px
+    dashes = ["- Where are you going tonight with all those friends?", "- To the library."]
+    lines, size = fit_lines(dashes, width=900, family="DejaVu Sans", size=72.0)
+    assert lines == dashes and size < 72.0  # speakers keep their lines

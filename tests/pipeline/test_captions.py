@@ -347,6 +347,43 @@ class TestTranscriptText:
     def test_empty(self):
         assert transcript_text([]) == ""
 
+    def test_a_long_turn_is_cut_at_sentence_ends_into_paragraphs_of_at_most_a_minute(self):
+        # five minutes of one voice: sentences of 7 to 18 s, some spread over two segments
+        segments, at, number = [], 0.0, 0
+        while at < 300:
+            number += 1
+            words = 20 + number * 7 % 40  # 20..59 words at 0.3 s
+            halves = [f"w{number}x{k}" for k in range(words)]
+            halves[-1] += "."
+            cut = words // 2
+            segments.append(seg(" ".join(halves[:cut]), at, speaker=1))
+            segments.append(seg(" ".join(halves[cut:]), segments[-1].end, speaker=1))
+            at = segments[-1].end + 0.4
+        text = transcript_text(segments)
+        paragraphs = text.rstrip("\n").split("\n\n")
+        assert len(paragraphs) >= 5
+        starts = {f"w{n}x0": s.words[0].start for n, s in zip(range(1, number + 1), segments[::2])}
+        ends = {s.words[-1].text.strip(): s.words[-1].end for s in segments[1::2]}
+        for paragraph in paragraphs:
+            match = re.fullmatch(r"\[(\d\d):(\d\d):(\d\d)\] Speaker 1: (w\d+x0 .*\.)", paragraph)
+            assert match, paragraph
+            words = match.group(4).split()
+            first, last = words[0], words[-1]
+            assert last in ends  # ends at a sentence end
+            assert ends[last] - starts[first] <= 60.0
+            h, m, s = (int(g) for g in match.groups()[:3])
+            assert h * 3600 + m * 60 + s == int(starts[first])  # its own timestamp
+        # nothing lost or doubled
+        said = [w.text.strip() for s in segments for w in s.words]
+        assert " ".join(p.split(": ", 1)[1] for p in paragraphs).split() == said
+
+    def test_one_sentence_longer_than_a_minute_is_not_cut(self):
+        long_sentence = seg(" ".join(f"w{k}" for k in range(250)) + ".", 0.0, speaker=1)  # 75 s
+        after = seg("Short one.", long_sentence.end + 1, speaker=1)
+        assert transcript_text([long_sentence, after]) == (
+            f"[00:00:00] Speaker 1: {long_sentence.text}\n\n[00:01:16] Speaker 1: Short one.\n"
+        )
+
 
 # ---------------------------------------------------------------------------------------------
 # build_cues, to_srt, to_webvtt

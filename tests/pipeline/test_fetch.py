@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 import time
 import urllib.parse
 import uuid
@@ -421,3 +422,91 @@ def test_ytdlp_error_messages_are_translated(ytdlp_message, message):
 
     session = guard.Session(guard.AddressPolicy(True))
     assert str(errors.map_error(yt_dlp.utils.DownloadError(ytdlp_message), session)) == message
+
+
+# --------------------------------------------------------------------------- DNS rebinding and ffprobe
+
+
+class _Trap:
+    """A listener standing for a service inside the network: it counts who connects."""
+
+    def __init__(self, host: str, port: int):
+        self.connections = 0
+        self.sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind((host, port))
+        self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self.stop = False
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        while not self.stop:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            self.connections += 1
+            conn.close()
+
+    def close(self):
+        self.stop = True
+        self.thread.join()
+        self.sock.close()
+
+
+@pytest.fixture
+def rebinding(media_server, monkeypatch):
+    """`localhost` as a rebinding attacker serves it: this process's resolver (the address guard's)
+    answers 127.0.0.2, which the test lets through as if it were public and where the media is
+    served; any other resolver (ffprobe's own, in another process) answers the loopback address,
+    where a trap stands on the same port. `flip_after` makes this process's answer change too."""
+    from tests.media_server import MediaServer
+
+    public = MediaServer(media_server.folder, host="127.0.0.2").start()
+    traps = [_Trap("127.0.0.1", public.port)]
+    try:
+        traps.append(_Trap("::1", public.port))
+    except OSError:
+        pass  # no IPv6 loopback here
+    real_getaddrinfo = socket.getaddrinfo
+    state = {"answers": 0, "flip_after": None}
+
+    def getaddrinfo(host, port, *args, **kwargs):
+        if host != "localhost":
+            return real_getaddrinfo(host, port, *args, **kwargs)
+        state["answers"] += 1
+        flipped = state["flip_after"] is not None and state["answers"] > state["flip_after"]
+        address = "127.0.0.1" if flipped else "127.0.0.2"
+        return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (address, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    yield public, traps, state
+    for trap in traps:
+        trap.close()
+    public.stop()
+
+
+def test_ffprobe_reads_through_the_guard_and_never_resolves_a_name_itself(rebinding):
+    public, traps, _ = rebinding
+    t = tag()
+    url = f"http://localhost:{public.port}/files/speech.mp4?{t}"
+    info = fetch.probe(url, allow_private=False, allowed_networks=["127.0.0.2/32"], timeout=5)
+    assert sum(trap.connections for trap in traps) == 0, "something connected where the name rebinds"
+    # The length came from ffprobe (yt-dlp does not know it), over our own guarded connections.
+    assert info.duration == pytest.approx(media_duration(public.folder / "speech.mp4"), abs=0.1)
+    assert public.count(f"/files/speech.mp4?{t}") >= 2
+
+
+def test_a_name_that_rebinds_mid_probe_never_reaches_the_inside(rebinding):
+    public, traps, state = rebinding
+    state["flip_after"] = 1  # the page is fetched from the public address; every later lookup says loopback
+    url = f"http://localhost:{public.port}/files/speech.mp4?{tag()}"
+    try:
+        info = fetch.probe(url, allow_private=False, allowed_networks=["127.0.0.2/32"], timeout=5)
+    except FetchError as error:
+        assert "private network address" in str(error)
+    else:
+        assert info.duration is None
+    assert sum(trap.connections for trap in traps) == 0

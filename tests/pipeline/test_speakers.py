@@ -1,20 +1,20 @@
 """Speaker diarization: the torch-free encoder, clustering, and real two-voice recordings."""
+
 from __future__ import annotations
 
-import io
 import pickle
 import shutil
 import sys
-import types
 import wave
-import zipfile
-from collections import OrderedDict
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from transcription.pipeline import speakers as sp
+from transcription.pipeline.speakers import clustering, embedding, speech, weights
+from transcription.pipeline.speakers import encoder as encoding
+from transcription.pipeline.speakers import turns as speaker_turns
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
 from . import speaker_audio as sa
@@ -42,19 +42,19 @@ NL = {"m": lambda: sa.clips("nl", "m"), "v": lambda: sa.clips("nl", "v")}
 
 
 def test_weights_come_from_the_resemblyzer_package_without_importing_it():
-    path = sp.find_encoder_weights()
+    path = weights.find_encoder_weights()
     assert path.name == "pretrained.pt" and path.is_file()
     assert "resemblyzer" not in sys.modules and "torch" not in sys.modules
 
 
 def test_weights_path_can_be_set_by_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(sp.WEIGHTS_ENV, str(tmp_path / "missing.pt"))
+    monkeypatch.setenv(weights.WEIGHTS_ENV, str(tmp_path / "missing.pt"))
     with pytest.raises(FileNotFoundError):
-        sp.find_encoder_weights()
+        weights.find_encoder_weights()
 
 
 def test_legacy_checkpoint_loads_into_numpy():
-    state = sp.load_torch_state_dict(sp.find_encoder_weights())
+    state = weights.load_torch_state_dict(weights.find_encoder_weights())
     model = state["model_state"]
     assert model["lstm.weight_ih_l0"].shape == (1024, 40)
     assert model["lstm.weight_hh_l2"].shape == (1024, 256)
@@ -65,71 +65,14 @@ def test_legacy_checkpoint_loads_into_numpy():
     assert not np.array_equal(model["lstm.bias_ih_l0"], model["lstm.bias_hh_l0"])
 
 
-def _fake_torch(monkeypatch):
-    """Just enough of a `torch` module for pickle to write torch-style references."""
-    torch = types.ModuleType("torch")
-    utils = types.ModuleType("torch._utils")
-
-    class FloatStorage:
-        pass
-
-    FloatStorage.__module__ = "torch"
-    FloatStorage.__qualname__ = "FloatStorage"
-
-    def _rebuild_tensor_v2(*args):
-        raise AssertionError("never called when writing")
-
-    _rebuild_tensor_v2.__module__ = "torch._utils"
-    _rebuild_tensor_v2.__qualname__ = "_rebuild_tensor_v2"
-    torch.FloatStorage = FloatStorage
-    utils._rebuild_tensor_v2 = _rebuild_tensor_v2
-    torch._utils = utils
-    monkeypatch.setitem(sys.modules, "torch", torch)
-    monkeypatch.setitem(sys.modules, "torch._utils", utils)
-    return FloatStorage, _rebuild_tensor_v2
-
-
-def test_zip_checkpoint_loads_into_numpy(monkeypatch, tmp_path):
-    FloatStorage, rebuild = _fake_torch(monkeypatch)
-    data = np.arange(12, dtype="<f4")
-
-    class Storage:
-        pass
-
-    storage = Storage()
-
-    class T:
-        def __init__(self, offset, shape, stride):
-            self.args = (storage, offset, shape, stride, False, OrderedDict())
-
-        def __reduce__(self):
-            return (rebuild, self.args)
-
-    class P(pickle.Pickler):
-        def persistent_id(self, obj):
-            if obj is storage:
-                return ("storage", FloatStorage, "0", "cpu", 12)
-            return None
-
-    buf = io.BytesIO()
-    P(buf, protocol=2).dump({"a": T(0, (3, 2), (2, 1)), "b": T(6, (2, 3), (1, 2))})
-    path = tmp_path / "ckpt.pt"
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("ckpt/data.pkl", buf.getvalue())
-        zf.writestr("ckpt/data/0", data.tobytes())
-    monkeypatch.delitem(sys.modules, "torch")
-    monkeypatch.delitem(sys.modules, "torch._utils")
-    state = sp.load_torch_state_dict(path)
-    np.testing.assert_array_equal(state["a"], data[:6].reshape(3, 2))
-    np.testing.assert_array_equal(state["b"], data[6:].reshape(3, 2).T)  # strided view
-
-
 def test_loader_refuses_arbitrary_classes(tmp_path):
     path = tmp_path / "evil.pt"
-    with zipfile.ZipFile(path, "w") as zf:
-        zf.writestr("x/data.pkl", pickle.dumps({"a": shutil.rmtree}, protocol=2))
+    with open(path, "wb") as f:  # the legacy layout: magic number, protocol, system info, then the pickle
+        for header in (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}):
+            pickle.dump(header, f, protocol=2)
+        pickle.dump({"a": shutil.rmtree}, f, protocol=2)
     with pytest.raises(pickle.UnpicklingError):
-        sp.load_torch_state_dict(path)
+        weights.load_torch_state_dict(path)
 
 
 # --------------------------------------------------------------------------
@@ -138,7 +81,7 @@ def test_loader_refuses_arbitrary_classes(tmp_path):
 
 
 def test_mel_filterbank_is_slaney_normalised():
-    fb = sp.mel_filterbank()
+    fb = encoding.mel_filterbank()
     assert fb.shape == (40, 201)
     assert (fb >= 0).all()
     # slaney: each triangle has area 1 on the Hz axis (2 / bandwidth height)
@@ -150,7 +93,7 @@ def test_mel_filterbank_is_slaney_normalised():
 def test_mel_frames_are_centred():
     y = np.zeros(16000, dtype=np.float32)
     y[8000] = 1.0  # an impulse at 0.5 s
-    mel = sp.mel_spectrogram(y)
+    mel = encoding.mel_spectrogram(y)
     assert mel.shape == (101, 40)
     assert mel.sum(1).argmax() == 50
 
@@ -181,7 +124,7 @@ def _reference_lstm(state, mel):
 
 
 def test_encoder_matches_reference_lstm_including_short_windows(encoder):
-    state = sp.load_torch_state_dict(sp.find_encoder_weights())["model_state"]
+    state = weights.load_torch_state_dict(weights.find_encoder_weights())["model_state"]
     rng = np.random.default_rng(1)
     mels = (rng.random((3, 30, 40)) ** 4 * 5).astype(np.float32)
     lengths = [30, 17, 5]
@@ -216,15 +159,15 @@ def test_regions_from_probabilities_hysteresis_and_merging():
     probs[63:90] = 0.9  # 3-frame (96 ms) gap: merged
     probs[120:125] = 0.9  # 160 ms: too short, dropped
     probs[150:180] = 0.9
-    regions = sp._regions_from_probs(
+    regions = speech.regions_from_probs(
         probs, duration=200 * step, threshold=0.5, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.0
     )
     assert [(round(s / step), round(e / step)) for s, e in regions] == [(10, 90), (150, 180)]
 
 
 def test_long_regions_are_read_in_pieces():
-    pieces = sp._split_regions([(0.0, 95.0), (100.0, 101.0)])
-    assert all(p.end - p.start <= sp.MAX_REGION_S + 1e-9 for p in pieces)
+    pieces = embedding.split_regions([(0.0, 95.0), (100.0, 101.0)])
+    assert all(p.end - p.start <= embedding.MAX_REGION_S + 1e-9 for p in pieces)
     assert [p.after_pause for p in pieces] == [True, False, False, False, True]
     assert pieces[-1].start == 100.0
 
@@ -232,7 +175,7 @@ def test_long_regions_are_read_in_pieces():
 def test_wav_is_read_in_blocks(tmp_path):
     path = tmp_path / "a.wav"
     sa.write_wav(path, np.zeros(16000 * 3, dtype=np.float32))
-    blocks = list(sp._read_blocks(path, 16000))
+    blocks = list(speech._read_blocks(path, 16000))
     assert [len(b) for b in blocks] == [16000, 16000, 16000]
 
 
@@ -250,7 +193,7 @@ def _blobs(rng, sizes, dim=256, spread=0.35):
 @pytest.mark.parametrize("sizes", [[60, 40], [50, 30, 20], [25, 25, 25, 25]])
 def test_clustering_finds_the_number_of_groups(sizes):
     x, y = _blobs(np.random.default_rng(len(sizes)), sizes)
-    labels = sp.cluster_embeddings(x)
+    labels = clustering.cluster_embeddings(x)
     assert labels.max() + 1 == len(sizes)
     # perfect up to renaming
     assert len({(a, b) for a, b in zip(labels, y)}) == len(sizes)
@@ -258,20 +201,20 @@ def test_clustering_finds_the_number_of_groups(sizes):
 
 def test_clustering_one_group_is_one_speaker():
     x, _ = _blobs(np.random.default_rng(7), [120])
-    assert set(sp.cluster_embeddings(x)) == {0}
+    assert set(clustering.cluster_embeddings(x)) == {0}
 
 
 def test_clustering_respects_max_speakers_and_scales():
     x, y = _blobs(np.random.default_rng(3), [1800, 1200])  # beyond MAX_CLUSTER_WINDOWS
-    labels = sp.cluster_embeddings(x)
+    labels = clustering.cluster_embeddings(x)
     assert labels.max() == 1 and (labels == labels[0]).sum() in (1800, 1200)
-    assert set(sp.cluster_embeddings(x, max_speakers=1)) == {0}
+    assert set(clustering.cluster_embeddings(x, max_speakers=1)) == {0}
 
 
 def test_viterbi_keeps_changes_at_pauses_and_drops_blips_inside_speech():
     scores = np.array([[1, 0], [1, 0], [0.4, 0.6], [1, 0], [0, 1], [0, 1]], dtype=float)
     cost = np.array([0, 0.3, 0.3, 0.3, 0.02, 0.3])
-    assert list(sp._viterbi(scores, cost)) == [0, 0, 0, 0, 1, 1]
+    assert list(speaker_turns.viterbi(scores, cost)) == [0, 0, 0, 0, 1, 1]
 
 
 # --------------------------------------------------------------------------
@@ -392,7 +335,7 @@ def test_assign_without_turns():
 def test_short_regions_take_the_nearest_speaker():
     turns = [SpeakerTurn(1.0, 3.0, 1), SpeakerTurn(5.0, 7.0, 2)]
     regions = [(0.2, 0.4), (1.0, 3.0), (3.2, 3.5), (4.6, 4.9), (5.0, 7.0), (9.0, 9.2)]
-    out = sp._fill_regions(turns, regions)
+    out = speaker_turns.fill_regions(turns, regions)
     assert [(t.start, t.end, t.speaker) for t in out] == [
         (0.2, 0.4, 1),
         (1.0, 3.0, 1),
@@ -407,3 +350,42 @@ def test_empty_wav_has_no_turns(encoder, tmp_path):
     path = tmp_path / "empty.wav"
     sa.write_wav(path, np.zeros(0, dtype=np.float32))
     assert sp.diarize(path, encoder=encoder) == []
+
+
+def _spoken(text: str, start: float, step: float = 0.3) -> Segment:
+    words = [
+        Word(round(start + k * step, 3), round(start + (k + 1) * step - 0.05, 3), " " + w)
+        for k, w in enumerate(text.split())
+    ]
+    return Segment(start=start, end=words[-1].end, text=text, words=words)
+
+
+def test_a_turn_inside_a_segment_splits_it_at_the_word_where_the_voice_changes():
+    # the recogniser heard one segment; the second voice answers "Yes, sure." from 1.2 s
+    segment = _spoken("Are you coming tonight? Yes, sure. Great.", 0.0)
+    turns = [SpeakerTurn(0.0, 1.18, 1), SpeakerTurn(1.18, 1.78, 2), SpeakerTurn(1.78, 3.0, 1)]
+    out = sp.assign_speakers([segment], turns)
+    assert [(s.text, s.speaker) for s in out] == [
+        ("Are you coming tonight?", 1),
+        ("Yes, sure.", 2),
+        ("Great.", 1),
+    ]
+    assert [w for s in out for w in s.words] == segment.words
+    assert out[1].start == segment.words[4].start and out[1].end == segment.words[5].end
+
+
+def test_a_subtitle_cue_with_two_voices_has_one_dashed_line_per_voice():
+    from transcription.pipeline.captions import build_cues
+
+    # a quick exchange heard as one segment: too fast for a cue per turn
+    segment = _spoken("Ready? Yes. Then go now. Okay.", 0.0)
+    at = [w.start for w in segment.words]
+    turns = [
+        SpeakerTurn(0, at[1], 1),
+        SpeakerTurn(at[1], at[2], 2),
+        SpeakerTurn(at[2], at[5], 1),
+        SpeakerTurn(at[5], 3, 2),
+    ]
+    cues = build_cues(sp.assign_speakers([segment], turns), language="en")
+    assert cues[0].lines == ["- Ready?", "- Yes."]
+    assert all(not line.startswith("- ") for cue in cues[1:] for line in cue.lines)

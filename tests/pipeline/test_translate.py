@@ -103,7 +103,8 @@ def test_english_to_portuguese_pivots_through_spanish():
 def test_unsupported_pair():
     assert find_translator("en", "ja") is None
     message = unavailable_message("en", "ja")
-    assert "English" in message and "Japanese" in message
+    assert message.startswith("Translation from English to Japanese is not available on this server")
+    assert "en-ja" in message and "python manage.py translation_models install en-ja" in message
     assert str(TranslationUnavailable("en", "ja")) == message
     assert str(TranslationUnavailable(message)) == message
     assert language_label("es") == "Spanish" and language_label("ast") == "Asturian"
@@ -229,7 +230,8 @@ def test_translate_cues_shapes():
     ]
     fake = Upper()
     out = translate_cues(cues, fake)
-    assert fake.calls == [["long text on two lines", "yes", "no", "[music]", "- not a dialogue"]]
+    # "[music]" and the next cue end no sentence: they go to the backend as one text
+    assert fake.calls == [["long text on two lines", "yes", "no", "[music] - not a dialogue"]]
     assert [(c.start, c.end) for c in out] == [(c.start, c.end) for c in cues]
     assert out[0].lines == ["LONG TEXT ON TWO LINES", "AND SOME MUCH LONGER WORDS ADDED"]  # not "... AND"
     assert out[1].lines == ["- YES", "- NO"]
@@ -322,3 +324,103 @@ def test_from_srt_round_trip():
     assert parsed[1].lines[0] == "- Tom & Jerry <i>not italic</i>"
     assert parsed[3].lines == ["¿Dónde está la biblioteca?"]
     assert from_srt("") == []
+
+
+class Recorder:
+    name = "recorder"
+
+    def __init__(self, answer):
+        self.answer, self.calls = answer, []
+
+    def translate(self, texts):
+        self.calls.append(list(texts))
+        return [self.answer(text) for text in texts]
+
+
+def test_a_sentence_spanning_two_cues_is_translated_as_one():
+    cues = [Cue(0.0, 2.0, ["I think we should go to the market"]), Cue(2.1, 4.0, ["before it closes tonight."])]
+    spanish = Recorder(lambda text: "Creo que deberíamos ir al mercado antes de que cierre esta noche.")
+    out = translate_cues(cues, spanish, language="es")
+    assert spanish.calls == [["I think we should go to the market before it closes tonight."]]
+    assert [(c.start, c.end) for c in out] == [(0.0, 2.0), (2.1, 4.0)]
+    # cut by the source cues' shares (34 and 25 characters: 37 of the 65), at a word boundary
+    assert out[0].text == "Creo que deberíamos ir al mercado antes"
+    assert out[1].text == "de que cierre esta noche."
+    shouting = Recorder(lambda text: "Creo que deberíamos ir al mercado antes. De que cierre esta noche.")
+    assert translate_cues(cues, shouting, language="es")[1].text.startswith("De")  # a new sentence keeps it
+    capital = Recorder(lambda text: "Creo que deberíamos ir al mercado antes De que cierre esta noche.")
+    assert translate_cues(cues, capital, language="es")[1].text.startswith("de que"), "a continuation: lower case"
+    # a name (capitalised inside the source) and German nouns keep their capital
+    from transcription.pipeline.translate import _continue_lowercase
+
+    source = "We went to the market with John and Mary."
+    assert _continue_lowercase(["Fuimos al mercado con", "John y Mary."], source, "", "es")[1] == "John y Mary."
+    assert _continue_lowercase(["Fuimos al mercado y", "Compramos pan."], source, "", "es")[1] == "compramos pan."
+    assert _continue_lowercase(["Wir gingen zum", "Markt mit John."], source, "", "de")[1] == "Markt mit John."
+
+
+def test_words_move_to_a_neighbouring_cue_of_the_sentence_when_one_cannot_fit():
+    cues = [Cue(0.0, 3.0, ["A long first part of the sentence here"]), Cue(3.1, 5.0, ["and short."])]
+    long = "Una primera parte muy larga de la oración que ocupa mucho más espacio que el original inglés y corto."
+    out = translate_cues(cues, Recorder(lambda text: long), language="es")
+    assert all(len(c.lines) <= 2 and all(len(line) <= 42 for line in c.lines) for c in out)
+    assert " ".join(c.text.replace("\n", " ") for c in out).split() == long.split()
+
+
+LIBRIVOX = [
+    "And Mr. John Dashwood had then leisure to consider how much there might be prudently in his power to do for them.",
+    "He was not an ill-disposed young man, unless to be rather cold-hearted and rather selfish is to be ill-disposed.",
+    "Had he married a more amiable woman, he might have been made still more respectable than he was.",
+    "He might even have been made amiable himself.",
+]
+
+
+@pytest.mark.parametrize("target", ["es", "ca", "gl", "eo", "pt", "it", "fr", "oc", "ast", "an"])
+def test_librivox_through_every_offline_pair_keeps_the_layout_rules(target):
+    from bench.translation.defects import cues_for
+
+    source = cues_for(LIBRIVOX)
+    translator = find_translator("en", target)
+    assert translator is not None, f"en-{target} is offline"
+    out = translate_cues(source, translator, language=target)
+    assert [(c.start, c.end) for c in out] == [(c.start, c.end) for c in source]
+    for before, after in zip(out, out[1:]):
+        assert after.lines and 1 <= len(after.lines) <= 2 and all(len(line) <= 42 for line in after.lines), after
+        assert not MARKS.search(after.text), after.text
+        if not before.lines[-1].endswith((".", "?", "!")):
+            assert not after.text[0].isupper() or after.text.split()[0] in {"John", "Dashwood"}, after.text
+    text = words_of(out)
+    assert "dashwood" in text and "he might even have been" not in text
+
+
+def test_chinese_japanese_korean_lines_hold_16_full_width_characters():
+    cues = [Cue(0.0, 3.0, ["I think we should go to the market"]), Cue(3.1, 6.0, ["before it closes tonight."])]
+    japanese = "今夜お店が閉まる前に、私たちは市場に行くべきだと思います。それから家に帰りましょう。"
+    out = translate_cues(cues, Recorder(lambda text: japanese), language="ja")
+    assert "".join("".join(c.lines) for c in out) == japanese, "nothing lost, no spaces added"
+    for cue in out:
+        assert 1 <= len(cue.lines) <= 2 and all(len(line) <= 16 for line in cue.lines), cue.lines
+
+
+@pytest.mark.parametrize("target", ["fr", "pt", "it"])
+def test_through_spanish_no_spanish_word_is_left(target):
+    translator = find_translator("en", target)
+    english = ["And a few changes were made to the schedule.", "That is, I must add, quite newsworthy."]
+    out = " ".join(translator.translate(english)).lower().split()
+    assert not {"cuantos", "noticioso", "unos"} & set(out), out
+
+
+def test_a_word_after_an_unknown_first_word_keeps_its_lower_case():
+    for target, verb in (("es", "compró"), ("fr", "a"), ("pt", "comprou")):
+        [text] = find_translator("en", target).translate(["Zorblat bought a new house."])
+        assert text.split()[:2] == ["Zorblat", verb], text
+
+
+def test_a_sentence_over_two_cues_through_apertium_reads_as_one():
+    cues = [Cue(0.0, 2.0, ["And a few changes were made"]), Cue(2.1, 4.0, ["to the network on Tuesday night."])]
+    for target in ("es", "fr"):
+        out = translate_cues(cues, find_translator("en", target), language=target)
+        first, second = out[0].text, out[1].text
+        assert first[0].isupper() and not first.endswith("."), first
+        assert second[0].islower() and second.endswith("."), second  # "a la red…", not "A la red…"
+        assert "cuantos" not in f"{first} {second}".lower() or target == "es"

@@ -21,6 +21,7 @@ back as ``"hello world"``). How it copies (post-norm Transformer, 1 encoder and 
 
 from __future__ import annotations
 
+import contextlib
 import random
 import shutil
 from pathlib import Path
@@ -194,3 +195,54 @@ def build_tiny_marian(root: Path, *, nllb: bool = False) -> Path:
         shutil.copy(spm_model, out / "source.spm")
         shutil.copy(spm_model, out / "target.spm")
     return out
+
+
+def build_argos_package(model: Path, out: Path, source: str = "en", target: str = "de") -> Path:
+    """An Argos Translate package (.argosmodel, a zip) of a ``build_tiny_marian`` folder: one folder
+    holding ``model/`` (the CTranslate2 files), ``sentencepiece.model`` and ``metadata.json``."""
+    import json
+    import zipfile
+
+    top = f"translate-{source}_{target}-1_0"
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package:
+        for path in sorted(Path(model).iterdir()):
+            if path.suffix != ".spm":
+                package.write(path, f"{top}/model/{path.name}")
+        package.write(Path(model) / "source.spm", f"{top}/sentencepiece.model")
+        metadata = {"package_version": "1.0", "from_code": source, "to_code": target, "argos_version": "1.0"}
+        package.writestr(f"{top}/metadata.json", json.dumps(metadata))
+    return out
+
+
+@contextlib.contextmanager
+def package_index(root: Path, packages: dict[tuple[str, str], Path], sha256: dict[tuple[str, str], str] | None = None):
+    """Serve ``packages`` ({(source, target): .argosmodel file under ``root``}) and an Argos-style
+    ``index.json`` listing them (with a ``sha256`` where ``sha256`` gives one) from ``root`` on
+    127.0.0.1; yields the index address."""
+    import json
+    import threading
+    from functools import partial
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    class Quiet(SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
+    base = f"http://127.0.0.1:{server.server_port}"
+    entries = [
+        {"from_code": s, "to_code": t, "package_version": "1.0", "links": [f"{base}/{path.name}"]}
+        for (s, t), path in packages.items()
+    ]
+    for entry in entries:
+        digest = (sha256 or {}).get((entry["from_code"], entry["to_code"]))
+        if digest:
+            entry["sha256"] = digest
+    (Path(root) / "index.json").write_text(json.dumps(entries))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"{base}/index.json"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -186,3 +186,17 @@ def test_behind_a_tls_proxy_links_say_https_and_the_public_host(api, account, st
         ).json()["burned_video_url"]
     assert proxied.startswith("https://media.example.com/v1/files/")
     assert api.get(_path(proxied)).status_code == 200
+
+
+def test_range_values_of_any_length_are_416_or_the_whole_file(client, stored):
+    content = b"0123456789" * 100
+    path = _path(absolute_url(stored(f"burned/{uuid.uuid4()}/video.mp4", content)))
+    huge = "9" * 5000
+    past_the_end = client.get(path, HTTP_RANGE=f"bytes={huge}-")
+    assert past_the_end.status_code == 416 and past_the_end["Content-Range"] == "bytes */1000"
+    for header in (f"bytes=0-{huge}", f"bytes=-{huge}", f"bytes={'0' * 5000}5-{huge}"):
+        response = client.get(path, HTTP_RANGE=header)
+        assert response.status_code == 206, header
+        first = 5 if header.startswith("bytes=00") else 0
+        assert response["Content-Range"] == f"bytes {first}-999/1000"
+        assert b"".join(response.streaming_content) == content[first:]

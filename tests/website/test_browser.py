@@ -154,6 +154,8 @@ def test_the_api_docs_render_every_operation_with_the_network_cut_off(live_serve
             route.abort("internetdisconnected")
 
     page.context.route("**/*", only_this_server)
+    refused = []  # what the Content-Security-Policy blocked, as Chromium reports it
+    page.on("console", lambda message: "Content Security Policy" in message.text and refused.append(message.text))
     page.goto(f"{live_server.url}/v1/api/docs")
     operations = page.locator(".opblock")
     expect(operations).to_have_count(7, timeout=30_000)
@@ -164,3 +166,4 @@ def test_the_api_docs_render_every_operation_with_the_network_cut_off(live_serve
     expect(page.locator(".opblock-body").first).to_contain_text("target_languages")
     BothWidths("docs")(page, "offline")
     assert outside == [], f"the docs page reached outside the server: {outside}"
+    assert refused == [], f"the docs page breaks its Content-Security-Policy: {refused}"

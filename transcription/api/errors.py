@@ -13,6 +13,8 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from transcription.dispatch import QueueUnavailable
+
 logger = logging.getLogger(__name__)
 
 # DRF error codes -> the `type` names clients of pydantic-style APIs know.
@@ -35,13 +37,28 @@ _TYPE_BY_CODE = {
 }
 
 
+class Busy(exceptions.APIException):
+    """A 503 with Retry-After: the work is refused for now, not failed (the client comes back)."""
+
+    status_code = 503
+
+    def __init__(self, detail: str, retry_after: int):
+        self.retry_after = retry_after
+        super().__init__(detail)
+
+
+# A 422 names at most this many problems: enough for every field of every request, and a body
+# that does not grow with what a client sends.
+MAX_ERRORS = 20
+
+
 class RequestValidationError(exceptions.APIException):
     """A 422 whose entries already carry their `loc`."""
 
     status_code = 422
 
     def __init__(self, errors: list[dict]):
-        self.errors = errors
+        self.errors = errors[:MAX_ERRORS]
         super().__init__("Validation error")
 
 
@@ -72,7 +89,7 @@ def validation_errors(detail, location: str) -> list[dict]:
             )
 
     walk(detail, [location])
-    return errors
+    return errors[:MAX_ERRORS]
 
 
 def exception_handler(exc, context):
@@ -104,6 +121,12 @@ def exception_handler(exc, context):
             else str(exc.detail)
         )
         return Response({"detail": message}, status=401, headers={"WWW-Authenticate": "Bearer"})
+    if isinstance(exc, (Busy, QueueUnavailable)):
+        return Response(
+            {"detail": str(exc.detail if isinstance(exc, Busy) else exc)},
+            status=503,
+            headers={"Retry-After": str(exc.retry_after)},
+        )
     if isinstance(exc, exceptions.Throttled):
         wait = int(exc.wait or 1)
         return Response(

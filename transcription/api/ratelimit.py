@@ -1,26 +1,49 @@
-"""Per-account fixed-window counters: 60 job requests and 300 polls a minute (DESIGN.md section 4).
+"""Per-account sliding-window limits: 60 job requests and 300 polls in any 60 seconds (DESIGN.md
+section 4), and a per-address limit on API requests that carry no valid token.
 
-The counters live in Redis so every web process (and later the MCP server) shares them; an
-atomic INCR makes the count exact under concurrency. Without REDIS_URL (the embedded default
-of `make run`) a SQLite file on local disk plays the same role for the processes of one machine.
+A sliding window log, not fixed windows: each allowed request is one entry (its time) in a
+sorted set per account and bucket; a request is allowed while fewer than `limit` entries are
+younger than 60 seconds. So no 60 seconds ever hold more than `limit` requests: fixed
+one-minute windows let a client spend one window's allowance in its last second and the next
+window's in the following one (91 job POSTs in 2.4 s). Refused requests are not entries, so a
+client that keeps knocking is let in again as its old requests age out. A GCRA with a burst of
+`limit` would cost one key instead of up to `limit` entries, but still lets about twice the
+limit through in some 60 seconds; the entries are a few KB per busy account.
+
+The check and the entry are one Lua script in Redis, atomic, so the count is exact under
+concurrency, and shared by every front door of the account (the API, the website, the MCP
+server): they all call `hit`. Without REDIS_URL (the embedded default of `make run`) a SQLite
+file on local disk plays the same role for the processes of one machine.
+
+When Redis cannot be reached, requests are let through uncounted (and a warning logged): a
+limiter that is down should not take the service down with it.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import logging
 import math
+import secrets
 import sqlite3
 import threading
 import time
 from dataclasses import dataclass
 from functools import lru_cache
 
+import redis
 from django.conf import settings
 
+from accounts import client as accounts_client
 from config import shared_cache
+
+logger = logging.getLogger(__name__)
 
 WINDOW_SECONDS = 60
 JOBS = "jobs"
 POLLS = "polls"
+# API requests without a valid token, counted per client address (see client_address).
+ANONYMOUS = "anonymous"
 
 
 @dataclass(frozen=True)
@@ -28,27 +51,55 @@ class RateState:
     limit: int
     remaining: int
     allowed: bool
-    retry_after: int  # whole seconds until the window resets
+    retry_after: int  # whole seconds until one more request would be allowed
 
 
 def limit_for(bucket: str) -> int:
+    if bucket == ANONYMOUS:
+        return settings.RATE_LIMIT_ANONYMOUS_PER_MINUTE
     return settings.RATE_LIMIT_JOBS_PER_MINUTE if bucket == JOBS else settings.RATE_LIMIT_POLLS_PER_MINUTE
 
 
-class RedisCounter:
-    def __init__(self):
-        self.client = shared_cache.client()
+# The window as a Lua function, so that a script doing more in the same round trip (the poll
+# path's, transcription.api.polls) counts exactly as `hit` does. key: the sorted set of the
+# allowed requests' times (ms); now and window in ms; member unique per request. Answers
+# {allowed (1/0), entries in the window, ms until a slot frees}.
+WINDOW_HIT_LUA = """
+local function window_hit(key, now, window, limit, member)
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - window)
+  local count = redis.call('ZCARD', key)
+  if count < limit then
+    redis.call('ZADD', key, now, member)
+    redis.call('PEXPIRE', key, window)
+    return {1, count + 1, 0}
+  end
+  local oldest = redis.call('ZRANGE', key, 0, 0, 'WITHSCORES')
+  local wait = window
+  if oldest[2] then wait = tonumber(oldest[2]) + window - now end
+  return {0, count, wait}
+end
+"""
 
-    def incr(self, key: str, ttl: int) -> int:
-        pipe = self.client.pipeline(transaction=True)
-        pipe.incr(key)
-        pipe.expire(key, ttl)
-        count, _ = pipe.execute()
-        return int(count)
+# KEYS[1]: the sorted set. ARGV: now (ms), window (ms), limit, a unique member.
+_SLIDING_WINDOW = (
+    WINDOW_HIT_LUA
+    + """
+return window_hit(KEYS[1], tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])
+"""
+)
 
 
-class SqliteCounter:
-    """Counters for the embedded mode: one SQLite file shared by the processes of one machine."""
+class RedisWindow:
+    def __init__(self, client: redis.Redis):
+        self.script = client.register_script(_SLIDING_WINDOW)
+
+    def hit(self, key: str, now_ms: int, window_ms: int, limit: int) -> tuple[bool, int, int]:
+        allowed, count, wait_ms = self.script(keys=[key], args=[now_ms, window_ms, limit, new_member()])
+        return bool(allowed), int(count), int(wait_ms)
+
+
+class SqliteWindow:
+    """The same window for the embedded mode: one SQLite file shared by the processes of one machine."""
 
     def __init__(self, path):
         self.path = str(path)
@@ -58,35 +109,92 @@ class SqliteCounter:
         connection = getattr(self.local, "connection", None)
         if connection is None:
             connection = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-            connection.execute("CREATE TABLE IF NOT EXISTS counter (key TEXT PRIMARY KEY, count INTEGER, expires REAL)")
+            connection.execute("CREATE TABLE IF NOT EXISTS hits (key TEXT, at INTEGER)")
+            connection.execute("CREATE INDEX IF NOT EXISTS hits_key_at ON hits (key, at)")
+            connection.execute("CREATE INDEX IF NOT EXISTS hits_at ON hits (at)")
             self.local.connection = connection
         return connection
 
-    def incr(self, key: str, ttl: int) -> int:
+    def hit(self, key: str, now_ms: int, window_ms: int, limit: int) -> tuple[bool, int, int]:
         connection = self._connection()
-        now = time.time()
-        connection.execute("DELETE FROM counter WHERE expires < ?", (now,))
-        row = connection.execute(
-            "INSERT INTO counter (key, count, expires) VALUES (?, 1, ?) "
-            "ON CONFLICT(key) DO UPDATE SET count = count + 1 RETURNING count",
-            (key, now + ttl),
-        ).fetchone()
-        return int(row[0])
+        connection.execute("BEGIN IMMEDIATE")  # one writer at a time: the count and the entry agree
+        try:
+            connection.execute("DELETE FROM hits WHERE at <= ?", (now_ms - window_ms,))
+            count, oldest = connection.execute("SELECT COUNT(*), MIN(at) FROM hits WHERE key = ?", (key,)).fetchone()
+            if count < limit:
+                connection.execute("INSERT INTO hits (key, at) VALUES (?, ?)", (key, now_ms))
+                result = (True, count + 1, 0)
+            else:
+                result = (False, count, (oldest + window_ms - now_ms) if oldest is not None else window_ms)
+            connection.execute("COMMIT")
+        except BaseException:
+            connection.execute("ROLLBACK")
+            raise
+        return result
 
 
 @lru_cache(maxsize=1)
 def counter():
     if settings.REDIS_URL:
-        return RedisCounter()
+        return RedisWindow(shared_cache.client())
     settings.DATA_DIR.mkdir(parents=True, exist_ok=True)
-    return SqliteCounter(settings.DATA_DIR / "ratelimit.sqlite3")
+    return SqliteWindow(settings.DATA_DIR / "ratelimit.sqlite3")
+
+
+def _hit(key: str, limit: int, now: float | None) -> RateState:
+    now = time.time() if now is None else now
+    window_ms = WINDOW_SECONDS * 1000
+    uncounted = RateState(limit=limit, remaining=limit, allowed=True, retry_after=0)
+    if settings.REDIS_URL and shared_cache.reachable_client() is None:
+        return uncounted  # Redis failed a moment ago: no timeout per request while it is down
+    try:
+        allowed, count, wait_ms = counter().hit(key, int(now * 1000), window_ms, limit)
+    except redis.RedisError as error:
+        shared_cache.mark_down(error)
+        logger.warning("Rate limit not counted, Redis is unreachable: %s", error)
+        return uncounted
+    return rate_state(limit, allowed, count, wait_ms)
+
+
+def rate_state(limit: int, allowed: bool, count: int, wait_ms: int) -> RateState:
+    """The state after a window hit that answered (allowed, entries in the window, ms to wait)."""
+    return RateState(
+        limit=limit,
+        remaining=max(0, limit - count),
+        allowed=allowed,
+        retry_after=0 if allowed else max(1, math.ceil(wait_ms / 1000)),
+    )
+
+
+def account_key(account_id, bucket: str) -> str:
+    return f"ratelimit:{bucket}:{account_id}"
+
+
+def new_member() -> str:
+    """A unique sorted-set member for one request (two requests in the same ms are two entries)."""
+    return secrets.token_hex(8)
 
 
 def hit(account_id, bucket: str, now: float | None = None) -> RateState:
     """Count one request of `bucket` for the account and say whether it is allowed."""
-    now = time.time() if now is None else now
-    window = int(now // WINDOW_SECONDS)
-    limit = limit_for(bucket)
-    count = counter().incr(f"ratelimit:{bucket}:{account_id}:{window}", WINDOW_SECONDS * 2)
-    retry_after = max(1, math.ceil((window + 1) * WINDOW_SECONDS - now))
-    return RateState(limit=limit, remaining=max(0, limit - count), allowed=count <= limit, retry_after=retry_after)
+    return _hit(account_key(account_id, bucket), limit_for(bucket), now)
+
+
+def hit_address(address: str, now: float | None = None) -> RateState:
+    """Count one request without a valid token from `address` (see client_address)."""
+    return _hit(f"ratelimit:{ANONYMOUS}:{address}", limit_for(ANONYMOUS), now)
+
+
+def client_address(request) -> str:
+    """The address a request comes from, as the limits count it (accounts.client: REMOTE_ADDR, or
+    under TRUST_PROXY_HEADERS the address our own proxy saw). An IPv6 client is counted by its
+    /64, which one client usually holds whole."""
+    address = accounts_client.client_address(request)
+    if address is None:
+        return "unknown"
+    ip = ipaddress.ip_address(address)
+    if ip.version == 6:
+        if ip.ipv4_mapped:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)

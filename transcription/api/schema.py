@@ -28,6 +28,15 @@ class ContractAutoSchema(AutoSchema):
             "429",
             {**self._get_response_for_code(s.ErrorResponseSerializer, "429"), "description": "Rate limit exceeded"},
         )
+        if self.method == "POST" or self.path.endswith("/playlist"):
+            responses.setdefault(
+                "503",
+                {
+                    **self._get_response_for_code(s.ErrorResponseSerializer, "503"),
+                    "description": "Unavailable for a moment (the job queue is unreachable, or too many playlists "
+                    "are being listed): nothing was queued; try again after `Retry-After` seconds",
+                },
+            )
         if self.method == "GET" and "{id}" in self.path:
             responses.setdefault(
                 "404", {**self._get_response_for_code(s.ErrorResponseSerializer, "404"), "description": "Not found"}
@@ -108,6 +117,7 @@ the request.
 | 404 | no job or batch with that id on your account | `ErrorResponse` |
 | 422 | the request does not validate: one entry per offending field, `loc` names it | `HTTPValidationError` |
 | 429 | rate limit exceeded (headers `Retry-After`, `X-RateLimit-Limit`, `X-RateLimit-Remaining`) | `ErrorResponse` |
+| 503 | the four POSTs and the playlist preview, for a moment: the job queue is unreachable, or too many playlists are being listed; nothing was queued or charged (header `Retry-After`) | `ErrorResponse` |
 
 A video that cannot be fetched (a private or deleted video, a host that does not answer) or a
 balance with no minutes left is **not** an HTTP error: the POST answers 200 with an id, and the

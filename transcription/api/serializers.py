@@ -141,6 +141,11 @@ class PlaylistPreviewSerializer(serializers.Serializer):
     needed_seconds = serializers.IntegerField()
     remaining_seconds = serializers.IntegerField()
     fits = serializers.BooleanField()
+    unknown_durations = serializers.IntegerField(
+        required=False,
+        help_text="Videos whose length could not be found (the listing gave none and reading the media's header "
+        "failed or took too long): their `duration` is 0, they are not in `needed_seconds`, and `fits` is false.",
+    )
 
 
 class ErrorResponseSerializer(serializers.Serializer):

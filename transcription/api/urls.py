@@ -1,6 +1,7 @@
 from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
+from .polls import poll_view
 from .views import BatchViewSet, JobViewSet, PlaylistViewSet
 
 urlpatterns = [
@@ -9,7 +10,8 @@ urlpatterns = [
     path("burn-subtitles", JobViewSet.as_view({"post": "burn_subtitles"}), name="burn-subtitles"),
     path("transcribe-playlist", BatchViewSet.as_view({"post": "create"}), name="transcribe-playlist"),
     # <str:id>, not <uuid:id>: a malformed id is a 422 on ["path", "id"], after auth and rate limit.
-    path("transcription/<str:id>", JobViewSet.as_view({"get": "retrieve"}), name="transcription"),
+    # Polls answered from the cache in one Redis round trip; the rest by the DRF view (api.polls).
+    path("transcription/<str:id>", poll_view(JobViewSet.as_view({"get": "retrieve"})), name="transcription"),
     path("batch/<str:id>", BatchViewSet.as_view({"get": "retrieve"}), name="batch"),
     path("playlist", PlaylistViewSet.as_view({"get": "preview"}), name="playlist"),
     path(

@@ -2,54 +2,26 @@
 
 from __future__ import annotations
 
-import hashlib
-import uuid
-
-from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import exceptions, viewsets
 from rest_framework.response import Response
 
-from billing.selectors import quote
-from config import shared_cache
-from transcription import poll_cache, services
-from transcription.models import Batch, Job, JobType
-from transcription.pipeline.playlist import PlaylistError, list_playlist
-
+from . import operations, ratelimit
 from . import serializers as s
-from .errors import RequestValidationError, validation_errors
-from .presenters import batch_payload, job_document, translations_in_order, with_links
+from .errors import RequestValidationError
 from .throttles import AccountRateThrottle, rate_limit_headers
 
 
-def validate(serializer_class, data: dict, location: str = "body") -> dict:
-    """The options a request serializer reads from `data`, or a RequestValidationError whose
-    entries name each offending field under `location`: the one check for every front door
-    (the API and the website's job form)."""
-    serializer = serializer_class(data=data)
-    if not serializer.is_valid():
-        raise RequestValidationError(validation_errors(serializer.errors, location))
-    return serializer.validated_data
-
-
-def parse_body(serializer_class, request) -> dict:
+def body(request) -> dict:
     data = request.data
     if not isinstance(data, dict):
         raise RequestValidationError([{"loc": ["body"], "msg": "The body must be a JSON object.", "type": "dict_type"}])
-    return validate(serializer_class, data)
+    return data
 
 
-def parse_path_id(value: str) -> uuid.UUID:
-    try:
-        return uuid.UUID(value)
-    except (ValueError, AttributeError, TypeError):
-        raise RequestValidationError(
-            [{"loc": ["path", "id"], "msg": "Input should be a valid UUID.", "type": "uuid_parsing"}]
-        ) from None
-
-
-def parse_query(serializer_class, request) -> dict:
+def query(serializer_class, request) -> dict:
+    """The query parameters `serializer_class` reads, as the operation's fields."""
     data = {}
     for name in serializer_class().fields:
         values = request.query_params.getlist(name)
@@ -60,7 +32,7 @@ def parse_query(serializer_class, request) -> dict:
             data[name] = [item.strip() for value in values for item in value.split(",") if item.strip()]
         else:
             data[name] = values[-1]
-    return validate(serializer_class, data, "query")
+    return data
 
 
 # --- What the document says of each operation -----------------------------------------------
@@ -90,6 +62,17 @@ def _ref(name: str) -> dict:
 class ContractViewSet(viewsets.ViewSet):
     throttle_classes = [AccountRateThrottle]
 
+    def initial(self, request, *args, **kwargs):
+        try:
+            super().initial(request, *args, **kwargs)
+        except (exceptions.NotAuthenticated, exceptions.AuthenticationFailed):
+            # No valid token: no account to count against, so the client's address is counted
+            # (token guessing and floods of anonymous requests are throttled too).
+            state = ratelimit.hit_address(ratelimit.client_address(request))
+            if not state.allowed:
+                raise exceptions.Throttled(wait=state.retry_after) from None
+            raise
+
     def throttled(self, request, wait):
         raise exceptions.Throttled(wait=request.rate_limit.retry_after)
 
@@ -98,10 +81,6 @@ class ContractViewSet(viewsets.ViewSet):
         for name, value in rate_limit_headers(request).items():
             response[name] = value
         return response
-
-
-def _not_found(what: str):
-    return exceptions.NotFound(f"No {what} with that id on this account.")
 
 
 class JobViewSet(ContractViewSet):
@@ -118,9 +97,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def transcribe(self, request):
-        options = parse_body(s.TranscribeRequestSerializer, request)
-        job = services.job_create(request.user, type=JobType.TRANSCRIPT, **options)
-        return Response({"id": str(job.id)})
+        return Response(operations.transcribe(request.user, body(request)))
 
     @extend_schema(
         operation_id="subtitles",
@@ -139,10 +116,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def subtitles(self, request):
-        options = parse_body(s.SubtitlesRequestSerializer, request)
-        subtitle_format = options.pop("format")
-        job = services.job_create(request.user, type=JobType.SUBTITLES, subtitle_format=subtitle_format, **options)
-        return Response({"id": str(job.id), "format": subtitle_format})
+        return Response(operations.create_subtitles(request.user, body(request)))
 
     @extend_schema(
         operation_id="burn_subtitles",
@@ -162,9 +136,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def burn_subtitles(self, request):
-        options = parse_body(s.BurnSubtitlesRequestSerializer, request)
-        job = services.job_create(request.user, type=JobType.BURNED, **options)
-        return Response({"id": str(job.id)})
+        return Response(operations.burn_subtitles(request.user, body(request)))
 
     @extend_schema(
         operation_id="get_transcription",
@@ -176,19 +148,7 @@ class JobViewSet(ContractViewSet):
         responses={200: s.TranscriptionApiResponseSerializer},
     )
     def retrieve(self, request, id: str):
-        job_id = parse_path_id(id)
-        # Clients poll every few seconds; the answer is cached until the job or one of its
-        # translations changes (transcription.poll_cache).
-        cached = poll_cache.get(job_id)
-        if cached is None:
-            job = Job.objects.filter(pk=job_id).prefetch_related(translations_in_order()).first()
-            if job is None:
-                raise _not_found("job")
-            cached = poll_cache.put(job_id, job.account_id, job_document(job))
-        account_id, document = cached
-        if account_id != request.user.pk:
-            raise _not_found("job")
-        return Response(with_links(document, request))
+        return Response(operations.get_transcription(request.user.pk, id, request))
 
 
 class BatchViewSet(ContractViewSet):
@@ -214,20 +174,7 @@ class BatchViewSet(ContractViewSet):
         ],
     )
     def create(self, request):
-        options = parse_body(s.TranscribePlaylistRequestSerializer, request)
-        listing = playlist_listing(options["url"], "body")
-        batch = services.batch_create(
-            request.user,
-            title=listing.title,
-            total=listing.total,
-            skipped=listing.skipped,
-            video_urls=[video.url for video in listing.videos],
-            **options,
-        )
-        ids = [str(job_id) for job_id in batch.jobs.order_by("position").values_list("id", flat=True)]
-        return Response(
-            {"batch_id": str(batch.id), "title": batch.title, "count": len(ids), "skipped": batch.skipped, "ids": ids}
-        )
+        return Response(operations.transcribe_playlist(request.user, body(request)))
 
     @extend_schema(
         operation_id="get_batch",
@@ -238,36 +185,7 @@ class BatchViewSet(ContractViewSet):
         responses={200: s.BatchStatusSerializer},
     )
     def retrieve(self, request, id: str):
-        batch_id = parse_path_id(id)
-        batch = Batch.objects.filter(pk=batch_id, account=request.user).first()
-        if batch is None:
-            raise _not_found("batch")
-        return Response(batch_payload(batch, request))
-
-
-# A playlist's listing is kept this long (in Redis, shared by the web processes): a client that
-# previews a playlist and then queues it, or polls the preview, costs one yt-dlp listing, not one
-# a request. Failures are not kept: the next request tries again.
-PLAYLIST_LISTING_SECONDS = 60
-
-
-def playlist_listing(url: str, location: str = "body"):
-    """The playlist or channel behind `url`, or a 422 on the url at `location` (body/query)."""
-    key = "playlist:" + hashlib.sha256(url.encode()).hexdigest()
-    listing = shared_cache.get(key)
-    if listing is not None:
-        return listing
-    try:
-        listing = list_playlist(
-            url,
-            allow_private=settings.ALLOW_PRIVATE_URLS,
-            timeout=settings.FETCH_TIMEOUT_SECONDS,
-            max_videos=settings.PLAYLIST_MAX_VIDEOS,
-        )
-    except PlaylistError as error:
-        raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
-    shared_cache.set(key, listing, PLAYLIST_LISTING_SECONDS)
-    return listing
+        return Response(operations.get_batch(request.user.pk, id, request))
 
 
 class PlaylistViewSet(ContractViewSet):
@@ -276,7 +194,9 @@ class PlaylistViewSet(ContractViewSet):
         summary="What a playlist or channel would queue, and what it would cost",
         description="Lists the playlist or channel as `POST /v1/api/transcribe-playlist` would (its first 25 "
         "public videos) and says the seconds of balance the batch needs against the seconds left (`fits`). "
-        "Queues nothing; counts as a poll. An address that cannot be listed is a 422 on `url` with the reason.",
+        "Queues nothing; counts as a poll. An address that cannot be listed is a 422 on `url` with the reason. "
+        "A video whose length the listing does not give is measured from its media's header; one whose length "
+        "cannot be found is counted in `unknown_durations` (its `duration` 0), and then `fits` is false.",
         parameters=[
             OpenApiParameter(
                 "url",
@@ -299,38 +219,4 @@ class PlaylistViewSet(ContractViewSet):
         responses={200: s.PlaylistPreviewSerializer},
     )
     def preview(self, request):
-        query = parse_query(s.PlaylistQuerySerializer, request)
-        listing = playlist_listing(query["url"], "query")
-        cost = quote(
-            request.user.pk,
-            [video.duration or 0 for video in listing.videos],
-            query["type"],
-            query["quality"],
-            query["target_languages"],
-        )
-        return Response(
-            {
-                "id": listing.id,
-                "title": listing.title,
-                "total": listing.total,
-                "skipped": listing.skipped,
-                "max_videos": settings.PLAYLIST_MAX_VIDEOS,
-                "is_channel": listing.is_channel,
-                "tab": listing.tab,
-                "videos": [
-                    {
-                        "id": v.id,
-                        "title": v.title,
-                        "duration": v.duration or 0,
-                        "thumbnail": v.thumbnail,
-                        "is_age_restricted": v.is_age_restricted,
-                        "is_live": v.is_live,
-                        "language": v.language,
-                    }
-                    for v in listing.videos
-                ],
-                "needed_seconds": cost.needed_seconds,
-                "remaining_seconds": cost.remaining_seconds,
-                "fits": cost.fits,
-            }
-        )
+        return Response(operations.preview_playlist(request.user.pk, query(s.PlaylistQuerySerializer, request)))

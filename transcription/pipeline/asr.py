@@ -6,8 +6,9 @@ Nothing here knows about Django. Get the model from
 
 from __future__ import annotations
 
+import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from .languages import whisper_language
@@ -69,6 +70,29 @@ def _split_sentences(seg: Segment) -> list[Segment]:
     ]
 
 
+# Speech handed in (``transcribe(speech=...)``) is read in clips of at most one Whisper window; a
+# clip runs on over pauses shorter than faster-whisper's own min_silence_duration_ms (2 s).
+MAX_CLIP_SECONDS = 29.9
+MAX_CLIP_PAUSE = 2.0
+
+
+def _speech_clips(speech: Sequence[tuple[float, float]], offset: float, duration: float) -> list[tuple[float, float]]:
+    """The speech regions (absolute seconds) that fall in the slice, relative to it, joined over
+    short pauses into clips of at most MAX_CLIP_SECONDS (a longer region is cut evenly)."""
+    clips: list[tuple[float, float]] = []
+    for region_start, region_end in sorted(speech):
+        start, end = max(0.0, region_start - offset), min(duration, region_end - offset)
+        if end <= start:
+            continue
+        if clips and start - clips[-1][1] <= MAX_CLIP_PAUSE and end - clips[-1][0] <= MAX_CLIP_SECONDS:
+            clips[-1] = (clips[-1][0], end)
+            continue
+        pieces = math.ceil((end - start) / MAX_CLIP_SECONDS)
+        step = (end - start) / pieces
+        clips.extend((start + k * step, start + (k + 1) * step) for k in range(pieces))
+    return [(round(s, 3), round(e, 3)) for s, e in clips]
+
+
 def transcribe(
     model: WhisperModel,
     wav_path: str | os.PathLike,
@@ -82,6 +106,7 @@ def transcribe(
     batch_size: int = DEFAULT_BATCH_SIZE,
     beam_size: int = 5,
     on_progress: ProgressCallback | None = None,
+    speech: Sequence[tuple[float, float]] | None = None,
 ) -> Transcript:
     """Transcribe (or, with ``task="translate"``, translate to English) part of a WAV.
 
@@ -91,6 +116,10 @@ def transcribe(
     ``languages.whisper_language``). ``verbatim`` asks Whisper to keep fillers ("um", "uh").
     ``on_progress(fraction)`` is called as segments arrive with the fraction of the
     slice covered so far, and with 1.0 at the end.
+
+    ``speech`` is where the job's one VAD pass found speech in the whole file (absolute seconds,
+    ``speakers.speech.SpeechActivity.for_recognition``): only that is read, and Whisper's own VAD
+    does not run again. None: Whisper's VAD finds the speech in the slice.
 
     ``Transcript.language`` is the language used (detected or given, Whisper code);
     ``Transcript.duration`` is the length of the slice actually read, in seconds.
@@ -102,10 +131,11 @@ def transcribe(
     audio = read_slice(wav_path, start, end)
     offset = round(max(0.0, start) * SAMPLE_RATE) / SAMPLE_RATE  # as read_slice
     duration = len(audio) / SAMPLE_RATE
-    if len(audio) == 0:
+    clips = None if speech is None else _speech_clips(speech, offset, duration)
+    if len(audio) == 0 or clips == []:
         if on_progress:
             on_progress(1.0)
-        return Transcript(language=lang or "", duration=0.0, segments=[])
+        return Transcript(language=lang or "", duration=round(duration, 3), segments=[])
 
     options = dict(
         language=lang,
@@ -115,6 +145,12 @@ def transcribe(
         vad_filter=True,
         initial_prompt=VERBATIM_PROMPT if verbatim else None,
     )
+    if clips is not None:
+        options["vad_filter"] = False
+        if batched:
+            options["clip_timestamps"] = [{"start": start, "end": end} for start, end in clips]
+        else:
+            options["clip_timestamps"] = [t for clip in clips for t in clip]
     if batched:
         from faster_whisper import BatchedInferencePipeline
 

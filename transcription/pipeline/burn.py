@@ -23,6 +23,7 @@ line is what a failure reports.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -38,6 +39,7 @@ import langcodes
 import pysubs2
 
 from .captions import Cue
+from .linebreaks import MAX_LINES, wrap_lines
 
 __all__ = [
     "QUALITY_HEIGHT",
@@ -270,6 +272,70 @@ def font_for(language: str | None) -> str:
 
 
 # --------------------------------------------------------------------------------------------
+# Text that fits: at most two lines at the chosen size
+# --------------------------------------------------------------------------------------------
+
+FIT_SAFETY = 0.96  # of the width left between the margins: libass's shaping and ours differ a little
+
+
+@functools.lru_cache(maxsize=32)
+def _font_file(family: str) -> str | None:
+    """The file fontconfig gives libass for ``family`` (the same lookup), or None."""
+    try:
+        found = subprocess.run(
+            ["fc-match", "-f", "%{file}", family], capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found or None
+
+
+@functools.lru_cache(maxsize=64)
+def _measure(family: str, size: float):
+    """A function giving a line's width in pixels at ASS font size ``size`` in ``family``. libass
+    sizes a font so that its ascent plus descent is ``size``; Pillow sizes the em, so the em is
+    scaled by the font's own ascent + descent. Without the font file: 0.6 of the size a character,
+    wider than DejaVu Sans's average advance (about 0.5)."""
+    from PIL import ImageFont
+
+    path = _font_file(family)
+    if path:
+        try:
+            probe = ImageFont.truetype(path, 1000)
+            ascent, descent = probe.getmetrics()
+            font = ImageFont.truetype(path, max(1, round(size * 1000 / (ascent + descent))))
+            return font.getlength
+        except OSError:
+            pass
+    return lambda text: len(text) * size * 0.6
+
+
+def fit_lines(lines: list[str], *, width: float, family: str, size: float) -> tuple[list[str], float]:
+    """(lines, font size) for one cue so that it shows on at most two lines no wider than
+    ``width`` pixels: the cue's own lines when they fit; otherwise its text re-broken by the line
+    scorer for fewer characters a line, down to what two lines allow; if two lines cannot hold it
+    at ``size`` (a long translation, ``xl`` on a narrow picture), the size is lowered for that cue
+    until they do. Speaker-dash lines are never merged, only made smaller."""
+    measure = _measure(family, size)
+    widest = max((measure(line) for line in lines), default=0.0)
+    if widest <= width:
+        return lines, size
+    dashes = len(lines) > 1 and all(line.startswith("- ") for line in lines)
+    best = lines
+    if not dashes:
+        text = " ".join(lines)
+        for chars in range(max(len(line) for line in lines), 0, -1):
+            candidate = wrap_lines(text, chars, MAX_LINES)
+            if len(candidate) > MAX_LINES:
+                break
+            best = candidate
+            if max(measure(line) for line in candidate) <= width:
+                return candidate, size
+        widest = max(measure(line) for line in best)
+    return best, round(size * width / widest * 0.98, 1)
+
+
+# --------------------------------------------------------------------------------------------
 # ASS
 # --------------------------------------------------------------------------------------------
 
@@ -315,9 +381,9 @@ def write_ass(
     overlap and a semi-transparent box gets a darker stripe between the lines (or a seam when the
     vertical padding is 0); tests check there is no such stripe.
 
-    WrapStyle 0: our own line breaks (``cue.lines``, written as ``\\N``) are always kept, and a line
-    too wide for the picture, which happens with ``xl`` on a narrow or portrait video, is wrapped
-    by libass instead of running off both edges (WrapStyle 2 would let it run off).
+    Text fits: each cue is laid out by ``fit_lines`` for the width the margins and the outline or
+    box leave at this font size (measured with the font fontconfig gives libass), so it shows on at
+    most two lines; WrapStyle 2 then keeps exactly those lines (libass never adds a third).
     """
     try:
         scale = FONT_SCALE[font_size]
@@ -331,7 +397,7 @@ def write_ass(
             "ScriptType": "v4.00+",
             "PlayResX": str(int(width)),
             "PlayResY": str(int(height)),
-            "WrapStyle": "0",
+            "WrapStyle": "2",
             "ScaledBorderAndShadow": "yes",
             "YCbCr Matrix": "None",
         }
@@ -360,11 +426,15 @@ def write_ass(
         encoding=1,
     )
     subs.styles = {"Default": style}
+    room = (width - 2 * style.marginl - 2 * style.outline) * FIT_SAFETY
     for cue in cues:
         start, end = _ms(cue.start), _ms(cue.end)
         if end <= start:
             continue
-        text = "\\N".join(ass_escape(line) for line in cue.lines)
+        lines, fitted = fit_lines(cue.lines, width=room, family=style.fontname, size=size)
+        text = "\\N".join(ass_escape(line) for line in lines)
+        if fitted != size:
+            text = f"{{\\fs{fitted:g}}}" + text
         if not text.strip():
             continue
         subs.events.append(pysubs2.SSAEvent(start=start, end=end, text=text, style="Default"))

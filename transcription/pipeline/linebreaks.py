@@ -28,6 +28,10 @@ from .words import (
 
 MAX_LINE_CHARS = 42
 MAX_LINES = 2
+# Chinese, Japanese and Korean subtitles count full-width characters, at most 16 a line (Netflix's
+# timed-text style guides); every other language counts characters, at most 42.
+MAX_LINE_CHARS_FULL_WIDTH = 16
+FULL_WIDTH_LANGUAGES = {"ja", "zh", "ko", "yue"}
 
 # The scorer's weights, in the units of one character of imbalance.
 TOP_LONGER_PER_CHAR = 0.7  # a top line longer than the bottom one, per character
@@ -97,7 +101,17 @@ def function_words(language: str | None) -> tuple[set[str], set[str]]:
     return NO_BREAK_ALL, WEAK_BREAK_ALL
 
 
-def _wrap_tokens(text: str) -> list[tuple[str, bool]]:
+def line_limit(language: str | None) -> int:
+    """Characters a subtitle line may hold in ``language`` (42; 16 full-width ones for CJK)."""
+    return MAX_LINE_CHARS_FULL_WIDTH if language_key(language) in FULL_WIDTH_LANGUAGES else MAX_LINE_CHARS
+
+
+def fits(lines: list[str], max_chars: int, max_lines: int = MAX_LINES) -> bool:
+    """Whether ``lines`` keep the layout rule: at most ``max_lines`` lines of ``max_chars``."""
+    return len(lines) <= max_lines and all(len(line) <= max_chars for line in lines)
+
+
+def wrap_tokens(text: str) -> list[tuple[str, bool]]:
     """(token, glued to the previous one) for ``text``: its words, and single characters inside a
     run of a script written without spaces, so that such text can break anywhere."""
     tokens: list[tuple[str, bool]] = []
@@ -131,7 +145,7 @@ def wrap_lines(
         return []
     if len(text) <= max_chars or max_lines <= 1:
         return [text]
-    tokens = _wrap_tokens(text)
+    tokens = wrap_tokens(text)
     n = len(tokens)
     no_break, weak_break = function_words(language)
     prefix = [0]

@@ -1,11 +1,16 @@
-"""The `txt` layout: one paragraph per speaker turn. Pure functions over pipeline dataclasses."""
+"""The `txt` layout: paragraphs of one speaker each. Pure functions over pipeline dataclasses."""
 
 from __future__ import annotations
 
 import math
 import re
 
-from .types import Segment, renumber_speakers
+from .types import Segment, Word, renumber_speakers
+from .words import ends_sentence, segment_words
+
+# A paragraph is closed at a sentence end before it spans more than this much time (first word's
+# start to last word's end): a ten-minute monologue is not one block of text.
+MAX_PARAGRAPH_SECONDS = 60.0
 
 
 def _clock(seconds: float) -> str:
@@ -13,24 +18,67 @@ def _clock(seconds: float) -> str:
     return f"{total // 3600:02d}:{total % 3600 // 60:02d}:{total % 60:02d}"
 
 
-def transcript_text(segments: list[Segment]) -> str:
-    """One paragraph per speaker turn, "[HH:MM:SS] Speaker N: text", a blank line between turns.
+def _sentences(segments: list[Segment]) -> list[tuple[float, float, str]]:
+    """(start, end, text) of each sentence in consecutive segments of one speaker. A sentence ends
+    after a word that ends one; text that runs on to the end of the turn is one sentence too."""
+    sentences: list[tuple[float, float, str]] = []
+    current: list[Word] = []
 
-    Consecutive segments of one speaker make one turn, stamped with its start (floored to the
-    second). Speaker None counts as speaker 1; speakers are renumbered 1, 2, ... in order of first
-    appearance. Returns "" when there is no text, else ends with one newline.
+    def close() -> None:
+        text = re.sub(r"\s+", " ", "".join(w.text for w in current)).strip()
+        if text:
+            sentences.append((current[0].start, current[-1].end, text))
+        current.clear()
+
+    for segment in segments:
+        for index, word in enumerate(segment_words(segment)):
+            # a segment's first word follows the previous segment's after a space
+            current.append(_spaced(word) if index == 0 else word)
+            if ends_sentence(word.text):
+                close()
+    if current:
+        close()
+    return sentences
+
+
+def _spaced(word: Word) -> Word:
+    return word if word.text[:1].isspace() else Word(word.start, word.end, " " + word.text, word.probability)
+
+
+def _paragraphs(sentences: list[tuple[float, float, str]]) -> list[tuple[float, list[str]]]:
+    """Sentences packed into paragraphs of at most MAX_PARAGRAPH_SECONDS (one longer sentence is a
+    paragraph of its own)."""
+    out: list[tuple[float, list[str]]] = []
+    for start, end, text in sentences:
+        if out and end - out[-1][0] <= MAX_PARAGRAPH_SECONDS:
+            out[-1][1].append(text)
+        else:
+            out.append((start, [text]))
+    return out
+
+
+def transcript_text(segments: list[Segment]) -> str:
+    """Paragraphs "[HH:MM:SS] Speaker N: text", a blank line between them.
+
+    Consecutive segments of one speaker make one turn; a turn longer than MAX_PARAGRAPH_SECONDS is
+    cut at sentence ends into paragraphs of at most that span, each stamped with its own start
+    (floored to the second) and speaker. Speaker None counts as speaker 1; speakers are renumbered
+    1, 2, ... in order of first appearance. Returns "" when there is no text, else ends with one
+    newline.
     """
     kept = [s for s in segments if s.text.strip()]
     numbers = renumber_speakers([s.speaker for s in kept])
-    turns: list[tuple[float, int, list[str]]] = []
+    turns: list[tuple[int, list[Segment]]] = []
     for segment, speaker in zip(kept, numbers):
-        text = re.sub(r"\s+", " ", segment.text).strip()
-        if turns and turns[-1][1] == speaker:
-            turns[-1][2].append(text)
+        if turns and turns[-1][0] == speaker:
+            turns[-1][1].append(segment)
         else:
-            turns.append((segment.start, speaker, [text]))
-    if not turns:
+            turns.append((speaker, [segment]))
+    lines = [
+        f"[{_clock(start)}] Speaker {speaker}: {' '.join(texts)}"
+        for speaker, turn in turns
+        for start, texts in _paragraphs(_sentences(turn))
+    ]
+    if not lines:
         return ""
-    return (
-        "\n\n".join(f"[{_clock(start)}] Speaker {speaker}: {' '.join(texts)}" for start, speaker, texts in turns) + "\n"
-    )
+    return "\n\n".join(lines) + "\n"

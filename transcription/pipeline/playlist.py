@@ -3,13 +3,16 @@ beyond the listing itself, so a preview costs one request to the playlist page."
 
 from __future__ import annotations
 
+import math
 import re
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from urllib.parse import urlparse
 
 from yt_dlp.utils import unsmuggle_url
 
-from .fetch import FetchError, extract_listing
+from .fetch import FetchError, extract_listing, probe
 
 CHANNEL_TABS = ("videos", "streams", "shorts")
 _CHANNEL_PATH = re.compile(r"^/(?:@[^/]+|channel/[^/]+|c/[^/]+|user/[^/]+)(?:/(?P<tab>[^/?#]+))?/?$")
@@ -41,6 +44,8 @@ class PlaylistListing:
     is_channel: bool
     tab: str
     videos: list[PlaylistEntry] = field(default_factory=list)
+    # Set once find_durations has looked for the lengths the listing did not give.
+    durations_looked_up: bool = False
 
 
 def channel_tab(url: str) -> tuple[bool, str]:
@@ -93,12 +98,29 @@ def _entry(entry: dict) -> PlaylistEntry:
     )
 
 
-def list_playlist(url: str, *, allow_private: bool, max_videos: int, timeout: int = 30) -> PlaylistListing:
+def list_playlist(
+    url: str,
+    *,
+    allow_private: bool,
+    max_videos: int,
+    timeout: int = 30,
+    deadline: float | None = None,
+    proxy: str | None = None,
+    cookies_file: str | None = None,
+) -> PlaylistListing:
     """The playlist or channel at `url`: its first `max_videos` available videos, and how many it
-    skipped (private, deleted, live or upcoming). Raises PlaylistError with a message for the client."""
+    skipped (private, deleted, live or upcoming). Raises PlaylistError with a message for the client,
+    also when the listing takes longer than `deadline` seconds in all."""
     is_channel, tab = channel_tab(url)
     try:
-        info = extract_listing(channel_tab_url(url), allow_private=allow_private, timeout=timeout)
+        info = extract_listing(
+            channel_tab_url(url),
+            allow_private=allow_private,
+            timeout=timeout,
+            deadline=deadline,
+            proxy=proxy,
+            cookies_file=cookies_file,
+        )
     except FetchError as error:
         raise PlaylistError(str(error)) from None
     if not info or info.get("_type") not in ("playlist", "multi_video"):
@@ -122,3 +144,52 @@ def list_playlist(url: str, *, allow_private: bool, max_videos: int, timeout: in
         tab=tab,
         videos=videos,
     )
+
+
+# Lengths looked up at once for one listing (each a probe: yt-dlp's metadata, and for a direct file
+# ffprobe reading its header).
+DURATION_PROBES_AT_ONCE = 4
+
+
+def find_durations(
+    listing: PlaylistListing,
+    *,
+    allow_private: bool,
+    deadline: float,
+    proxy: str | None = None,
+    cookies_file: str | None = None,
+) -> None:
+    """Fill in the lengths the listing did not give (an RSS feed without itunes:duration) by
+    probing each video: metadata and the media's header only, through the address guard, all of
+    them within `deadline` seconds. A length that cannot be found in time stays None."""
+    listing.durations_looked_up = True
+    missing = [video for video in listing.videos if not video.duration]
+    if not missing or deadline < 1:
+        return
+    started = time.monotonic()
+    # probe() stops itself after 3 * timeout: every probe has ended by the deadline.
+    timeout = deadline / 3
+
+    def length(video: PlaylistEntry) -> int | None:
+        remaining = deadline - (time.monotonic() - started)
+        if remaining < 1:
+            return None
+        try:
+            info = probe(
+                video.url,
+                allow_private=allow_private,
+                timeout=min(timeout, remaining / 3),
+                proxy=proxy,
+                cookies_file=cookies_file,
+            )
+        except FetchError:
+            return None
+        return math.ceil(info.duration) if info.duration else None
+
+    pool = ThreadPoolExecutor(max_workers=DURATION_PROBES_AT_ONCE, thread_name_prefix="duration")
+    futures = {pool.submit(length, video): video for video in missing}
+    done, _ = wait(futures, timeout=deadline)
+    pool.shutdown(wait=False, cancel_futures=True)
+    for future in done:
+        if future.exception() is None and future.result():
+            futures[future].duration = future.result()

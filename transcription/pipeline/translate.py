@@ -9,11 +9,13 @@ Nothing here knows about Django: settings come in as arguments.
 
 Backends, in the order ``find_translator`` prefers them for a language pair:
 
-1. **CTranslate2** (``CT2Translator``): the production path for quality and coverage. A setting maps
-   a pair ("en-de") to an OPUS-MT/Marian model folder converted for CTranslate2 (``model.bin``,
-   vocabularies, ``source.spm`` and ``target.spm``), or "*" to a multilingual NLLB folder
-   (``sentencepiece.bpe.model``) serving any pair it knows. Models are loaded once per process,
-   int8 on the CPU. Nothing is downloaded: the folders are prepared by whoever runs the server.
+1. **CTranslate2** (``CT2Translator``): the production path for quality and coverage. A pair
+   ("en-de") maps to an OPUS-MT/Marian model folder converted for CTranslate2 (``model.bin``,
+   vocabularies, ``source.spm`` and ``target.spm``), to an installed Argos package
+   (``translation_packages``: ``model/`` and one ``sentencepiece.model``), or "*" to a
+   multilingual NLLB folder (``sentencepiece.bpe.model``) serving any pair it knows; X -> en and
+   en -> Y chain through English (``ChainTranslator``). Models are loaded once per process, int8 on
+   the CPU. Nothing is downloaded here: ``translation_packages.install`` does that, on request.
 2. **Apertium, direct** (``ApertiumTranslator``): Debian's rule-based translator works offline
    with no model files, so a fresh server can translate English to Spanish, Catalan, Galician and
    Esperanto (and back) out of the box. Modes are discovered from ``apertium -l``.
@@ -27,11 +29,16 @@ Speech to English from any spoken language is not done here: whisper's own ``tas
 produces English words with timestamps, and ``align_translated_words`` puts them into the cues
 of the original transcript.
 
-Cue boundaries must survive translation. Apertium gets one ``<p>`` block per cue in its HTML
-format (never plain text mode, which moves words across lines) and the number of blocks that come
-back is checked; CTranslate2 translates a batch with one entry per cue. A cue made of two
-speaker-dash lines is translated line by line so each speaker keeps their line; any other cue is
-translated as one sentence and re-wrapped (``linebreaks.wrap_lines``: at most 2 balanced lines).
+Sentences, not fragments: the cues up to one that ends a sentence are translated as one text
+(Apertium gets one ``<p>`` block per sentence in its HTML format, never plain text mode, which moves
+words across lines, and the number of blocks that come back is checked; CTranslate2 one batch entry
+per sentence), and ``distribute`` cuts the translation back into those cues, at word boundaries, by
+each cue's share of the source's characters, so the count and the times of the cues are kept one
+for one. The layout rule then holds in every language: at most 2 lines of ``line_limit`` characters
+(42; 16 full-width ones for CJK), words moved between the cues of a sentence (or a sentence into a
+neighbouring cue) where a part would not fit, and a cue that continues a sentence starts in lower
+case. A cue made of two speaker-dash lines is translated line by line so each speaker keeps their
+line. Through Spanish, Spanish words the second Apertium leg does not know are dropped.
 """
 
 from __future__ import annotations
@@ -40,6 +47,7 @@ import functools
 import html
 import json
 import logging
+import math
 import os
 import re
 import shutil
@@ -55,8 +63,18 @@ import langcodes
 
 from .captions import Cue
 from .languages import language_label, short_code
-from .linebreaks import MAX_LINE_CHARS, MAX_LINES, wrap_lines
+from .linebreaks import (
+    MAX_LINE_CHARS,
+    MAX_LINES,
+    ends_on,
+    fits,
+    function_words,
+    line_limit,
+    wrap_lines,
+    wrap_tokens,
+)
 from .types import Word
+from .words import CLAUSE_END, ends_sentence, language_key
 
 __all__ = [
     "TranslationUnavailable",
@@ -64,6 +82,7 @@ __all__ = [
     "Translator",
     "ApertiumTranslator",
     "CT2Translator",
+    "ChainTranslator",
     "unavailable_message",
     "apertium_modes",
     "find_translator",
@@ -112,7 +131,12 @@ class Translator(Protocol):
 
 
 def unavailable_message(source: str, target: str) -> str:
-    return f"Translation from {language_label(source)} to {language_label(target)} is not available on this server."
+    """Names the pair and how the server's operator adds it."""
+    pair = f"{short_code(source)}-{short_code(target)}"
+    return (
+        f"Translation from {language_label(source)} to {language_label(target)} is not available on this server"
+        f" (pair {pair}); its operator can add it with: python manage.py translation_models install {pair}"
+    )
 
 
 def _pair(source: str | None, target: str | None) -> str:
@@ -158,6 +182,37 @@ def apertium_modes() -> dict[tuple[str, str], str]:
 # A mark Apertium puts before a word it could not handle: "*" unknown (dropped by -u), "#"
 # generation error, "@" transfer error.
 _MARK = re.compile(r"(?<![\w*#@])[*#@]+(?=[^\W\d_])")
+
+
+_UNKNOWN = re.compile(r"(?<![\w*])\*([^\W\d_][\w'’-]*)")
+
+
+def _unknown_first_word_capital(text: str, source: str) -> str:
+    """Apertium gives a sentence's capital to the word after a first word it does not know
+    ("Zorblat bought" -> "Zorblat Compró"): that word goes back to lower case, unless the source
+    writes it with a capital too."""
+    words = text.split(" ")
+    source_words = set(source.split())
+    for at in range(1, len(words)):
+        first, word = words[at - 1], words[at]
+        starts = at == 1 or ends_sentence(words[at - 2])
+        if (
+            starts
+            and first in source_words
+            and word[:1].isupper()
+            and not (len(word) > 1 and word.isupper())  # not an acronym
+            and word.strip(".,;:!?") not in {w.strip(".,;:!?") for w in source_words}
+        ):
+            words[at] = word[0].lower() + word[1:]
+    return " ".join(words)
+
+
+def _drop_pivot_words(text: str, source: str) -> str:
+    """``text`` from a second Apertium leg run without ``-u``: each word marked unknown ("*cuantos")
+    is dropped, unless the source has it too (a name or a word no leg knows, passed through as it
+    is), in which case only the mark goes."""
+    known = {word.lower() for word in re.findall(r"[^\W\d_][\w'’-]*", source)}
+    return re.sub(r"\s+", " ", _UNKNOWN.sub(lambda m: m.group(1) if m.group(1).lower() in known else "", text)).strip()
 
 
 def _run_killable(command: list[str], stdin: str, timeout: float) -> tuple[int, str, str]:
@@ -210,19 +265,24 @@ class ApertiumTranslator:
         if not todo:
             return out
         current = [clean[index] for index in todo]
-        for mode in self.modes:
-            current = self._run(mode, current)
+        for leg, mode in enumerate(self.modes):
+            # Later legs keep their unknown-word marks: a word the pivot leg left unknown is a
+            # pivot-language word (Spanish in French) unless the source itself has it (a name).
+            current = self._run(mode, current, unknown_marks=leg > 0)
+            if leg > 0:
+                current = [_drop_pivot_words(text, source) for text, source in zip(current, (clean[i] for i in todo))]
         for index, text in zip(todo, current):
             # strip the marks, but not ones the customer wrote ("#hashtag", "@name")
             keep = set(clean[index]) & set("*#@")
             out[index] = _MARK.sub(lambda m, keep=keep: "".join(ch for ch in m.group(0) if ch in keep), text)
-            out[index] = re.sub(r"\s+", " ", out[index]).strip()
+            out[index] = _unknown_first_word_capital(re.sub(r"\s+", " ", out[index]).strip(), clean[index])
         return out
 
-    def _run(self, mode: str, texts: list[str]) -> list[str]:
+    def _run(self, mode: str, texts: list[str], *, unknown_marks: bool = False) -> list[str]:
         document = "".join(f"<p>{html.escape(text, quote=False)}</p>\n" for text in texts)
+        command = ["apertium", "-f", "html", *([] if unknown_marks else ["-u"]), mode]
         try:
-            returncode, stdout, stderr = _run_killable(["apertium", "-f", "html", "-u", mode], document, self.timeout)
+            returncode, stdout, stderr = _run_killable(command, document, self.timeout)
         except subprocess.TimeoutExpired:
             log.error("apertium %s: timed out after %s s on %d texts", mode, self.timeout, len(texts))
             raise TranslationFailed(
@@ -322,9 +382,14 @@ def _ct2_load(folder: Path) -> tuple[object, object, object]:
         import ctranslate2
         import sentencepiece
 
-        if not (folder / "model.bin").is_file():
+        model_folder = folder
+        if (folder / "model" / "model.bin").is_file():  # an installed package (translation_packages)
+            model_folder = folder / "model"
+        if not (model_folder / "model.bin").is_file():
             raise FileNotFoundError(f"{folder}/model.bin")
-        if (folder / "sentencepiece.bpe.model").is_file():
+        if (folder / "sentencepiece.model").is_file():
+            source_sp = target_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "sentencepiece.model"))
+        elif (folder / "sentencepiece.bpe.model").is_file():
             source_sp = target_sp = sentencepiece.SentencePieceProcessor(
                 model_file=str(folder / "sentencepiece.bpe.model")
             )
@@ -332,10 +397,10 @@ def _ct2_load(folder: Path) -> tuple[object, object, object]:
             source_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "source.spm"))
             target_sp = sentencepiece.SentencePieceProcessor(model_file=str(folder / "target.spm"))
         try:
-            model = ctranslate2.Translator(str(folder), device="cpu", compute_type="int8")
+            model = ctranslate2.Translator(str(model_folder), device="cpu", compute_type="int8")
         except (ValueError, RuntimeError) as error:  # int8 not supported for this model or this CPU
             log.info("ctranslate2 %s: int8 unavailable (%s); default compute type", folder, error)
-            model = ctranslate2.Translator(str(folder), device="cpu")
+            model = ctranslate2.Translator(str(model_folder), device="cpu")
         _MODELS[key] = (model, source_sp, target_sp)
         return _MODELS[key]
 
@@ -415,6 +480,17 @@ class CT2Translator:
         return out
 
 
+class ChainTranslator:
+    """Two translators one after the other: X -> English -> Y with CTranslate2 models."""
+
+    def __init__(self, first: Translator, second: Translator):
+        self.first, self.second = first, second
+        self.name = f"{first.name} + {second.name}"
+
+    def translate(self, texts: list[str]) -> list[str]:
+        return self.second.translate(self.first.translate(texts))
+
+
 class _Identity:
     name = "identity"
 
@@ -447,8 +523,8 @@ def find_translator(
     other tags are normalised), or None when nothing here translates the pair.
 
     Preference: a CTranslate2 folder configured for the pair in ``ct2_models`` ("en-de": folder;
-    "*": an NLLB folder for any pair), then an Apertium mode for the pair, then two Apertium modes
-    through Spanish. Never raises and loads nothing: a broken CTranslate2 folder shows up as
+    "*": an NLLB folder for any pair), then two CTranslate2 folders through English (X -> en,
+    en -> Y), then an Apertium mode for the pair, then two Apertium modes through Spanish. Never raises and loads nothing: a broken CTranslate2 folder shows up as
     TranslationFailed from ``translate``. The same language both sides gives a translator that
     copies."""
     source, target = short_code(source), short_code(target)
@@ -457,6 +533,12 @@ def find_translator(
     folder = _ct2_folder(source, target, ct2_models)
     if folder:
         return CT2Translator(folder, source=source, target=target)
+    into_english, from_english = _ct2_folder(source, "en", ct2_models), _ct2_folder("en", target, ct2_models)
+    if "en" not in (source, target) and into_english and from_english:
+        return ChainTranslator(
+            CT2Translator(into_english, source=source, target="en"),
+            CT2Translator(from_english, source="en", target=target),
+        )
     modes = apertium_modes()
     if (source, target) in modes:
         return ApertiumTranslator([modes[source, target]], timeout=timeout, source=source, target=target)
@@ -484,41 +566,297 @@ def _speaker_lines(lines: list[str]) -> list[str] | None:
     return [match.group(1).strip() for match in matches]  # type: ignore[union-attr]
 
 
+# A sentence is translated in one piece, but a run of cues that never ends a sentence (no
+# punctuation in a transcript without it) is cut after this many cues, so that one translation
+# unit stays a size the backends handle well and the distribution below stays cheap.
+MAX_CUES_PER_SENTENCE = 6
+
+
+def _text_of(cue: Cue) -> str:
+    return re.sub(r"\s+", " ", " ".join(cue.lines)).strip()
+
+
+def sentence_groups(cues: list[Cue]) -> list[tuple[str, list[int]]]:
+    """("dash" | "text" | "empty", cue indices): consecutive text cues up to and including the one
+    that ends a sentence form one group (at most MAX_CUES_PER_SENTENCE); a speaker-dash cue or an
+    empty cue is a group of its own."""
+    groups: list[tuple[str, list[int]]] = []
+    current: list[int] = []
+    for index, cue in enumerate(cues):
+        text = _text_of(cue)
+        if _speaker_lines(cue.lines) is not None or not text:
+            if current:
+                groups.append(("text", current))
+                current = []
+            groups.append(("dash" if text else "empty", [index]))
+            continue
+        current.append(index)
+        if ends_sentence(text.split()[-1]) or len(current) >= MAX_CUES_PER_SENTENCE:
+            groups.append(("text", current))
+            current = []
+    if current:
+        groups.append(("text", current))
+    return groups
+
+
+def _join(tokens: list[tuple[str, bool]], i: int, j: int) -> str:
+    return "".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j))
+
+
+def distribute(translation: str, shares: list[int], *, language: str | None = None) -> list[str]:
+    """See ``_distribute``; cached, since growing a block asks about the same sentences again."""
+    return list(_distribute(translation, tuple(shares), language))
+
+
+@functools.lru_cache(maxsize=1024)
+def _distribute(translation: str, shares: tuple[int, ...], language: str | None) -> tuple[str, ...]:
+    """``translation`` (of a sentence spoken over ``len(shares)`` cues) cut at word boundaries into
+    one text per cue, each cue's part as close as possible to its share of the source (``shares``:
+    the source cues' characters), under the layout rule: a part that cannot be laid out on
+    ``MAX_LINES`` lines of ``line_limit(language)`` characters costs far more than any shift of
+    words to a neighbour, so words move between the sentence's cues until every part fits (when
+    the sentence fits at all). Every cue gets at least one word while there are enough words.
+    Dynamic programming over the cut positions."""
+    tokens = wrap_tokens(translation)
+    count = len(shares)
+    if count == 1 or not tokens:
+        return (_join(tokens, 0, len(tokens)),) + ("",) * (count - 1)
+    limit = line_limit(language)
+    no_break, weak_break = function_words(language)
+    n = len(tokens)
+    prefix = [0]
+    for index, (token, glue) in enumerate(tokens):
+        prefix.append(prefix[-1] + (0 if index == 0 or glue else 1) + len(token))
+    total_share = sum(shares) or 1
+    targets = [prefix[n] * sum(shares[: k + 1]) / total_share for k in range(count)]
+
+    @functools.cache
+    def misfit(i: int, j: int) -> float:
+        """What laying out tokens i..j-1 as one cue breaks: 0 when it fits."""
+        if i == j:
+            return 0.0
+        length = prefix[j] - prefix[i] - (0 if i == 0 or tokens[i][1] else 1)
+        if length > MAX_LINES * limit + 1:
+            return 1000.0 * (length - MAX_LINES * limit)
+        if length <= limit:
+            return 0.0
+        return _part_misfit(_join(tokens, i, j), limit, language)
+
+    def length(i: int, j: int) -> int:
+        return prefix[j] - prefix[i] - (0 if i == 0 or tokens[i][1] else 1)
+
+    def cut_cost(j: int, k: int) -> float:
+        """Cutting before token j as the end of cue k: distance from its share, glue, function words."""
+        cost = abs(prefix[j] - targets[k])
+        if 0 < j < n:
+            cost += 40.0 if tokens[j][1] else 0.0
+            cost += 15.0 if ends_on(tokens[j - 1][0], no_break) else 0.0
+            cost += 8.0 if ends_on(tokens[j - 1][0], weak_break) else 0.0  # "est | parti"
+            cost += 100.0 if tokens[j - 1][0] in _LEADING_PUNCT else 0.0  # never after an opening "-" or "¿"
+            cost -= 5.0 if ends_sentence(tokens[j - 1][0]) or CLAUSE_END.search(tokens[j - 1][0]) else 0.0
+        return cost
+
+    cuts_cost = [[cut_cost(j, k) for j in range(n + 1)] for k in range(count - 1)]
+    need_words = n >= count
+    room = MAX_LINES * limit + 1
+    # first[j]: the first token a part ending before token j may start at and still fit (one token at least)
+    first, i = [0] * (n + 1), 0
+    for j in range(1, n + 1):
+        while i < j - 1 and length(i, j) > room:
+            i += 1
+        first[j] = i
+
+    def solve(windowed: bool) -> list[int] | None:
+        """The cuts (token indices, 0 and n included) at the least cost. ``windowed``: only parts
+        short enough to fit are tried (fast); None when that finds no way where every part fits."""
+        best: dict[int, float] = {}
+        for j in range(1 if need_words else 0, n + 1):
+            if windowed and j > 1 and first[j] > 0:
+                break
+            best[j] = misfit(0, j) + cuts_cost[0][j]
+        back: list[dict[int, int]] = [{}]
+        for k in range(1, count):
+            last = k == count - 1
+            here: dict[int, float] = {}
+            came: dict[int, int] = {}
+            for j in [n] if last else range(n + 1):
+                extra = 0.0 if last else cuts_cost[k][j]
+                chosen, lowest = None, math.inf
+                for i in range(first[j] if windowed else 0, j if need_words else j + 1):
+                    before = best.get(i)
+                    if before is None:
+                        continue
+                    total = before + misfit(i, j) + extra
+                    if total < lowest:
+                        chosen, lowest = i, total
+                if chosen is not None:
+                    here[j], came[j] = lowest, chosen
+            best = here
+            back.append(came)
+        if n not in best:
+            return None
+        cuts = [n]
+        for k in range(count - 1, 0, -1):
+            cuts.append(back[k][cuts[-1]])
+        cuts.append(0)
+        cuts.reverse()
+        if windowed and any(misfit(cuts[k], cuts[k + 1]) for k in range(count)):
+            return None  # the full search may gather what cannot fit into fewer cues
+        return cuts
+
+    cuts = solve(windowed=True) or solve(windowed=False)
+    assert cuts is not None
+    return tuple(_join(tokens, cuts[k], cuts[k + 1]) for k in range(count))
+
+
+@functools.lru_cache(maxsize=4096)
+def _part_misfit(text: str, limit: int, language: str | None) -> float:
+    """0 when ``text`` lays out on MAX_LINES lines of ``limit`` characters, else a large cost
+    growing with the overflow. Cached: growing a block asks about the same parts again."""
+    lines = wrap_lines(text, limit, MAX_LINES, language=language)
+    return 0.0 if fits(lines, limit) else 1000.0 * (1 + sum(max(0, len(line) - limit) for line in lines))
+
+
+_LEADING_PUNCT = "\"'“‘«¿¡([—–-"
+
+
+def _always_capitalised(word: str, source: str, translation: str, language: str | None) -> bool:
+    """Whether ``word`` keeps its capital inside a sentence: "I" in English, acronyms, any German
+    noun, and a word written with a capital inside the source or the rest of the translation
+    (a name)."""
+    bare = word.strip(_LEADING_PUNCT + ".,;:!?…»”’)")
+    if not bare or not bare[0].isupper():
+        return True
+    if language_key(language) == "de" or (bare == "I" and language_key(language) == "en"):
+        return True
+    if len(bare) > 1 and bare.isupper():
+        return True
+    # inside the source once, or inside the translation somewhere besides this cue's start
+    for text, enough in ((source, 1), (translation, 2)):
+        words = text.split()
+        inside = sum(
+            1
+            for before, after in zip(words, words[1:])
+            if after.strip(_LEADING_PUNCT + ".,;:!?…»”’)") == bare and not ends_sentence(before)
+        )
+        if inside >= enough:
+            return True
+    return False
+
+
+def _capitalised_like(translation: str, source: str) -> str:
+    """The translation of a sentence starts with a capital when the source's does (Apertium may
+    put a pronoun of its own first: "ils ne sont pas là")."""
+    start = next((ch for ch in source if ch.isalpha()), "")
+    at = next((i for i, ch in enumerate(translation) if ch.isalpha()), None)
+    if start.isupper() and at is not None and translation[at].islower():
+        return translation[:at] + translation[at].upper() + translation[at + 1 :]
+    return translation
+
+
+def _continue_lowercase(parts: list[str], source: str, translation: str, language: str | None) -> list[str]:
+    """A cue that continues a sentence does not start with a capital letter unless its first word
+    always has one (``_always_capitalised``)."""
+    out = list(parts)
+    for k in range(1, len(out)):
+        previous = next((part for part in reversed(out[:k]) if part), "")
+        words = out[k].split()
+        if not words or not previous or ends_sentence(previous.split()[-1]):
+            continue
+        first = words[0]
+        if _always_capitalised(first, source, translation, language):
+            continue
+        at = next(i for i, ch in enumerate(first) if ch not in _LEADING_PUNCT)
+        out[k] = out[k].replace(first, first[:at] + first[at].lower() + first[at + 1 :], 1)
+    return out
+
+
 def translate_cues(cues: list[Cue], translator: Translator, *, language: str | None = None) -> list[Cue]:
     """New cues with the same count and start/end, their text translated with ``translator``.
 
-    A cue of speaker-dash lines keeps one "- " line per speaker (each translated on its own);
-    any other cue is translated as one text and re-wrapped into at most 2 balanced lines of at most
-    42 characters where it fits (``language``, the target, guides where lines may break). Empty
-    cues stay empty. All texts go to the backend in one call."""
+    The cues of one sentence are translated together, as one text (``sentence_groups``), and the
+    translation is cut back into those cues by each cue's share of the source's characters, at
+    word boundaries, moving words between the sentence's cues where a part would not fit
+    (``distribute``); each part is then laid out on at most 2 balanced lines of
+    ``line_limit(language)`` characters, and a part that continues a sentence starts in lower case
+    (``_continue_lowercase``). A cue of speaker-dash lines keeps one "- " line per speaker (each
+    translated on its own). Empty cues stay empty. All texts go to the backend in one call."""
+    groups = sentence_groups(cues)
     units: list[str] = []
-    plans: list[tuple[str, int, int]] = []  # (kind, first unit, unit count)
-    for cue in cues:
-        speakers = _speaker_lines(cue.lines)
-        if speakers is not None:
-            plans.append(("dash", len(units), len(speakers)))
+    plans: list[tuple[int, int]] = []  # (first unit, unit count) per group
+    for kind, indices in groups:
+        if kind == "dash":
+            speakers = _speaker_lines(cues[indices[0]].lines) or []
+            plans.append((len(units), len(speakers)))
             units.extend(speakers)
+        elif kind == "text":
+            plans.append((len(units), 1))
+            units.append(" ".join(_text_of(cues[index]) for index in indices))
         else:
-            text = re.sub(r"\s+", " ", " ".join(cue.lines)).strip()
-            plans.append(("text" if text else "empty", len(units), 1 if text else 0))
-            if text:
-                units.append(text)
+            plans.append((len(units), 0))
     translated = translator.translate(units) if units else []
     if len(translated) != len(units):
         log.error("%s returned %d texts for %d", translator.name, len(translated), len(units))
         raise TranslationFailed("Translation failed on this server.")
-    out = []
-    for cue, (kind, first, count) in zip(cues, plans):
+    limit = line_limit(language)
+    out = list(cues)
+    blocks: list[tuple[list[int], str, str]] = []  # text groups: (cue indices, source, translation)
+    for (kind, indices), (first, count) in zip(groups, plans):
         parts = translated[first : first + count]
         if kind == "dash":
             lines = [
                 _DASH + (_DASH_LINE.match(part).group(1) if _DASH_LINE.match(part) else part).strip() for part in parts
             ]
+            out[indices[0]] = replace(cues[indices[0]], lines=lines)
         elif kind == "text":
-            lines = wrap_lines(parts[0], MAX_LINE_CHARS, MAX_LINES, language=language)
+            blocks.append((indices, units[first], _capitalised_like(parts[0], units[first])))
         else:
-            lines = []
-        out.append(replace(cue, lines=lines))
+            out[indices[0]] = replace(cues[indices[0]], lines=[])
+    for indices, source, translation in _fitted_blocks(cues, blocks, language):
+        texts = distribute(translation, [len(_text_of(cues[index])) for index in indices], language=language)
+        texts = _continue_lowercase(texts, source, translation, language)
+        for index, text in zip(indices, texts):
+            out[index] = replace(cues[index], lines=wrap_lines(text, limit, MAX_LINES, language=language))
+    return out
+
+
+MAX_CUES_PER_BLOCK = 12
+
+
+def _fitted_blocks(
+    cues: list[Cue], blocks: list[tuple[list[int], str, str]], language: str | None
+) -> list[tuple[list[int], str, str]]:
+    """Sentence groups whose translation cannot be laid out in their own cues (a one-cue sentence
+    that came out longer than two lines) are joined with the following groups of adjacent cues (then
+    the previous ones) until it can, so that words, or a short sentence, may move into a
+    neighbouring cue with room rather than overflow; at most MAX_CUES_PER_BLOCK cues together.
+    ``distribute`` still keeps each part as close to its own cue's share as the layout allows."""
+    limit = line_limit(language)
+
+    def fit(block: tuple[list[int], str, str]) -> bool:
+        indices, _, translation = block
+        parts = distribute(translation, [len(_text_of(cues[index])) for index in indices], language=language)
+        return all(fits(wrap_lines(part, limit, MAX_LINES, language=language), limit) for part in parts)
+
+    def joined(a: tuple[list[int], str, str], b: tuple[list[int], str, str]) -> tuple[list[int], str, str]:
+        return (a[0] + b[0], f"{a[1]} {b[1]}", f"{a[2]} {b[2]}")
+
+    def adjacent(a: tuple[list[int], str, str], b: tuple[list[int], str, str]) -> bool:
+        return b[0][0] == a[0][-1] + 1 and len(a[0]) + len(b[0]) <= MAX_CUES_PER_BLOCK
+
+    out: list[tuple[list[int], str, str]] = []
+    pending = list(blocks)
+    while pending:
+        block = pending.pop(0)
+        # grow the block over its neighbours, the next group first, until it fits or cannot grow
+        while not fit(block):
+            if pending and adjacent(block, pending[0]):
+                block = joined(block, pending.pop(0))
+            elif out and adjacent(out[-1], block):
+                block = joined(out.pop(), block)
+            else:
+                break
+        out.append(block)
     return out
 
 

@@ -84,10 +84,12 @@ def ends_sentence(text: str) -> bool:
     text = text.strip()
     if not SENTENCE_END.search(text):
         return False
-    word = text.lstrip("".join(OPENING_PUNCT)).lower()
+    original = text.lstrip("".join(OPENING_PUNCT))
+    word = original.lower()
     if word in _ABBREVIATIONS:
         return False
-    return not (len(word) == 2 and word[0].isalpha() and word[1] == "." and word != "i.")  # "J.", not "I."
+    # "J." is an initial; "I." and a lower-case one-letter word ("a." in Galician, "é." in Portuguese) end one
+    return not (len(word) == 2 and original[0].isupper() and word[1] == "." and word != "i.")
 
 
 # A line or a cue never ends on one of these (when it carries no punctuation).

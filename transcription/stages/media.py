@@ -12,7 +12,7 @@ from pathlib import Path
 from django.conf import settings
 
 from .. import files, services, states
-from ..models import Job
+from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch
 from .run import run_stage
 
@@ -27,7 +27,7 @@ def _charge(job_id, state: str, duration: int) -> bool:
     job = services.job_advance(job_id, state, duration=duration)
     result = services.job_charge(job)
     if not result.ok:
-        services.job_fail(job_id, result.error)
+        services.job_fail(job_id, result.error, FailureReason.BALANCE)
     return result.ok
 
 
@@ -40,6 +40,7 @@ def _media_stages(job: Job, directory: Path) -> bool:
         allow_private=allow_private,
         max_duration=settings.MAX_VIDEO_SECONDS,
         timeout=settings.FETCH_TIMEOUT_SECONDS,
+        **settings.YTDLP_OPTIONS,
     )
     duration = math.ceil(info.duration) if info.duration else None
     services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500])
@@ -56,6 +57,7 @@ def _media_stages(job: Job, directory: Path) -> bool:
         stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
         max_duration=settings.MAX_VIDEO_SECONDS,
         video=burned,
+        **settings.YTDLP_OPTIONS,
     )
 
     services.job_advance(job.id, states.CONVERTING)

@@ -29,7 +29,7 @@ from django.core.files.storage import default_storage
 
 from .. import files, services, states
 from ..claims import JobClaim
-from ..models import Job
+from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch, whisper_model
 
 logger = logging.getLogger(__name__)
@@ -37,7 +37,13 @@ logger = logging.getLogger(__name__)
 INTERNAL_ERROR = "An internal error stopped this job; its minutes have been refunded. Please try again."
 
 # Errors whose message is written for the client and becomes the job's `error` as is.
-CLIENT_ERRORS = (fetch.FetchError, audio.AudioError, whisper_model.ModelUnavailable, burn.BurnError)
+# Each with the reason an operator counts it under (metrics).
+CLIENT_ERRORS = {
+    fetch.FetchError: FailureReason.SOURCE,
+    audio.AudioError: FailureReason.MEDIA,
+    whisper_model.ModelUnavailable: FailureReason.MODEL,
+    burn.BurnError: FailureReason.BURN,
+}
 
 Stage = Callable[[Job, Path], bool]
 
@@ -59,13 +65,14 @@ def run_stage(job_id, stage: Stage) -> bool:
     except SystemExit:  # the pool process is stopped with its worker: not the job's fault
         logger.warning("job %s: the worker is stopping; the job goes back to the queue", job_id)
         raise
-    except CLIENT_ERRORS as error:
-        services.job_fail(job_id, str(error))
+    except tuple(CLIENT_ERRORS) as error:
+        reason = next(reason for kind, reason in CLIENT_ERRORS.items() if isinstance(error, kind))
+        services.job_fail(job_id, str(error), reason)
     except states.InvalidTransition as error:
         logger.warning("job %s: %s", job_id, error)
     except Exception:
         logger.exception("job %s failed unexpectedly", job_id)
-        services.job_fail(job_id, INTERNAL_ERROR)
+        services.job_fail(job_id, INTERNAL_ERROR, FailureReason.INTERNAL)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         _delete_shared_copies(job_id)

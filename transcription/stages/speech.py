@@ -42,7 +42,10 @@ def _speech_stages(job: Job, directory: Path) -> bool:
 def _recognise(job: Job, wav: Path) -> None:
     services.job_advance(job.id, states.PROCESSING)
     model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR)
-    chunks = audio.plan_chunks(wav)
+    chunks = audio.plan_chunks(wav, max_chunk=settings.RECOGNITION_CHUNK_SECONDS)
+    # one VAD pass for the whole job: recognition and diarization read the same probabilities
+    activity = speakers.speech.find_speech(wav)
+    recognition_speech = activity.for_recognition()
     total = sum(end - start for start, end in chunks) or 1.0
     parts: list[Transcript] = []
     done = 0.0
@@ -59,6 +62,7 @@ def _recognise(job: Job, wav: Path) -> None:
                 language=job.language_code,
                 verbatim=job.verbatim,
                 on_progress=progress,
+                speech=recognition_speech,
             )
         )
         done += end - start
@@ -68,7 +72,7 @@ def _recognise(job: Job, wav: Path) -> None:
     transcript = asr.merge(parts)
 
     services.job_advance(job.id, states.ALIGNING, detected_language=transcript.language)
-    segments = speakers.assign_speakers(transcript.segments, speakers.diarize(wav))
+    segments = speakers.assign_speakers(transcript.segments, speakers.diarize(wav, regions=activity.for_diarization()))
     segments = cleaning.clean_words(
         segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language
     )

@@ -12,7 +12,7 @@ from django.conf import settings
 
 from .. import services, states
 from ..models import Job
-from ..pipeline import asr, audio, burn, captions, translate, whisper_model
+from ..pipeline import asr, audio, burn, captions, translate, translation_packages, whisper_model
 
 logger = logging.getLogger(__name__)
 
@@ -20,6 +20,11 @@ TRANSLATION_INTERNAL_ERROR = "An internal error stopped this translation; its mi
 
 # Errors whose message is written for the client and becomes the translation's `error` as is.
 TRANSLATION_ERRORS = (translate.TranslationUnavailable, translate.TranslationFailed, burn.BurnError)
+
+
+def translation_models() -> dict[str, str]:
+    """CTranslate2 folders by pair: the installed packages, then TRANSLATION_MODELS over them."""
+    return {**translation_packages.installed(settings.TRANSLATION_PACKAGES_DIR), **settings.TRANSLATION_MODELS}
 
 
 def translate_all(job: Job, wav: Path) -> None:
@@ -53,13 +58,13 @@ def translate_all(job: Job, wav: Path) -> None:
 
 def _translated_cues(job: Job, target: str, source_cues: list[captions.Cue], wav: Path) -> list[captions.Cue]:
     """The job's cues in `target`: same count, same times. Text translators first (CTranslate2
-    models named by TRANSLATION_MODELS, then Apertium); English from any language also comes
+    models installed or named by TRANSLATION_MODELS, then Apertium); English from any language also comes
     from the speech model's own translate task."""
     source = job.detected_language or job.language_code or "en"
     if target == source:
         return source_cues
     translator = translate.find_translator(
-        source, target, ct2_models=settings.TRANSLATION_MODELS, timeout=settings.TRANSLATION_TIMEOUT_SECONDS
+        source, target, ct2_models=translation_models(), timeout=settings.TRANSLATION_TIMEOUT_SECONDS
     )
     if translator is not None:
         return translate.translate_cues(source_cues, translator, language=target)

@@ -32,6 +32,7 @@ file with its own ffmpeg run later (see ``audio.to_wav``).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -71,12 +72,14 @@ from .errors import (  # noqa: F401 - the messages callers compare errors with
     MSG_UPCOMING,
     FetchError,
     download_timeout_message,
+    listing_timeout_message,
     map_error,
     stalled_message,
     too_big_message,
     too_long_message,
 )
 from .guard import VIDEO_FORMAT, Abort, AddressPolicy, Blocked, GuardedYoutubeDL, Session, check_url, ydl_params
+from .relay import Relay
 from .watchdog import run_watched
 
 __all__ = ["FetchError", "check_url", "probe", "download", "extract_listing", "too_long_message"]
@@ -150,9 +153,11 @@ def _final_url(ydl: GuardedYoutubeDL, url: str, headers: dict) -> str:
 
 
 def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout: float) -> float | None:
-    """Duration of a direct media file by ffprobe, or None.  When private addresses
-    are refused, ffprobe gets the already-checked final URL, no redirects, only
-    http(s) and demuxers that do not open other URLs."""
+    """Duration of a direct media file by ffprobe, or None.  ffprobe reads the file only
+    through a loopback relay whose requests go out through ``ydl``'s guarded handler
+    (relay.py): it never resolves or connects to the client's host itself, so a name that
+    rebinds to a private address after the check does not lead it inside.  Only the http
+    protocol (to the relay) and demuxers that do not open other URLs."""
     if shutil.which("ffprobe") is None:
         return None
     url = fmt.get("url")
@@ -161,35 +166,67 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout
     headers = {
         k: v for k, v in (fmt.get("http_headers") or {}).items() if k.lower() in ("user-agent", "referer", "cookie")
     }
-    cmd = ["ffprobe", "-v", "error", "-rw_timeout", str(int(timeout * 1_000_000))]
-    if not session.policy.allow_private:
-        url = _final_url(ydl, url, headers)
-        session.check_request_url(url)
-        cmd += [
+    url = _final_url(ydl, url, headers)
+    session.check_request_url(url)
+    with Relay(ydl, url, headers) as local_url:
+        cmd = [
+            "ffprobe",
+            "-v",
+            "error",
+            "-rw_timeout",
+            str(int(timeout * 1_000_000)),
             "-max_redirects",
             "0",
             "-protocol_whitelist",
-            "http,https,tcp,tls",
+            "http,tcp",
             "-format_whitelist",
             _FFPROBE_FORMATS,
+            "-show_entries",
+            "format=duration",
+            "-of",
+            "json",
+            local_url,
         ]
-    if headers:
-        cmd += ["-headers", "".join(f"{k}: {v}\r\n" for k, v in headers.items())]
-    cmd += ["-show_entries", "format=duration", "-of", "json", url]
-    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    session.register_process(proc)
-    try:
-        out, _ = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        return None
+        proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        session.register_process(proc)
+        try:
+            out, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            return None
     if proc.returncode != 0:
         return None
     try:
         return _duration({"duration": json.loads(out or b"{}").get("format", {}).get("duration")})
     except ValueError:
         return None
+
+
+# --------------------------------------------------------------------------- operator's options
+
+
+@contextlib.contextmanager
+def _operator_params(proxy: str | None, cookies_file: str | None):
+    """yt-dlp parameters for the operator's proxy and cookies file. yt-dlp writes its cookie jar
+    back to the file when it closes, and several workers share the operator's file: each run gets
+    a private copy, removed afterwards. Through the proxy the guard still checks every URL (and
+    redirect) before it is requested; only the connection check, which would see the proxy's own
+    address, is left out (guard._GuardProcessor._open)."""
+    params: dict = {}
+    if proxy:
+        params["proxy"] = proxy
+    if not cookies_file:
+        yield params
+        return
+    folder = tempfile.mkdtemp(prefix="cookies-")
+    try:
+        copy = Path(folder) / "cookies.txt"
+        shutil.copyfile(cookies_file, copy)
+        params["cookiefile"] = str(copy)
+        yield params
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 # --------------------------------------------------------------------------- public API
@@ -202,6 +239,8 @@ def probe(
     max_duration: float | None = None,
     timeout: float = 30,
     allowed_networks: Sequence[str] = (),
+    proxy: str | None = None,
+    cookies_file: str | None = None,
 ) -> MediaInfo:
     """What is at ``url`` (yt-dlp metadata only, nothing downloaded).
 
@@ -211,7 +250,8 @@ def probe(
     private or removed videos, pages without media, and any request to a private
     address unless ``allow_private``.  For direct files whose length yt-dlp does
     not know, ffprobe reads it from the server; ``duration`` stays None when that
-    fails too.
+    fails too.  ``proxy`` (http or https) and ``cookies_file`` (Netscape format)
+    are the operator's, for sites that block or throttle server addresses.
     """
     policy = AddressPolicy(allow_private, allowed_networks)
     policy.check_url(url)
@@ -220,7 +260,12 @@ def probe(
     def work() -> MediaInfo:
         no_ffmpeg = None if allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
         try:
-            with GuardedYoutubeDL(ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=no_ffmpeg), session) as ydl:
+            with (
+                _operator_params(proxy, cookies_file) as operator,
+                GuardedYoutubeDL(
+                    {**ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=no_ffmpeg), **operator}, session
+                ) as ydl,
+            ):
                 info = ydl.extract_info(url, download=False)
                 if not info:
                     raise FetchError(MSG_NO_MEDIA)
@@ -255,6 +300,8 @@ def download(
     max_duration: float | None = None,
     allowed_networks: Sequence[str] = (),
     video: bool = False,
+    proxy: str | None = None,
+    cookies_file: str | None = None,
 ) -> Path:
     """Download the best audio (or, failing that, the best single file) of ``url``
     into ``dest_dir`` and return the file's path; with ``video`` the best single file
@@ -318,7 +365,10 @@ def download(
                     "progress_hooks": [progress],
                 }
             )
-            with GuardedYoutubeDL(params, session) as ydl:
+            with (
+                _operator_params(proxy, cookies_file) as operator,
+                GuardedYoutubeDL({**params, **operator}, session) as ydl,
+            ):
                 info = ydl.extract_info(url, download=True)
                 if not info:
                     raise FetchError(MSG_NO_MEDIA)
@@ -363,10 +413,18 @@ def download(
 
 
 def extract_listing(
-    url: str, *, allow_private: bool, timeout: float = 30, allowed_networks: Sequence[str] = ()
+    url: str,
+    *,
+    allow_private: bool,
+    timeout: float = 30,
+    deadline: float | None = None,
+    allowed_networks: Sequence[str] = (),
+    proxy: str | None = None,
+    cookies_file: str | None = None,
 ) -> dict:
     """yt-dlp's flat extraction of a playlist or channel page: the entries as the page lists
-    them, none of them resolved or downloaded. Goes through the same address guard as probe()."""
+    them, none of them resolved or downloaded. Goes through the same address guard as probe().
+    Stopped after ``deadline`` seconds in all (3 * ``timeout`` unless given)."""
     policy = AddressPolicy(allow_private, allowed_networks)
     policy.check_url(url)
     session = Session(policy)
@@ -377,10 +435,18 @@ def extract_listing(
             "noplaylist": False,
             "playlistend": 1000,
         }
-        with GuardedYoutubeDL(params, session) as ydl:
+        with (
+            _operator_params(proxy, cookies_file) as operator,
+            GuardedYoutubeDL({**params, **operator}, session) as ydl,
+        ):
             info = ydl.extract_info(url, download=False)
             if not info:
                 raise FetchError(MSG_NO_MEDIA)
             return info
 
-    return run_watched(session, work, deadline=3 * timeout, on_deadline=FetchError(MSG_TIMEOUT_PROBE))
+    if deadline is None:
+        return run_watched(session, work, deadline=3 * timeout, on_deadline=FetchError(MSG_TIMEOUT_PROBE))
+    # A listing made inside a web request: bounded as a whole, and quick to give up (grace).
+    return run_watched(
+        session, work, deadline=deadline, on_deadline=FetchError(listing_timeout_message(deadline)), grace=1.0
+    )

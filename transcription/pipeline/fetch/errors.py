@@ -81,6 +81,13 @@ def too_big_message(limit: int) -> str:
     return f"The file is larger than the limit of {_fmt_bytes(limit)}."
 
 
+def listing_timeout_message(limit: float) -> str:
+    return (
+        f"The playlist could not be listed in time (the limit is {_fmt_limit(limit)}): the site answered too slowly "
+        "or not at all. Try again later, or queue its videos one by one."
+    )
+
+
 def download_timeout_message(limit: float) -> str:
     return f"The download took longer than {_fmt_limit(limit)} and was stopped."
 

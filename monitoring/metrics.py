@@ -1,0 +1,180 @@
+"""Prometheus metrics, computed when Prometheus scrapes, from PostgreSQL and Redis.
+
+Nothing is counted in process memory: a web process that restarts, or the second of two gunicorn
+workers, gives the same figures, because they are read from the rows and queues every process
+shares. A scrape costs a few indexed aggregate queries, a read of the timelines of the jobs that
+ended in the last hour (at most STAGE_SAMPLE_LIMIT of them) and one LLEN per queue.
+
+| metric | type | labels |
+|---|---|---|
+| transcription_queue_messages | gauge | queue: messages waiting in the Celery queue (Redis) |
+| transcription_broker_up | gauge | 1 when the broker answered this scrape |
+| transcription_jobs | gauge | state, type: jobs in each state now |
+| transcription_job_failures_total | counter | reason: failed jobs by Job.failure_reason |
+| transcription_stage_seconds | gauge | stage, quantile (0.5/0.9/0.99/1): time jobs spent in each state, jobs that ended in the last hour |
+| transcription_stage_samples | gauge | stage: how many stage times the quantiles above come from |
+| transcription_translation_failures_total | counter | language: translations that failed, by target language code |
+| transcription_webhook_failed_attempts_total | counter | delivery attempts without a 2xx answer |
+| transcription_webhook_messages | gauge | state: webhook events pending, delivered, given up |
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from datetime import datetime, timedelta
+
+import redis
+from django.conf import settings
+from django.db.models import Count, Q
+from django.utils import timezone
+from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
+
+from transcription import states
+from transcription.models import FailureReason, Job, JobState, JobType, Translation
+from webhooks.models import Attempt, Message
+
+STAGE_WINDOW = timedelta(hours=1)
+STAGE_SAMPLE_LIMIT = 5000
+QUANTILES = (0.5, 0.9, 0.99, 1.0)
+# kombu's Redis transport keeps a queue's messages of priority p > 0 in "<queue>\x06\x16<p>".
+PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+
+
+def queue_names() -> list[str]:
+    return sorted({route["queue"] for route in settings.CELERY_TASK_ROUTES.values()})
+
+
+def _broker():
+    url = settings.CELERY_BROKER_URL
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        return None
+    return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1.0)
+
+
+def _queue_metrics():
+    depth = GaugeMetricFamily("transcription_queue_messages", "Messages waiting in a Celery queue.", labels=["queue"])
+    up = GaugeMetricFamily("transcription_broker_up", "1 when the Redis broker answered this scrape.")
+    client = _broker()
+    if client is None:
+        return [up]  # the embedded filesystem broker: nothing to read
+    try:
+        with client.pipeline(transaction=False) as pipe:
+            for queue in queue_names():
+                for suffix in PRIORITY_SUFFIXES:
+                    pipe.llen(queue + suffix)
+            lengths = pipe.execute()
+    except redis.RedisError:
+        up.add_metric([], 0)
+        return [up]
+    finally:
+        client.close()
+    up.add_metric([], 1)
+    for index, queue in enumerate(queue_names()):
+        chunk = lengths[index * len(PRIORITY_SUFFIXES) : (index + 1) * len(PRIORITY_SUFFIXES)]
+        depth.add_metric([queue], sum(chunk))
+    return [depth, up]
+
+
+def _job_metrics():
+    jobs = GaugeMetricFamily("transcription_jobs", "Jobs in each state now.", labels=["state", "type"])
+    counts = {
+        (row["state"], row["type"]): row["n"] for row in Job.objects.values("state", "type").annotate(n=Count("id"))
+    }
+    for state in JobState.values:
+        for job_type in JobType.values:
+            jobs.add_metric([state, job_type], counts.get((state, job_type), 0))
+
+    failures = CounterMetricFamily(
+        "transcription_job_failures", "Jobs that ended failed, by reason.", labels=["reason"]
+    )
+    by_reason = dict(
+        Job.objects.filter(state=states.FAILED).values_list("failure_reason").annotate(n=Count("id")).order_by()
+    )
+    for reason in FailureReason.values:
+        failures.add_metric([reason], by_reason.pop(reason, 0))
+    # Jobs that failed before reasons were recorded.
+    failures.add_metric(["unrecorded"], sum(by_reason.values()))
+    return [jobs, failures]
+
+
+def _quantile(values: list[float], q: float) -> float:
+    """The nearest-rank quantile of sorted `values`."""
+    return values[max(0, math.ceil(q * len(values)) - 1)]
+
+
+def stage_times(timelines) -> dict[str, list[float]]:
+    """Seconds spent in each state, from jobs' timelines ([state, ISO time entered], in order)."""
+    seconds = defaultdict(list)
+    for timeline in timelines:
+        for (state, entered), (_, left) in zip(timeline, timeline[1:]):
+            if state in states.FINAL_STATES:
+                continue
+            try:
+                spent = (datetime.fromisoformat(left) - datetime.fromisoformat(entered)).total_seconds()
+            except (TypeError, ValueError):
+                continue
+            seconds[state].append(max(0.0, spent))
+    return seconds
+
+
+def _stage_metrics():
+    quantiles = GaugeMetricFamily(
+        "transcription_stage_seconds",
+        "Seconds jobs that ended in the last hour spent in each state (quantile 1 is the longest).",
+        labels=["stage", "quantile"],
+    )
+    samples = GaugeMetricFamily(
+        "transcription_stage_samples", "Stage times the quantiles are computed from.", labels=["stage"]
+    )
+    recent = (
+        Job.objects.filter(state__in=states.FINAL_STATES, updated_at__gte=timezone.now() - STAGE_WINDOW)
+        .order_by("-updated_at")
+        .values_list("timeline", flat=True)[:STAGE_SAMPLE_LIMIT]
+    )
+    for stage, values in sorted(stage_times(recent).items()):
+        values.sort()
+        samples.add_metric([stage], len(values))
+        for q in QUANTILES:
+            quantiles.add_metric([stage, str(q)], _quantile(values, q))
+    return [quantiles, samples]
+
+
+def _translation_and_webhook_metrics():
+    translations = CounterMetricFamily(
+        "transcription_translation_failures", "Translations that failed, by target language.", labels=["language"]
+    )
+    failed = (
+        Translation.objects.filter(state=states.TRANSLATION_FAILED)
+        .values_list("language_code")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for language, count in failed:
+        translations.add_metric([language], count)
+
+    attempts = CounterMetricFamily(
+        "transcription_webhook_failed_attempts", "Webhook delivery attempts that got no 2xx answer."
+    )
+    answered_2xx = Q(status_code__gte=200, status_code__lt=300)
+    attempts.add_metric([], Attempt.objects.exclude(answered_2xx).count())
+
+    messages = GaugeMetricFamily("transcription_webhook_messages", "Webhook events by state.", labels=["state"])
+    by_state = dict(Message.objects.values_list("state").annotate(n=Count("id")).order_by())
+    for state in Message.State.values:
+        messages.add_metric([state], by_state.get(state, 0))
+    return [translations, attempts, messages]
+
+
+class ServiceCollector:
+    def collect(self):
+        yield from _queue_metrics()
+        yield from _job_metrics()
+        yield from _stage_metrics()
+        yield from _translation_and_webhook_metrics()
+
+
+# Its own registry: the default one would add this process's own figures (memory, GC), which
+# differ between the web processes a load balancer spreads scrapes over.
+registry = CollectorRegistry(auto_describe=False)
+registry.register(ServiceCollector())

@@ -1,0 +1,100 @@
+"""/health for load balancers and /metrics for Prometheus, on the real PostgreSQL and Redis."""
+
+import time
+from datetime import timedelta
+
+import pytest
+from django.test import override_settings
+from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.factories import JobFactory, TranslationFactory
+
+# Nothing listens on port 1 of this machine: a Redis that is really down.
+STOPPED_REDIS = "redis://127.0.0.1:1/0"
+
+
+def samples(response) -> dict[tuple, float]:
+    """{(sample name, (label, value), ...): value} of a Prometheus text answer."""
+    return {
+        (sample.name, *sorted(sample.labels.items())): sample.value
+        for family in text_string_to_metric_families(response.content.decode())
+        for sample in family.samples
+    }
+
+
+@pytest.mark.django_db
+def test_health_answers_ok_fast_without_a_token(client):
+    started = time.monotonic()
+    response = client.get("/health")
+    assert time.monotonic() - started < 1
+    assert response.status_code == 200
+    assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
+
+
+@pytest.mark.django_db
+def test_health_says_503_within_a_second_when_redis_is_down(client):
+    with override_settings(REDIS_URL=STOPPED_REDIS):
+        started = time.monotonic()
+        response = client.get("/health")
+    assert time.monotonic() - started < 1
+    assert response.status_code == 503
+    assert response.json() == {"status": "unavailable", "database": "ok", "redis": "unreachable"}
+
+
+@pytest.mark.django_db
+def test_metrics_are_for_the_operator_only(client):
+    assert client.get("/metrics", REMOTE_ADDR="203.0.113.9").status_code == 403
+    with override_settings(METRICS_TOKEN="s3cret-scrape-token"):
+        assert client.get("/metrics", REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer wrong").status_code == 403
+        allowed = client.get("/metrics", REMOTE_ADDR="203.0.113.9", HTTP_AUTHORIZATION="Bearer s3cret-scrape-token")
+    assert allowed.status_code == 200
+    assert allowed["Content-Type"].startswith("text/plain; version=")
+    assert client.get("/metrics").status_code == 200  # the test client comes from 127.0.0.1
+
+
+@pytest.mark.django_db
+def test_metrics_count_queues_jobs_failures_and_stage_times(client, broker):
+    now = timezone.now()
+    JobFactory.create_batch(2, state="waiting")
+    JobFactory(state="processing", type="subtitles")
+    JobFactory(state="failed", failure_reason="source", error="The video could not be found.")
+    JobFactory(state="failed", failure_reason="stalled", error="…")
+    done = JobFactory(
+        state="done",
+        timeline=[
+            ["waiting", (now - timedelta(seconds=100)).isoformat()],
+            ["downloading", (now - timedelta(seconds=90)).isoformat()],
+            ["processing", (now - timedelta(seconds=60)).isoformat()],
+            ["done", now.isoformat()],
+        ],
+    )
+    TranslationFactory(job=done, state="failed", language_code="fr", language="French")
+    broker.rpush("asr", "a message", "another")
+
+    figures = samples(client.get("/metrics"))
+
+    assert figures[("transcription_queue_messages", ("queue", "asr"))] == 2
+    assert figures[("transcription_queue_messages", ("queue", "media"))] == 0
+    assert figures[("transcription_broker_up",)] == 1
+    assert figures[("transcription_jobs", ("state", "waiting"), ("type", "transcript"))] == 2
+    assert figures[("transcription_jobs", ("state", "processing"), ("type", "subtitles"))] == 1
+    assert figures[("transcription_jobs", ("state", "burning"), ("type", "burned"))] == 0
+    assert figures[("transcription_job_failures_total", ("reason", "source"))] == 1
+    assert figures[("transcription_job_failures_total", ("reason", "stalled"))] == 1
+    assert figures[("transcription_job_failures_total", ("reason", "balance"))] == 0
+    assert figures[("transcription_stage_seconds", ("quantile", "1.0"), ("stage", "processing"))] == 60
+    assert figures[("transcription_stage_seconds", ("quantile", "0.5"), ("stage", "downloading"))] == 30
+    assert figures[("transcription_stage_samples", ("stage", "waiting"))] == 1
+    assert figures[("transcription_translation_failures_total", ("language", "fr"))] == 1
+    assert figures[("transcription_webhook_failed_attempts_total",)] == 0
+
+
+@pytest.mark.django_db
+def test_metrics_still_answer_from_postgresql_when_the_broker_is_down(client):
+    with override_settings(CELERY_BROKER_URL=STOPPED_REDIS):
+        response = client.get("/metrics")
+    assert response.status_code == 200
+    figures = samples(response)
+    assert figures[("transcription_broker_up",)] == 0
+    assert ("transcription_jobs", ("state", "done"), ("type", "transcript")) in figures

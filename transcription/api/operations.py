@@ -1,0 +1,217 @@
+"""What each operation of the v1 API does, for every front door: the REST views, the MCP server's
+tools (transcription.api.mcp) and the website's job form call these, so a request checked, queued or
+read through one door is checked, queued and read the same way through the others.
+
+Each takes the account and the request's fields as a dict, and answers the contract's response body
+as a dict, or raises the contract's errors: RequestValidationError (the 422 entries, each naming its
+field under `location`) or NotFound ("No job with that id on this account.").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+import uuid
+
+from django.conf import settings
+from rest_framework import exceptions
+
+from billing.selectors import quote
+from config import shared_cache
+from transcription import services
+from transcription.models import Batch, JobType
+from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
+
+from . import polls
+from . import serializers as s
+from .errors import Busy, RequestValidationError, validation_errors
+from .presenters import batch_payload
+
+
+def validate(serializer_class, data: dict, location: str = "body") -> dict:
+    """The options a request serializer reads from `data`, or a RequestValidationError whose
+    entries name each offending field under `location`: the one check for every front door."""
+    serializer = serializer_class(data=data)
+    if not serializer.is_valid():
+        raise RequestValidationError(validation_errors(serializer.errors, location))
+    return serializer.validated_data
+
+
+def parse_id(value, location: str = "path") -> uuid.UUID:
+    try:
+        return uuid.UUID(value)
+    except (ValueError, AttributeError, TypeError):
+        raise RequestValidationError(
+            [{"loc": [location, "id"], "msg": "Input should be a valid UUID.", "type": "uuid_parsing"}]
+        ) from None
+
+
+def not_found(what: str) -> exceptions.NotFound:
+    return exceptions.NotFound(f"No {what} with that id on this account.")
+
+
+# --- Queueing (job requests) ------------------------------------------------------------------
+
+
+def transcribe(account, data: dict) -> dict:
+    options = validate(s.TranscribeRequestSerializer, data)
+    job = services.job_create(account, type=JobType.TRANSCRIPT, **options)
+    return {"id": str(job.id)}
+
+
+def create_subtitles(account, data: dict) -> dict:
+    options = validate(s.SubtitlesRequestSerializer, data)
+    subtitle_format = options.pop("format")
+    job = services.job_create(account, type=JobType.SUBTITLES, subtitle_format=subtitle_format, **options)
+    return {"id": str(job.id), "format": subtitle_format}
+
+
+def burn_subtitles(account, data: dict) -> dict:
+    options = validate(s.BurnSubtitlesRequestSerializer, data)
+    job = services.job_create(account, type=JobType.BURNED, **options)
+    return {"id": str(job.id)}
+
+
+def transcribe_playlist(account, data: dict) -> dict:
+    options = validate(s.TranscribePlaylistRequestSerializer, data)
+    listing = playlist_listing(options["url"], "body")
+    batch = services.batch_create(
+        account,
+        title=listing.title,
+        total=listing.total,
+        skipped=listing.skipped,
+        video_urls=[video.url for video in listing.videos],
+        **options,
+    )
+    ids = [str(job_id) for job_id in batch.jobs.order_by("position").values_list("id", flat=True)]
+    return {"batch_id": str(batch.id), "title": batch.title, "count": len(ids), "skipped": batch.skipped, "ids": ids}
+
+
+# --- Reading (polls) --------------------------------------------------------------------------
+
+
+def get_transcription(account_id, raw_id, request=None, location: str = "path") -> dict:
+    """The job as GET /v1/api/transcription/{id} answers it; links absolute to `request`'s host, or to
+    PUBLIC_BASE_URL without one."""
+    job_id = parse_id(raw_id, location)
+    # Clients poll every few seconds; the answer is cached until the job or one of its
+    # translations changes (transcription.poll_cache). Most REST polls are answered before the
+    # view, from the cache, by transcription.api.polls; the rest, and MCP's, come here.
+    cached = polls.cached_poll(job_id)
+    if cached is None or cached.account_id != account_id:
+        raise not_found("job")
+    return polls.document(cached, request)
+
+
+def get_batch(account_id, raw_id, request=None, location: str = "path") -> dict:
+    batch_id = parse_id(raw_id, location)
+    batch = Batch.objects.filter(pk=batch_id, account_id=account_id).first()
+    if batch is None:
+        raise not_found("batch")
+    return batch_payload(batch, request)
+
+
+def preview_playlist(account_id, query: dict, location: str = "query") -> dict:
+    options = validate(s.PlaylistQuerySerializer, query, location)
+    listing = playlist_listing(options["url"], location, durations=True)
+    # A length that could not be found is not 0 s: it is counted in `unknown_durations`, left
+    # out of `needed_seconds`, and the batch is never said to fit.
+    unknown = sum(1 for video in listing.videos if not video.duration)
+    cost = quote(
+        account_id,
+        [video.duration for video in listing.videos if video.duration],
+        options["type"],
+        options["quality"],
+        options["target_languages"],
+    )
+    return {
+        "id": listing.id,
+        "title": listing.title,
+        "total": listing.total,
+        "skipped": listing.skipped,
+        "max_videos": settings.PLAYLIST_MAX_VIDEOS,
+        "is_channel": listing.is_channel,
+        "tab": listing.tab,
+        "videos": [
+            {
+                "id": v.id,
+                "title": v.title,
+                "duration": v.duration or 0,
+                "thumbnail": v.thumbnail,
+                "is_age_restricted": v.is_age_restricted,
+                "is_live": v.is_live,
+                "language": v.language,
+            }
+            for v in listing.videos
+        ],
+        "needed_seconds": cost.needed_seconds,
+        "remaining_seconds": cost.remaining_seconds,
+        "fits": cost.fits and not unknown,
+        "unknown_durations": unknown,
+    }
+
+
+# A playlist's listing is kept this long (in Redis, shared by the web processes): a client that
+# previews a playlist and then queues it, or polls the preview, costs one yt-dlp listing, not one
+# a request. Failures are not kept: the next request tries again.
+PLAYLIST_LISTING_SECONDS = 60
+LISTING_BUSY_RETRY_AFTER_SECONDS = 10
+
+# The listings this process runs at once (PLAYLIST_LISTINGS_PER_PROCESS). A listing holds its
+# request's thread for up to PLAYLIST_LISTING_TIMEOUT_SECONDS; the cap keeps the other threads of
+# the process (bin/web runs several per worker) free for polls however slow the playlist sites are.
+_listing_slots: threading.BoundedSemaphore | None = None
+_listing_slots_lock = threading.Lock()
+
+
+def _slots() -> threading.BoundedSemaphore:
+    global _listing_slots
+    with _listing_slots_lock:
+        if _listing_slots is None:
+            _listing_slots = threading.BoundedSemaphore(settings.PLAYLIST_LISTINGS_PER_PROCESS)
+        return _listing_slots
+
+
+def playlist_listing(url: str, location: str = "body", *, durations: bool = False):
+    """The playlist or channel behind `url`; a 422 on the url at `location` (body/query) when it
+    cannot be listed, or not within PLAYLIST_LISTING_TIMEOUT_SECONDS; a 503 (Busy) when this
+    process already runs as many listings as it may. With `durations`, the lengths the listing
+    lacks are looked up within the same time limit (playlist.find_durations); those not found
+    stay None."""
+    key = "playlist:" + hashlib.sha256(url.encode()).hexdigest()
+    listing = shared_cache.get(key)
+    if listing is not None and (listing.durations_looked_up or not durations):
+        return listing
+    slots = _slots()
+    if not slots.acquire(blocking=False):
+        raise Busy(
+            "Too many playlists are being listed at the moment; try again in "
+            f"{LISTING_BUSY_RETRY_AFTER_SECONDS} seconds.",
+            retry_after=LISTING_BUSY_RETRY_AFTER_SECONDS,
+        )
+    try:
+        started = time.monotonic()
+        limit = settings.PLAYLIST_LISTING_TIMEOUT_SECONDS
+        if listing is None:
+            listing = list_playlist(
+                url,
+                allow_private=settings.ALLOW_PRIVATE_URLS,
+                timeout=settings.FETCH_TIMEOUT_SECONDS,
+                deadline=limit,
+                max_videos=settings.PLAYLIST_MAX_VIDEOS,
+                **settings.YTDLP_OPTIONS,
+            )
+        if durations:
+            find_durations(
+                listing,
+                allow_private=settings.ALLOW_PRIVATE_URLS,
+                deadline=limit - (time.monotonic() - started),
+                **settings.YTDLP_OPTIONS,
+            )
+    except PlaylistError as error:
+        raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
+    finally:
+        slots.release()
+    shared_cache.set(key, listing, PLAYLIST_LISTING_SECONDS)
+    return listing

@@ -1,0 +1,80 @@
+"""Speaker diarization on CPU, without torch: who spoke when in a 16 kHz mono s16le WAV of any length.
+
+1. :mod:`.speech`: Silero VAD finds the speech regions (the file is read block by block, never
+   whole); the speech stage computes the probabilities once and hands them to recognition too.
+2. :mod:`.embedding` and :mod:`.encoder`: Resemblyzer's voice encoder (weights from :mod:`.weights`,
+   run in numpy) embeds 1.5 s windows of speech every 0.75 s.
+3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity,
+   look-alike clusters merged, tiny ones folded.
+4. :mod:`.turns`: a Viterbi pass smooths the labels (changes cheap at pauses, dear inside speech),
+   windows become :class:`SpeakerTurn`s, and :func:`assign_speakers` gives every recognised word
+   its speaker, cutting segments where the voice changes.
+
+Nothing here knows about Django, and nothing is downloaded at run time. Settings (environment):
+``$TRANSCRIPTION_SPEAKER_WEIGHTS`` (a copy of ``pretrained.pt``), ``$TRANSCRIPTION_SPEAKER_THREADS``
+(encoder threads, default the CPU count, at most 4).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..types import SpeakerTurn
+from .blas import single_threaded_blas
+from .clustering import centroids, cluster_embeddings
+from .embedding import embed_regions
+from .encoder import VoiceEncoder, default_encoder
+from .speech import find_speech
+from .turns import SWITCH_COST_CONTINUOUS, SWITCH_COST_PAUSE, assign_speakers, fill_regions, turns_from_labels, viterbi
+from .weights import WEIGHTS_ENV
+
+__all__ = ["VoiceEncoder", "assign_speakers", "diarize"]
+
+
+def diarize(
+    wav_path: str | os.PathLike,
+    *,
+    max_speakers: int = 8,
+    encoder: VoiceEncoder | None = None,
+    regions: Sequence[tuple[float, float]] | None = None,
+) -> list[SpeakerTurn]:
+    """Who spoke when in a 16 kHz mono 16-bit WAV file.
+
+    Returns speaker turns sorted by time, covering the detected speech (silence
+    gets no turn); speakers are numbered 1.. in order of first appearance.
+    ``regions`` (seconds) may be given to skip the VAD.
+    """
+    if max_speakers < 1:
+        raise ValueError("max_speakers must be >= 1")
+    encoder = encoder or default_encoder(os.environ.get(WEIGHTS_ENV))
+    with single_threaded_blas():
+        return _diarize(wav_path, max_speakers, encoder, regions)
+
+
+def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions) -> list[SpeakerTurn]:
+    if regions is None:
+        regions = find_speech(wav_path).for_diarization()
+    if not regions:
+        return []
+    emb, windows, pieces = embed_regions(wav_path, regions, encoder)
+    if not windows:
+        # only fragments too short to embed: one speaker for all of it
+        return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in regions]
+    weights = np.array([w.own_end - w.own_start for w in windows])
+    labels = cluster_embeddings(emb, max_speakers=max_speakers, weights=weights)
+    k = int(labels.max()) + 1
+    if k > 1:
+        centres = centroids(emb.astype(np.float64), labels, weights)
+        scores = emb @ centres.T
+        cost = np.full(len(windows), SWITCH_COST_CONTINUOUS)
+        for t in range(1, len(windows)):
+            prev, cur = windows[t - 1], windows[t]
+            if any(p.after_pause for p in pieces[prev.piece + 1 : cur.piece + 1]):
+                cost[t] = SWITCH_COST_PAUSE
+        labels = viterbi(scores, cost)
+    turns = turns_from_labels(windows, labels)
+    # speech too short to embed: give it the speaker of the nearest turn
+    return fill_regions(turns, regions)

@@ -1,0 +1,126 @@
+"""Windows of speech embedded by the voice encoder: 1.5 s windows every 0.75 s, read piece by piece."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass
+
+import numpy as np
+
+from .blas import single_threaded_blas
+from .encoder import FRAME_S, HIDDEN, HOP, N_MELS, VoiceEncoder, mel_spectrogram, normalize_volume
+from .speech import SAMPLE_RATE, open_wav, read_span
+
+# Diarization settings
+WINDOW_FRAMES = 150  # 1.5 s
+HOP_FRAMES = 75  # 0.75 s
+MIN_WINDOW_FRAMES = 40  # speech shorter than 0.4 s is not embedded on its own
+MAX_REGION_S = 30.0  # long speech regions are processed in pieces this long
+ENCODER_BATCH = 64  # windows per LSTM batch (small batches stay in cache)
+
+THREADS_ENV = "TRANSCRIPTION_SPEAKER_THREADS"  # encoder threads (default: CPU count, at most 4)
+
+
+@dataclass
+class Window:
+    start: float  # the audio the embedding saw
+    end: float
+    own_start: float  # the part of the timeline this window's label covers
+    own_end: float
+    piece: int  # index of the continuous speech piece it lies in
+
+
+@dataclass
+class Piece:
+    start: float
+    end: float
+    after_pause: bool  # False when it continues the previous piece without a pause
+
+
+def split_regions(regions: Sequence[tuple[float, float]]) -> list[Piece]:
+    """Regions cut into pieces of at most MAX_REGION_S, so no read is large."""
+    pieces = []
+    for s, e in regions:
+        n = max(1, int(np.ceil((e - s) / MAX_REGION_S)))
+        edges = np.linspace(s, e, n + 1)
+        for k in range(n):
+            pieces.append(Piece(float(edges[k]), float(edges[k + 1]), k == 0))
+    return pieces
+
+
+def _piece_windows(n_frames: int) -> list[tuple[int, int]]:
+    """Window frame ranges [a, b) inside a piece of n_frames frames."""
+    if n_frames <= WINDOW_FRAMES:
+        return [(0, n_frames)]
+    starts = list(range(0, n_frames - WINDOW_FRAMES + 1, HOP_FRAMES))
+    if starts[-1] + WINDOW_FRAMES < n_frames:
+        starts.append(n_frames - WINDOW_FRAMES)
+    return [(a, a + WINDOW_FRAMES) for a in starts]
+
+
+def _threads() -> int:
+    env = os.environ.get(THREADS_ENV)
+    if env:
+        return max(1, int(env))
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def embed_regions(
+    wav_path, regions: Sequence[tuple[float, float]], encoder: VoiceEncoder, threads: int | None = None
+) -> tuple[np.ndarray, list[Window], list[Piece]]:
+    """Embed windows of the speech regions; returns (embeddings, windows, pieces)."""
+    pieces = split_regions(regions)
+    windows: list[Window] = []
+    batch: list[np.ndarray] = []
+    lengths: list[int] = []
+    results: list[Future] = []
+    threads = threads or _threads()
+
+    def run(mels: list[np.ndarray], lens: list[int]) -> np.ndarray:
+        arr = np.zeros((len(mels), max(lens), N_MELS), dtype=np.float32)
+        for i, m in enumerate(mels):
+            arr[i, : len(m)] = m
+        return encoder.embed_mels(arr, lens)
+
+    with single_threaded_blas(), ThreadPoolExecutor(max_workers=threads) as pool:
+
+        def flush():
+            if batch:
+                results.append(pool.submit(run, list(batch), list(lengths)))
+                batch.clear()
+                lengths.clear()
+            # keep memory bounded: wait while too many batches are queued
+            pending = [f for f in results if not f.done()]
+            if len(pending) > 2 * threads:
+                wait(pending[: len(pending) - 2 * threads])
+
+        w = open_wav(wav_path)
+        try:
+            for pi, piece in enumerate(pieces):
+                s0 = int(round(piece.start * SAMPLE_RATE))
+                s1 = int(round(piece.end * SAMPLE_RATE))
+                audio = normalize_volume(read_span(w, s0, s1))
+                n = len(audio) // HOP  # frames whose centre lies inside the piece
+                if n < MIN_WINDOW_FRAMES:
+                    continue
+                mel = mel_spectrogram(audio)
+                spans = _piece_windows(n)
+                centres = [(a + b) / 2 for a, b in spans]
+                for k, (a, b) in enumerate(spans):
+                    own_start = piece.start if k == 0 else piece.start + (centres[k - 1] + centres[k]) / 2 * FRAME_S
+                    own_end = (
+                        piece.end if k == len(spans) - 1 else piece.start + (centres[k] + centres[k + 1]) / 2 * FRAME_S
+                    )
+                    windows.append(Window(piece.start + a * FRAME_S, piece.start + b * FRAME_S, own_start, own_end, pi))
+                    batch.append(mel[a:b])
+                    lengths.append(b - a)
+                    if len(batch) >= ENCODER_BATCH:
+                        flush()
+            flush()
+        finally:
+            w.close()
+        embeds = [f.result() for f in results]
+    emb = np.concatenate(embeds) if embeds else np.zeros((0, HIDDEN), dtype=np.float32)
+    return emb, windows, pieces

@@ -1,0 +1,220 @@
+"""Resemblyzer's voice encoder in numpy: mel features (librosa's, re-done) and the 3-layer LSTM.
+
+Windows of speech are embedded by :mod:`.embedding`; the weights come from :mod:`.weights`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .speech import SAMPLE_RATE
+from .weights import find_encoder_weights, load_torch_state_dict
+
+# Resemblyzer's hparams.py
+N_FFT = 400  # 25 ms window
+HOP = 160  # 10 ms hop
+N_MELS = 40
+HIDDEN = 256
+NUM_LAYERS = 3
+AUDIO_NORM_TARGET_DBFS = -30.0
+INT16_MAX = 2**15 - 1
+
+FRAME_S = HOP / SAMPLE_RATE  # 0.01 s
+
+
+# --------------------------------------------------------------------------
+# Features: librosa.feature.melspectrogram(sr=16000, n_fft=400, hop_length=160,
+# n_mels=40) re-done in numpy (hann window, centred frames, power 2, slaney mel)
+# --------------------------------------------------------------------------
+
+
+def _hz_to_mel(f):
+    f = np.asarray(f, dtype=np.float64)
+    f_sp = 200.0 / 3
+    mels = f / f_sp
+    min_log_hz = 1000.0
+    min_log_mel = min_log_hz / f_sp
+    logstep = np.log(6.4) / 27.0
+    return np.where(f >= min_log_hz, min_log_mel + np.log(np.maximum(f, 1e-10) / min_log_hz) / logstep, mels)
+
+
+def _mel_to_hz(m):
+    m = np.asarray(m, dtype=np.float64)
+    f_sp = 200.0 / 3
+    freqs = f_sp * m
+    min_log_hz = 1000.0
+    min_log_mel = min_log_hz / f_sp
+    logstep = np.log(6.4) / 27.0
+    return np.where(m >= min_log_mel, min_log_hz * np.exp(logstep * (m - min_log_mel)), freqs)
+
+
+@lru_cache(maxsize=4)
+def mel_filterbank(sr: int = SAMPLE_RATE, n_fft: int = N_FFT, n_mels: int = N_MELS) -> np.ndarray:
+    """librosa.filters.mel(sr, n_fft, n_mels) with htk=False and norm='slaney'."""
+    fmax = sr / 2.0
+    fftfreqs = np.fft.rfftfreq(n_fft, d=1.0 / sr)
+    mel_f = _mel_to_hz(np.linspace(_hz_to_mel(0.0), _hz_to_mel(fmax), n_mels + 2))
+    fdiff = np.diff(mel_f)
+    ramps = mel_f[:, None] - fftfreqs[None, :]
+    lower = -ramps[:-2] / fdiff[:-1, None]
+    upper = ramps[2:] / fdiff[1:, None]
+    weights = np.maximum(0, np.minimum(lower, upper))
+    enorm = 2.0 / (mel_f[2 : n_mels + 2] - mel_f[:n_mels])
+    weights *= enorm[:, None]
+    weights.flags.writeable = False
+    return weights.astype(np.float32)
+
+
+@lru_cache(maxsize=1)
+def _hann() -> np.ndarray:
+    n = np.arange(N_FFT)
+    return (0.5 - 0.5 * np.cos(2 * np.pi * n / N_FFT)).astype(np.float32)  # periodic
+
+
+def mel_spectrogram(wav: np.ndarray) -> np.ndarray:
+    """Mel power spectrogram, shape (frames, 40), like resemblyzer's wav_to_mel_spectrogram.
+
+    Frames are centred (zero padding, librosa >= 0.10's default): frame ``t`` is
+    centred on sample ``t * 160`` and there are ``1 + len(wav) // 160`` of them.
+    """
+    wav = np.asarray(wav, dtype=np.float32)
+    pad = N_FFT // 2
+    y = np.pad(wav, (pad, pad))
+    n_frames = 1 + (len(y) - N_FFT) // HOP
+    frames = np.lib.stride_tricks.sliding_window_view(y, N_FFT)[::HOP][:n_frames]
+    spec = np.fft.rfft(frames * _hann(), axis=1)
+    power = (spec.real**2 + spec.imag**2).astype(np.float32)
+    return power @ mel_filterbank().T
+
+
+def normalize_volume(wav: np.ndarray, target_dbfs: float = AUDIO_NORM_TARGET_DBFS) -> np.ndarray:
+    """resemblyzer.audio.normalize_volume(..., increase_only=True)."""
+    rms = float(np.sqrt(np.mean((wav.astype(np.float64) * INT16_MAX) ** 2))) if len(wav) else 0.0
+    if rms <= 0:
+        return wav
+    change = target_dbfs - 20 * np.log10(rms / INT16_MAX)
+    if change < 0:
+        return wav
+    return (wav * (10 ** (change / 20))).astype(np.float32)
+
+
+# --------------------------------------------------------------------------
+# The voice encoder in numpy
+# --------------------------------------------------------------------------
+
+
+class VoiceEncoder:
+    """Resemblyzer's VoiceEncoder (LSTM 40->256 x3, linear 256, ReLU, L2 norm) in numpy."""
+
+    def __init__(self, weights_path: str | os.PathLike | None = None):
+        path = Path(weights_path) if weights_path else find_encoder_weights()
+        ckpt = load_torch_state_dict(path)
+        state = ckpt.get("model_state", ckpt) if isinstance(ckpt, dict) else ckpt
+        self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        # torch's gate rows are i, f, g, o; they are reordered to i, f, o, g so the three
+        # sigmoid gates are one block.  sigmoid(x) = 0.5 * tanh(x / 2) + 0.5, so their rows
+        # are pre-scaled by 1/2 and a single tanh call serves all four gates.
+        h = HIDDEN
+        order = np.r_[0 : 2 * h, 3 * h : 4 * h, 2 * h : 3 * h]
+        scale = np.ones(4 * h, dtype=np.float32)
+        scale[: 3 * h] = 0.5
+        for layer in range(NUM_LAYERS):
+            w_ih = np.asarray(state[f"lstm.weight_ih_l{layer}"], dtype=np.float32)[order]
+            w_hh = np.asarray(state[f"lstm.weight_hh_l{layer}"], dtype=np.float32)[order]
+            bias = (
+                np.asarray(state[f"lstm.bias_ih_l{layer}"], dtype=np.float32)
+                + np.asarray(state[f"lstm.bias_hh_l{layer}"], dtype=np.float32)
+            )[order]
+            self.layers.append(
+                (
+                    np.ascontiguousarray((w_ih * scale[:, None]).T),
+                    np.ascontiguousarray((w_hh * scale[:, None]).T),
+                    bias * scale,
+                )
+            )
+        self.linear_w = np.ascontiguousarray(np.asarray(state["linear.weight"], dtype=np.float32).T)
+        self.linear_b = np.asarray(state["linear.bias"], dtype=np.float32)
+
+    def embed_mels(self, mels: np.ndarray, lengths: Sequence[int] | None = None) -> np.ndarray:
+        """Embed a batch of mel windows, shape (B, T, 40) -> (B, 256), L2-normalised.
+
+        Windows shorter than T are given with ``lengths`` and must be left-aligned
+        in ``mels`` (frames ``[0, length)``); the result equals running the LSTM
+        on each window alone.
+        """
+        mels = np.asarray(mels, dtype=np.float32)
+        b, t_max, _ = mels.shape
+        if b == 0:
+            return np.zeros((0, HIDDEN), dtype=np.float32)
+        mask = None
+        if lengths is not None:
+            lengths = np.asarray(lengths, dtype=np.int64)
+            if np.any(lengths < t_max):
+                # right-align the windows so that they all end at t_max; steps before a
+                # window's start are masked (state kept at zero)
+                shifted = np.zeros_like(mels)
+                for i, n in enumerate(lengths):
+                    shifted[i, t_max - n :] = mels[i, :n]
+                mels = shifted
+                starts = t_max - lengths
+                mask = (np.arange(t_max)[None, :] >= starts[:, None]).astype(np.float32)
+        x = np.ascontiguousarray(mels.transpose(1, 0, 2))  # time-major (T, B, F)
+        if mask is not None:
+            mask = np.ascontiguousarray(mask.T[:, :, None])  # (T, B, 1)
+        hs = HIDDEN
+        h = np.zeros((b, hs), dtype=np.float32)
+        for li, (w_ih, w_hh, bias) in enumerate(self.layers):
+            pre = (x.reshape(t_max * b, -1) @ w_ih).reshape(t_max, b, 4 * hs)
+            pre += bias
+            h = np.zeros((b, hs), dtype=np.float32)
+            c = np.zeros((b, hs), dtype=np.float32)
+            last = li == NUM_LAYERS - 1
+            out = None if last else np.empty((t_max, b, hs), dtype=np.float32)
+            gates = np.empty((b, 4 * hs), dtype=np.float32)
+            tmp = np.empty((b, hs), dtype=np.float32)
+            sig = gates[:, : 3 * hs]
+            i_g, f_g, o_g, g_g = (gates[:, k * hs : (k + 1) * hs] for k in range(4))
+            for t in range(t_max):
+                np.matmul(h, w_hh, out=gates)
+                gates += pre[t]
+                np.tanh(gates, out=gates)
+                sig += 1.0
+                sig *= 0.5  # i, f, o are now sigmoids; g is tanh
+                c *= f_g
+                np.multiply(i_g, g_g, out=tmp)
+                c += tmp
+                np.tanh(c, out=h)
+                h *= o_g
+                if mask is not None:
+                    h *= mask[t]
+                    c *= mask[t]
+                if out is not None:
+                    out[t] = h
+            x = out
+        emb = np.maximum(h @ self.linear_w + self.linear_b, 0.0)
+        norm = np.linalg.norm(emb, axis=1, keepdims=True)
+        return emb / np.maximum(norm, 1e-12)
+
+    def embed_utterance(self, wav: np.ndarray) -> np.ndarray:
+        """One embedding for a whole utterance (mean of 1.6 s partials, like resemblyzer)."""
+        wav = normalize_volume(np.asarray(wav, dtype=np.float32))
+        mel = mel_spectrogram(wav)
+        n = len(mel)
+        step = 160
+        if n <= step:
+            return self.embed_mels(mel[None])[0]
+        starts = list(range(0, n - step + 1, step // 2))
+        if starts[-1] + step < n:
+            starts.append(n - step)
+        e = self.embed_mels(np.stack([mel[s : s + step] for s in starts])).mean(axis=0)
+        return e / np.linalg.norm(e)
+
+
+@lru_cache(maxsize=2)
+def default_encoder(weights: str | None = None) -> VoiceEncoder:
+    return VoiceEncoder(weights)

@@ -1,0 +1,143 @@
+"""From labelled windows to speaker turns (Viterbi smoothing), and from turns to transcript
+segments, word by word."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from ..types import Segment, SpeakerTurn, Word
+from .embedding import Window
+
+SWITCH_COST_CONTINUOUS = 0.1  # in cosine-similarity units, per change inside speech
+SWITCH_COST_PAUSE = 0.02  # per change across a pause
+
+
+def viterbi(scores: np.ndarray, switch_cost: np.ndarray) -> np.ndarray:
+    """Best label path: maximise sum(scores[t, l_t]) - sum(switch_cost[t] * [l_t != l_{t-1}])."""
+    n, k = scores.shape
+    if k == 1 or n == 0:
+        return np.zeros(n, dtype=np.int64)
+    back = np.zeros((n, k), dtype=np.int64)
+    acc = scores[0].copy()
+    for t in range(1, n):
+        best_prev = int(acc.argmax())
+        stay = acc
+        switch = acc[best_prev] - switch_cost[t]
+        back[t] = np.where(stay >= switch, np.arange(k), best_prev)
+        acc = np.maximum(stay, switch) + scores[t]
+    path = np.zeros(n, dtype=np.int64)
+    path[-1] = int(acc.argmax())
+    for t in range(n - 1, 0, -1):
+        path[t - 1] = back[t, path[t]]
+    return path
+
+
+def turns_from_labels(windows: Sequence[Window], labels: Sequence[int]) -> list[SpeakerTurn]:
+    turns: list[SpeakerTurn] = []
+    for win, lab in zip(windows, labels):
+        if turns and turns[-1].speaker == lab and win.own_start - turns[-1].end < 1e-6:
+            turns[-1].end = win.own_end
+        else:
+            turns.append(SpeakerTurn(start=win.own_start, end=win.own_end, speaker=int(lab)))
+    return _renumber(turns)
+
+
+def _renumber(turns: list[SpeakerTurn]) -> list[SpeakerTurn]:
+    order: dict[int, int] = {}
+    out = []
+    for t in sorted(turns, key=lambda t: (t.start, t.end)):
+        order.setdefault(t.speaker, len(order) + 1)
+        out.append(SpeakerTurn(start=round(t.start, 3), end=round(t.end, 3), speaker=order[t.speaker]))
+    return out
+
+
+def fill_regions(turns: list[SpeakerTurn], regions: Sequence[tuple[float, float]]) -> list[SpeakerTurn]:
+    """Speech regions that no turn touches (too short to embed) get the nearest turn's speaker."""
+    if not turns:
+        return turns
+    starts = np.array([t.start for t in turns])
+    ends = np.array([t.end for t in turns])
+    covered = list(turns)
+    for s, e in regions:
+        i = int(np.searchsorted(ends, s, side="right"))  # first turn ending after s
+        if i < len(turns) and starts[i] < e:
+            continue
+        # nearest of the turns before (i - 1) and after (i)
+        cands = [j for j in (i - 1, i) if 0 <= j < len(turns)]
+        j = min(cands, key=lambda j: _distance(starts[j], ends[j], s, e))
+        covered.append(SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=turns[j].speaker))
+    covered.sort(key=lambda t: t.start)
+    merged: list[SpeakerTurn] = []
+    for t in covered:
+        if merged and merged[-1].speaker == t.speaker and t.start - merged[-1].end < 1e-6:
+            merged[-1] = SpeakerTurn(merged[-1].start, max(merged[-1].end, t.end), t.speaker)
+        else:
+            merged.append(t)
+    return _renumber(merged)
+
+
+def _distance(a0: float, a1: float, b0: float, b1: float) -> float:
+    """Gap between intervals (0 when they touch or overlap)."""
+    return max(0.0, max(a0, b0) - min(a1, b1))
+
+
+def _speaker_at(start: float, end: float, starts: np.ndarray, ends: np.ndarray, spk: np.ndarray) -> int:
+    """The speaker whose turns overlap [start, end] most; the nearest turn's when none does."""
+    end = max(end, start + 1e-3)  # a word of no length still has a place in time
+    ov = np.minimum(ends, end) - np.maximum(starts, start)
+    pos = ov > 0
+    if pos.any():
+        totals: dict[int, float] = {}
+        for sp, o in zip(spk[pos], ov[pos]):
+            totals[int(sp)] = totals.get(int(sp), 0.0) + float(o)
+        return max(totals.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+    gap = np.maximum(0.0, np.maximum(starts, start) - np.minimum(ends, end))
+    return int(spk[int(np.argmin(gap))])
+
+
+def _split_at_speaker_changes(seg: Segment, labels: list[int]) -> list[tuple[Segment, int]]:
+    """The segment cut before every word whose speaker differs from the word before it."""
+    runs: list[tuple[list[Word], int]] = []
+    for word, label in zip(seg.words, labels):
+        if runs and runs[-1][1] == label:
+            runs[-1][0].append(word)
+        else:
+            runs.append(([word], label))
+    if len(runs) == 1:
+        return [(seg, runs[0][1])]
+    out = []
+    for k, (words, label) in enumerate(runs):
+        start = seg.start if k == 0 else words[0].start
+        end = seg.end if k == len(runs) - 1 else words[-1].end
+        text = "".join(w.text for w in words).strip()
+        out.append((replace(seg, start=start, end=end, text=text, words=words), label))
+    return out
+
+
+def assign_speakers(segments: Iterable[Segment], turns: Sequence[SpeakerTurn]) -> list[Segment]:
+    """Give every word the speaker whose turns overlap it most (the nearest turn's speaker when
+    none overlaps), and cut a segment where the speaker changes between two of its words, so a
+    short answer is not glued to the other voice's sentence. A segment without word timestamps
+    is given the speaker of its span as a whole. Speakers are renumbered 1.. in order of first
+    appearance among the segments. Returns new Segment objects; the inputs are not changed.
+    With no turns, every segment gets speaker None.
+    """
+    segments = list(segments)
+    turns = sorted(turns, key=lambda t: (t.start, t.end))
+    if not turns:
+        return [replace(s, speaker=None) for s in segments]
+    starts = np.array([t.start for t in turns])
+    ends = np.array([t.end for t in turns])
+    spk = np.array([t.speaker for t in turns])
+    pieces: list[tuple[Segment, int]] = []
+    for seg in segments:
+        if not seg.words:
+            pieces.append((seg, _speaker_at(seg.start, seg.end, starts, ends, spk)))
+            continue
+        labels = [_speaker_at(w.start, w.end, starts, ends, spk) for w in seg.words]
+        pieces.extend(_split_at_speaker_changes(seg, labels))
+    order: dict[int, int] = {}
+    return [replace(seg, speaker=order.setdefault(label, len(order) + 1)) for seg, label in pieces]

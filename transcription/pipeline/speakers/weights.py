@@ -1,0 +1,185 @@
+"""Resemblyzer's encoder weights, read without torch.
+
+The ``pretrained.pt`` inside the ``resemblyzer`` wheel (installed WITHOUT its dependencies:
+``pip install --no-deps resemblyzer==0.1.4``; ``$TRANSCRIPTION_SPEAKER_WEIGHTS`` may point at a
+copy) is a legacy-format torch checkpoint. A small pickle loader that accepts nothing but
+containers and tensors reads it into numpy arrays, so neither torch nor ``resemblyzer`` itself is
+ever imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import pickle
+from collections import OrderedDict
+from pathlib import Path
+
+import numpy as np
+
+WEIGHTS_ENV = "TRANSCRIPTION_SPEAKER_WEIGHTS"
+
+_STORAGE_DTYPES = {
+    "FloatStorage": np.float32,
+    "DoubleStorage": np.float64,
+    "HalfStorage": np.float16,
+    "BFloat16Storage": None,  # not supported by numpy
+    "LongStorage": np.int64,
+    "IntStorage": np.int32,
+    "ShortStorage": np.int16,
+    "CharStorage": np.int8,
+    "ByteStorage": np.uint8,
+    "BoolStorage": np.bool_,
+}
+
+
+class _StorageRef:
+    __slots__ = ("key", "dtype", "numel", "array")
+
+    def __init__(self, key: str, dtype: type, numel: int | None):
+        self.key = key
+        self.dtype = dtype
+        self.numel = numel
+        self.array: np.ndarray | None = None
+
+
+class _LazyTensor:
+    """A tensor whose storage bytes are read after the pickle."""
+
+    __slots__ = ("storage", "offset", "shape", "stride")
+
+    def __init__(self, storage: _StorageRef, offset: int, shape: tuple, stride: tuple):
+        self.storage = storage
+        self.offset = offset
+        self.shape = tuple(shape)
+        self.stride = tuple(stride)
+
+    def materialize(self) -> np.ndarray:
+        base = self.storage.array
+        if base is None:
+            raise ValueError(f"storage {self.storage.key} was never read")
+        itemsize = base.dtype.itemsize
+        if not self.shape:
+            return np.array(base[self.offset])
+        view = np.lib.stride_tricks.as_strided(
+            base[self.offset :],
+            shape=self.shape,
+            strides=tuple(s * itemsize for s in self.stride),
+        )
+        return np.ascontiguousarray(view)
+
+
+def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored):
+    return _LazyTensor(storage, storage_offset, size, stride)
+
+
+def _rebuild_parameter(data, *_ignored):
+    return data
+
+
+class _StorageType:
+    def __init__(self, name: str):
+        self.name = name
+        dtype = _STORAGE_DTYPES.get(name)
+        if dtype is None:
+            raise pickle.UnpicklingError(f"unsupported torch storage type {name}")
+        self.dtype = dtype
+
+
+class _TorchUnpickler(pickle.Unpickler):
+    """Unpickles a torch checkpoint into _LazyTensors; allows nothing else."""
+
+    _ALLOWED = {
+        ("collections", "OrderedDict"): OrderedDict,
+        ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
+        ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
+        ("torch._utils", "_rebuild_parameter"): _rebuild_parameter,
+        ("torch.nn.parameter", "Parameter"): _rebuild_parameter,
+    }
+
+    def __init__(self, file, storages: dict[str, _StorageRef]):
+        super().__init__(file)
+        self.storages = storages
+
+    def find_class(self, module, name):
+        if (module, name) in self._ALLOWED:
+            return self._ALLOWED[(module, name)]
+        if module == "torch" and name in _STORAGE_DTYPES:
+            return _StorageType(name)
+        raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
+
+    def persistent_load(self, pid):
+        # ('storage', storage_type, key, location, numel[, view_metadata])
+        if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
+            raise pickle.UnpicklingError(f"unexpected persistent id {pid!r}")
+        storage_type, key = pid[1], str(pid[2])
+        numel = pid[4] if len(pid) > 4 else None
+        if key not in self.storages:
+            self.storages[key] = _StorageRef(key, storage_type.dtype, numel)
+        return self.storages[key]
+
+
+def _materialize(obj):
+    if isinstance(obj, _LazyTensor):
+        return obj.materialize()
+    if isinstance(obj, dict):
+        return type(obj)((k, _materialize(v)) for k, v in obj.items())
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_materialize(v) for v in obj)
+    return obj
+
+
+def load_torch_state_dict(path: str | os.PathLike) -> dict:
+    """Read a legacy-format torch checkpoint (what resemblyzer ships) into numpy arrays, without torch.
+
+    Only plain containers and tensors are accepted; any other class in the
+    pickle raises :class:`pickle.UnpicklingError`.
+    """
+    path = Path(path)
+    storages: dict[str, _StorageRef] = {}
+    with open(path, "rb") as f:
+        pickle.load(f)  # magic number
+        protocol = pickle.load(f)
+        sys_info = pickle.load(f)
+        if protocol != 1001:
+            raise ValueError(f"unsupported torch legacy protocol {protocol}")
+        if not sys_info.get("little_endian", True):
+            raise ValueError("big-endian checkpoints are not supported")
+        obj = _TorchUnpickler(f, storages).load()
+        keys = pickle.load(f)
+        for key in keys:
+            ref = storages[str(key)]
+            numel = int(np.frombuffer(f.read(8), dtype="<i8")[0])
+            itemsize = np.dtype(ref.dtype).itemsize
+            raw = f.read(numel * itemsize)
+            if len(raw) != numel * itemsize:
+                raise ValueError("truncated checkpoint")
+            ref.array = np.frombuffer(raw, dtype=np.dtype(ref.dtype).newbyteorder("<"))
+    return _materialize(obj)
+
+
+def find_encoder_weights() -> Path:
+    """Where Resemblyzer's ``pretrained.pt`` is.
+
+    ``$TRANSCRIPTION_SPEAKER_WEIGHTS`` if set, otherwise the file inside the installed
+    ``resemblyzer`` package (``pip install --no-deps resemblyzer``).  The package is
+    located with :func:`importlib.util.find_spec`, which does not import it (importing
+    it would import torch).
+    """
+    env = os.environ.get(WEIGHTS_ENV)
+    if env:
+        p = Path(env)
+        if not p.is_file():
+            raise FileNotFoundError(f"{WEIGHTS_ENV}={env} is not a file")
+        return p
+    spec = importlib.util.find_spec("resemblyzer")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "speaker encoder weights not found: `pip install --no-deps resemblyzer` "
+            f"or set {WEIGHTS_ENV} to a pretrained.pt"
+        )
+    for loc in spec.submodule_search_locations:
+        p = Path(loc) / "pretrained.pt"
+        if p.is_file():
+            return p
+    raise FileNotFoundError("the installed resemblyzer package has no pretrained.pt")
