@@ -326,9 +326,17 @@ STALLED_MAX_ATTEMPTS = env.int("STALLED_MAX_ATTEMPTS", default=2)
 # A worker running a stage renews its claim on the job this often; the claim lapses after four
 # missed beats, so a dead worker's job is free again within two minutes.
 WORKER_HEARTBEAT_SECONDS = env.float("WORKER_HEARTBEAT_SECONDS", default=30.0)
+# Stopping a worker (SIGTERM through bin/worker): running stages may finish within the grace (Celery's
+# soft shutdown); then they are interrupted, release their claims and queue their jobs again. A pool
+# process still there UNWIND seconds later is killed: a worker is gone within grace + unwind.
+CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT = env.float("WORKER_SHUTDOWN_GRACE_SECONDS", default=10.0)
+WORKER_SHUTDOWN_UNWIND_SECONDS = env.float("WORKER_SHUTDOWN_UNWIND_SECONDS", default=20.0)
 
 CELERY_BEAT_SCHEDULE = {
-    "sweep-stalled-jobs": {"task": "transcription.tasks.sweep_stalled_jobs", "schedule": 60.0},
+    "sweep-stalled-jobs": {
+        "task": "transcription.tasks.sweep_stalled_jobs",
+        "schedule": env.float("SWEEP_INTERVAL_SECONDS", default=60.0),
+    },
     "renew-plans": {"task": "billing.tasks.renew_plans", "schedule": 3600.0},
     "delete-expired-artifacts": {"task": "transcription.tasks.delete_expired_artifacts", "schedule": 3600.0},
     "send-due-webhooks": {"task": "webhooks.tasks.send_due_messages", "schedule": 30.0},

@@ -38,8 +38,9 @@ def purge_queues(env: dict) -> None:
 
 
 @contextlib.contextmanager
-def running_worker(log_path: Path, queues: str = QUEUES, **extra_env: str):
-    """Start a worker on `queues` (all by default); yield the process; stop it (or kill it) at the end.
+def running_worker(log_path: Path, queues: str = QUEUES, concurrency: int = 1, purge: bool = True, **extra_env: str):
+    """Start a worker (bin/worker) on `queues` (all by default); yield the process; stop it (or kill
+    it) at the end.
 
     The worker talks to the test database (the test must commit: django_db(transaction=True)).
     """
@@ -51,20 +52,16 @@ def running_worker(log_path: Path, queues: str = QUEUES, **extra_env: str):
         "PYTHONUNBUFFERED": "1",
         **extra_env,
     }
-    purge_queues(env)
+    if purge:  # a test that hands a job from one worker to the next keeps its queued task
+        purge_queues(env)
     log = log_path.open("w")
     process = subprocess.Popen(
         [
-            sys.executable,
-            "-m",
-            "celery",
-            "-A",
-            "config",
-            "worker",
+            str(ROOT / "bin" / "worker"),
             "--queues",
             queues,
             "--concurrency",
-            "1",
+            str(concurrency),
             "--without-gossip",
             "--without-mingle",
             "--loglevel",

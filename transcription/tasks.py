@@ -6,12 +6,44 @@ acknowledged late (settings), so a worker killed mid-task leaves its message to 
 delivered again; the sweeper catches what the broker does not redeliver. Only worker and beat
 processes import this module (web processes send tasks by name), so the speech stack imported
 through the stages never loads in a web process.
+
+Stopping a worker (bin/worker): SIGTERM starts Celery's soft shutdown; stages still running after
+WORKER_SHUTDOWN_GRACE_SECONDS are interrupted and hand their jobs back (stages/run.py: claims
+released, messages restored to the queue by the broker). A pool
+process that does not unwind within WORKER_SHUTDOWN_UNWIND_SECONDS more is killed with the worker,
+so a worker of any concurrency is gone within the sum of the two (its jobs then wait for their
+claims to lapse, as after a crash).
 """
 
+import logging
+import os
+import threading
+
+from billiard.process import active_children
 from celery import shared_task
+from celery.signals import worker_shutting_down
+from django.conf import settings
 
 from . import dispatch, retention, sweeper
 from .stages import burn, media, speech
+
+logger = logging.getLogger(__name__)
+
+
+@worker_shutting_down.connect
+def _bound_the_shutdown(**kwargs) -> None:
+    """In the worker's main process: whatever happens, be gone within the bound."""
+    limit = settings.CELERY_WORKER_SOFT_SHUTDOWN_TIMEOUT + settings.WORKER_SHUTDOWN_UNWIND_SECONDS
+    timer = threading.Timer(limit, _end_now, args=(limit,))
+    timer.daemon = True
+    timer.start()
+
+
+def _end_now(limit: float) -> None:
+    logger.error("the worker did not stop within %s s: its pool processes are killed", limit)
+    for child in active_children():
+        child.kill()
+    os._exit(1)
 
 
 @shared_task(acks_late=True, ignore_result=False)

@@ -2,6 +2,15 @@
 runs (the claim), in a scratch folder of its own, and any error ends the job with a message for
 the client.
 
+A worker told to stop (SIGTERM, see bin/worker) lets a running stage finish within
+WORKER_SHUTDOWN_GRACE_SECONDS (Celery's soft shutdown); then Celery's cold shutdown signals the pool
+process, and billiard raises SystemExit in it. The stage unwinds like any other error (subprocesses
+killed, scratch folder removed) but the job does not fail and costs no attempt: its claim is
+released here, and the broker puts the task's message back in the queue (acks are late; the
+stopping worker restores what it had not acknowledged), so another worker resumes the job at once
+instead of waiting for the claim to lapse. Should the broker be unreachable then, the sweeper sends
+the task again after STALLED_AFTER_SECONDS.
+
 Everything a job writes to local disk lives in WORK_DIR/<job id>/ and is removed when the stage
 ends, whatever happens. A stage re-delivered after a lost worker starts again from what the job
 already has.
@@ -53,6 +62,9 @@ def run_stage(job_id, stage: Stage) -> bool:
     try:
         with claim:
             return stage(job, directory)
+    except SystemExit:  # the pool process is stopped with its worker: not the job's fault
+        logger.warning("job %s: the worker is stopping; the job goes back to the queue", job_id)
+        raise
     except tuple(CLIENT_ERRORS) as error:
         reason = next(reason for kind, reason in CLIENT_ERRORS.items() if isinstance(error, kind))
         services.job_fail(job_id, str(error), reason)
