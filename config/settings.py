@@ -267,6 +267,10 @@ if YTDLP_COOKIES_FILE and not Path(YTDLP_COOKIES_FILE).is_file():
 YTDLP_OPTIONS = {"proxy": YTDLP_PROXY or None, "cookies_file": YTDLP_COOKIES_FILE or None}
 WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
 RECOGNITION_CHUNK_SECONDS = env.float("RECOGNITION_CHUNK_SECONDS", default=600.0)
+# Diarization: another copy of Resemblyzer's pretrained.pt (default: the one in the installed
+# package), and the encoder's threads (0: the CPU count, at most 4).
+SPEAKER_ENCODER_WEIGHTS = env.str("SPEAKER_ENCODER_WEIGHTS", default="")
+SPEAKER_THREADS = env.int("SPEAKER_THREADS", default=0)
 MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))
 WORK_DIR = Path(env.str("WORK_DIR", default=str(DATA_DIR / "work")))
 

@@ -47,10 +47,9 @@ def test_weights_come_from_the_resemblyzer_package_without_importing_it():
     assert "resemblyzer" not in sys.modules and "torch" not in sys.modules
 
 
-def test_weights_path_can_be_set_by_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(weights.WEIGHTS_ENV, str(tmp_path / "missing.pt"))
-    with pytest.raises(FileNotFoundError):
-        weights.find_encoder_weights()
+def test_a_weights_path_that_is_not_a_file_is_refused_by_name(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.pt"):
+        sp.diarize(tmp_path / "any.wav", weights=tmp_path / "missing.pt")
 
 
 def test_legacy_checkpoint_loads_into_numpy():

@@ -77,7 +77,15 @@ def _recognise(job: Job, wav: Path) -> None:
         detected_language=transcript.language,
         detected_language_probability=transcript.language_probability,
     )
-    segments = speakers.assign_speakers(transcript.segments, speakers.diarize(wav, regions=activity.for_diarization()))
+    segments = speakers.assign_speakers(
+        transcript.segments,
+        speakers.diarize(
+            wav,
+            regions=activity.for_diarization(),
+            weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
+            threads=settings.SPEAKER_THREADS or None,
+        ),
+    )
     segments = cleaning.clean_words(
         segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language
     )

@@ -10,9 +10,9 @@
    windows become :class:`SpeakerTurn`s, and :func:`assign_speakers` gives every recognised word
    its speaker, cutting segments where the voice changes.
 
-Nothing here knows about Django, and nothing is downloaded at run time. Settings (environment):
-``$TRANSCRIPTION_SPEAKER_WEIGHTS`` (a copy of ``pretrained.pt``), ``$TRANSCRIPTION_SPEAKER_THREADS``
-(encoder threads, default the CPU count, at most 4).
+Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
+``weights`` (a copy of ``pretrained.pt``) and ``threads`` (encoder threads, default the CPU count,
+at most 4): the service passes SPEAKER_ENCODER_WEIGHTS and SPEAKER_THREADS.
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ from .embedding import embed_regions
 from .encoder import VoiceEncoder, default_encoder
 from .speech import find_speech
 from .turns import SWITCH_COST_CONTINUOUS, SWITCH_COST_PAUSE, assign_speakers, fill_regions, turns_from_labels, viterbi
-from .weights import WEIGHTS_ENV
 
 __all__ = ["VoiceEncoder", "assign_speakers", "diarize"]
 
@@ -40,6 +39,8 @@ def diarize(
     max_speakers: int = 8,
     encoder: VoiceEncoder | None = None,
     regions: Sequence[tuple[float, float]] | None = None,
+    weights: str | os.PathLike | None = None,
+    threads: int | None = None,
 ) -> list[SpeakerTurn]:
     """Who spoke when in a 16 kHz mono 16-bit WAV file.
 
@@ -49,17 +50,17 @@ def diarize(
     """
     if max_speakers < 1:
         raise ValueError("max_speakers must be >= 1")
-    encoder = encoder or default_encoder(os.environ.get(WEIGHTS_ENV))
+    encoder = encoder or default_encoder(weights)
     with single_threaded_blas():
-        return _diarize(wav_path, max_speakers, encoder, regions)
+        return _diarize(wav_path, max_speakers, encoder, regions, threads)
 
 
-def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions) -> list[SpeakerTurn]:
+def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, threads) -> list[SpeakerTurn]:
     if regions is None:
         regions = find_speech(wav_path).for_diarization()
     if not regions:
         return []
-    emb, windows, pieces = embed_regions(wav_path, regions, encoder)
+    emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads)
     if not windows:
         # only fragments too short to embed: one speaker for all of it
         return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in regions]

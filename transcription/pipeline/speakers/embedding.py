@@ -20,8 +20,6 @@ MIN_WINDOW_FRAMES = 40  # speech shorter than 0.4 s is not embedded on its own
 MAX_REGION_S = 30.0  # long speech regions are processed in pieces this long
 ENCODER_BATCH = 64  # windows per LSTM batch (small batches stay in cache)
 
-THREADS_ENV = "TRANSCRIPTION_SPEAKER_THREADS"  # encoder threads (default: CPU count, at most 4)
-
 
 @dataclass
 class Window:
@@ -61,9 +59,6 @@ def _piece_windows(n_frames: int) -> list[tuple[int, int]]:
 
 
 def _threads() -> int:
-    env = os.environ.get(THREADS_ENV)
-    if env:
-        return max(1, int(env))
     return max(1, min(4, os.cpu_count() or 1))
 
 

@@ -113,6 +113,8 @@ class VoiceEncoder:
 
     def __init__(self, weights_path: str | os.PathLike | None = None):
         path = Path(weights_path) if weights_path else find_encoder_weights()
+        if not path.is_file():
+            raise FileNotFoundError(f"speaker encoder weights: {path} is not a file")
         ckpt = load_torch_state_dict(path)
         state = ckpt.get("model_state", ckpt) if isinstance(ckpt, dict) else ckpt
         self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []

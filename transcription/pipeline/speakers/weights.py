@@ -17,8 +17,6 @@ from pathlib import Path
 
 import numpy as np
 
-WEIGHTS_ENV = "TRANSCRIPTION_SPEAKER_WEIGHTS"
-
 _STORAGE_DTYPES = {
     "FloatStorage": np.float32,
     "DoubleStorage": np.float64,
@@ -159,24 +157,16 @@ def load_torch_state_dict(path: str | os.PathLike) -> dict:
 
 
 def find_encoder_weights() -> Path:
-    """Where Resemblyzer's ``pretrained.pt`` is.
-
-    ``$TRANSCRIPTION_SPEAKER_WEIGHTS`` if set, otherwise the file inside the installed
-    ``resemblyzer`` package (``pip install --no-deps resemblyzer``).  The package is
-    located with :func:`importlib.util.find_spec`, which does not import it (importing
-    it would import torch).
+    """Where Resemblyzer's ``pretrained.pt`` is: the file inside the installed ``resemblyzer``
+    package (``pip install --no-deps resemblyzer``; SPEAKER_ENCODER_WEIGHTS points the encoder at
+    another copy). The package is located with :func:`importlib.util.find_spec`, which does not
+    import it (importing it would import torch).
     """
-    env = os.environ.get(WEIGHTS_ENV)
-    if env:
-        p = Path(env)
-        if not p.is_file():
-            raise FileNotFoundError(f"{WEIGHTS_ENV}={env} is not a file")
-        return p
     spec = importlib.util.find_spec("resemblyzer")
     if spec is None or not spec.submodule_search_locations:
         raise FileNotFoundError(
             "speaker encoder weights not found: `pip install --no-deps resemblyzer` "
-            f"or set {WEIGHTS_ENV} to a pretrained.pt"
+            "or set SPEAKER_ENCODER_WEIGHTS to a pretrained.pt"
         )
     for loc in spec.submodule_search_locations:
         p = Path(loc) / "pretrained.pt"
