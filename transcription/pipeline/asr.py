@@ -157,8 +157,12 @@ def transcribe(
         return Transcript(language=lang or "", duration=round(duration, 3), segments=[])
 
     probability = None
-    if clips is not None:  # the job's one VAD pass already found the speech (sample offsets here)
-        regions = [(round(start * SAMPLE_RATE), round(end * SAMPLE_RATE)) for start, end in clips]
+    if speech is not None:  # the job's one VAD pass already found the speech: its regions in this slice
+        regions = [
+            (round(max(0.0, s - offset) * SAMPLE_RATE), round(min(duration, e - offset) * SAMPLE_RATE))
+            for s, e in speech
+            if min(duration, e - offset) > max(0.0, s - offset)
+        ]
     else:
         regions = language_id.speech_regions(audio) if (recover_dropped or not lang) else []
     if not lang and model.model.is_multilingual:
@@ -262,7 +266,9 @@ def _recover_dropped(model, audio, offset: float, segments: list[Segment], regio
             continue
         # a short gap is all speech (VAD said so); a looping chunk may hold pauses
         vad = (last - first) > 5 * SAMPLE_RATE
-        found, _ = model.transcribe(audio[first:last], **{**options, "vad_filter": vad})
+        # the stretch alone, from its start: not the clips the first decoding was given
+        plain = {name: value for name, value in options.items() if name != "clip_timestamps"}
+        found, _ = model.transcribe(audio[first:last], **{**plain, "vad_filter": vad})
         new = [_convert(seg, offset + first / SAMPLE_RATE) for seg in found]
         new = [seg for seg in new if seg.words and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
         if new:  # a looping segment gives way to the new decoding; never fewer words than before
