@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -92,6 +93,8 @@ def main() -> None:
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
     media = tmp / "media"
     media.mkdir()
+    # A benchmark signs nothing anyone keeps: a key of its own when the caller has none.
+    os.environ.setdefault("SECRET_KEY", "bench-" + secrets.token_urlsafe(48))
     os.environ.update(
         {
             "DJANGO_SETTINGS_MODULE": "config.settings",

@@ -15,6 +15,7 @@ import json
 import os
 import platform
 import re
+import secrets
 import signal
 import socket
 import statistics
@@ -47,6 +48,9 @@ os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
 os.environ.setdefault("REDIS_URL", DEFAULT_REDIS_URL)
 os.environ["RATE_LIMIT_POLLS_PER_MINUTE"] = str(POLL_LIMIT)
 os.environ["DJANGO_SETTINGS_MODULE"] = "bench.polls.settings"
+# A benchmark signs nothing anyone keeps: a key of its own when the caller has none (the service
+# itself refuses to start without one).
+os.environ.setdefault("SECRET_KEY", "bench-" + secrets.token_urlsafe(48))
 os.environ["DEBUG"] = "false"  # DEBUG keeps every SQL query in memory: never benchmark with it
 os.environ["ALLOWED_HOSTS"] = "127.0.0.1,localhost,testserver"
 
