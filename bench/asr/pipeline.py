@@ -77,6 +77,21 @@ def _db(args, *cmd):
     )
 
 
+def worker_cpu_seconds(pid: int) -> float:
+    """User + system CPU of a worker and its pool processes (alive), from /proc."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # a process that ended meanwhile
+        proc_pid, parent = int(stat.parent.name), int(fields[1])
+        if proc_pid == pid or parent == pid:
+            total += (int(fields[11]) + int(fields[12])) / ticks
+    return total
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=5.0)
@@ -88,6 +103,12 @@ def main() -> None:
     ap.add_argument("--redis", default="redis://127.0.0.1:6379/9", help="a Redis database of its own")
     ap.add_argument("--cache-dir", default=str(ROOT / "var" / "models"))
     ap.add_argument("--out", default=str(Path(__file__).with_name("results-pipeline.json")))
+    ap.add_argument(
+        "--jobs",
+        type=int,
+        default=0,
+        help="also queue this many jobs of the same audio at once and time them against jobs x bare (issue 20: 20)",
+    )
     args = ap.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="bench-pipeline-"))
@@ -141,11 +162,30 @@ def main() -> None:
     client = Client()
     client.defaults["HTTP_AUTHORIZATION"] = f"Bearer {token_issue(account)}"
 
-    def run_job(url: str) -> dict:
-        t_start = time.perf_counter()
+    def queue_job(url: str) -> str:
         response = client.post("/v1/api/transcribe", data=json.dumps({"url": url}), content_type="application/json")
         assert response.status_code == 200, response.content
-        job_id = response.json()["id"]
+        return response.json()["id"]
+
+    def run_many(url: str, count: int) -> dict:
+        """`count` jobs queued together; wall time until the last is done, and the worker's CPU."""
+        cpu_before = worker_cpu_seconds(worker.pid)
+        t_start = time.perf_counter()
+        pending = {queue_job(url) for _ in range(count)}
+        while pending:
+            time.sleep(1.0)
+            ended = set(Job.objects.filter(pk__in=pending, state__in=("done", "failed")).values_list("id", flat=True))
+            pending -= {str(job_id) for job_id in ended}
+            if time.perf_counter() - t_start > 3 * 3600:
+                raise RuntimeError(f"{len(pending)} jobs still running after three hours")
+        wall = time.perf_counter() - t_start
+        cpu = worker_cpu_seconds(worker.pid) - cpu_before
+        failed = Job.objects.filter(state="failed").count()
+        return {"jobs": count, "wall_s": round(wall, 1), "worker_cpu_s": round(cpu, 1), "failed": failed}
+
+    def run_job(url: str) -> dict:
+        t_start = time.perf_counter()
+        job_id = queue_job(url)
         polls = 0
         while True:
             body = client.get(f"/v1/api/transcription/{job_id}").json()
@@ -168,6 +208,8 @@ def main() -> None:
         job = run_job(server.url("/files/speech.mp4"))
         load1 = os.getloadavg()[0]
         pid = worker.pid
+        many = run_many(server.url("/files/speech.mp4"), args.jobs) if args.jobs else None
+        load_many = os.getloadavg()[0]
 
     # Stage breakdown from the job's timeline ([state, iso time] pairs).
     times = [(state, datetime.fromisoformat(at)) for state, at in job["timeline"]]
@@ -255,6 +297,17 @@ def main() -> None:
         "wer_bare": round(wer(reference, " ".join(s.text for s in transcript.segments)), 4),
         "worker_pid": pid,
     }
+    if many:
+        # Issue 20: N jobs queued together finish within 1.1 x the sum of their bare recognitions
+        # (no idle worker while work waits, no thrashing); the worker's CPU share says how busy
+        # it kept the machine.
+        many["sum_of_bare_s"] = round(many["jobs"] * bare_s, 1)
+        many["ratio"] = round(many["wall_s"] / (many["jobs"] * bare_s), 3)
+        many["goal"] = "ratio <= 1.1"
+        many["goal_met"] = many["ratio"] <= 1.1 and not many["failed"]
+        many["worker_cpu_share_of_machine"] = round(many["worker_cpu_s"] / (many["wall_s"] * os.cpu_count()), 3)
+        many["loadavg_1m_after"] = round(load_many, 2)
+        result["many_jobs"] = many
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
     print(json.dumps(result, indent=2))
 
