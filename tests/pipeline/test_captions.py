@@ -259,6 +259,14 @@ class TestCleanWords:
         assert texts(out) == ["Hello world."]
         assert out[0].words and 5.0 <= out[0].words[0].start < out[0].words[-1].end <= 7.0 + 1e-9
 
+    def test_tags_keep_their_case_and_repeat_once(self):
+        # found by the property below: a tag after dropped fillers was capitalised, and two music
+        # tags with a comma between them stayed two
+        out = clean_words([seg("er. th- Uh (laughs) , I")], verbatim=False, tag_audio_events=True)
+        assert texts(out) == ["[laughter], I"]
+        out = clean_words([seg("♪ er. [Music] , th- think,")], verbatim=False, tag_audio_events=True)
+        assert texts(out)[0].startswith("[music], ") and texts(out)[0].count("[music]") == 1
+
     @settings(max_examples=60, deadline=None)
     @given(
         st.lists(

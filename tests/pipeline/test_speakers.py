@@ -334,7 +334,7 @@ def test_assign_without_turns():
 def test_short_regions_take_the_nearest_speaker():
     turns = [SpeakerTurn(1.0, 3.0, 1), SpeakerTurn(5.0, 7.0, 2)]
     regions = [(0.2, 0.4), (1.0, 3.0), (3.2, 3.5), (4.6, 4.9), (5.0, 7.0), (9.0, 9.2)]
-    out = speaker_turns.fill_regions(turns, regions)
+    out = speaker_turns.fit_to_regions(turns, regions)
     assert [(t.start, t.end, t.speaker) for t in out] == [
         (0.2, 0.4, 1),
         (1.0, 3.0, 1),
@@ -343,6 +343,14 @@ def test_short_regions_take_the_nearest_speaker():
         (5.0, 7.0, 2),
         (9.0, 9.2, 2),
     ]
+
+
+def test_turns_are_laid_over_the_speech_with_its_soft_ends():
+    # the encoder heard 1.2-2.8 (speaker 1) and 3.4-5.0 (speaker 2); the speech as a listener marks
+    # it runs 1.0-5.3 with no pause, then 5.6-5.9, and nothing is spoken at 6-7 where a turn was
+    turns = [SpeakerTurn(1.2, 2.8, 1), SpeakerTurn(3.4, 5.0, 2), SpeakerTurn(6.0, 7.0, 2)]
+    out = speaker_turns.fit_to_regions(turns, [(1.0, 5.3), (5.6, 5.9)])
+    assert [(t.start, t.end, t.speaker) for t in out] == [(1.0, 3.1, 1), (3.1, 5.3, 2), (5.6, 5.9, 2)]
 
 
 def test_empty_wav_has_no_turns(encoder, tmp_path):

@@ -290,6 +290,11 @@ def _transfer_sentence_end(previous: Word, dropped: Word) -> Word:
     return replace(previous, text=text + end.group(0))
 
 
+def _is_tag_word(text: str) -> bool:
+    """A tag, also with the punctuation attached after it ("[laughter],")."""
+    return is_tag(text.strip().rstrip(",.;:?!"))
+
+
 def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
     out: list[Word] = []
     capitalize_next = False
@@ -297,13 +302,13 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
 
     def boundary(index: int) -> bool:
         """Whether a sentence starts after out[index] (before the first word when index < 0)."""
-        return index < 0 or ends_sentence(out[index].text) or is_tag(out[index].text)
+        return index < 0 or ends_sentence(out[index].text) or _is_tag_word(out[index].text)
 
     def drop(word: Word) -> None:
         nonlocal capitalize_next
         if boundary(len(out) - 1) and _starts_upper(word.text):
             capitalize_next = True
-        if not out or is_tag(out[-1].text):
+        if not out or _is_tag_word(out[-1].text):
             return
         out[-1] = _transfer_sentence_end(out[-1], word)
         # "the plan is, uh, fine" -> "the plan is fine"; but "So, um, I" -> "So, I"
@@ -319,7 +324,7 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
         if (
             index == len(words) - 1
             and out
-            and not is_tag(out[-1].text)
+            and not _is_tag_word(out[-1].text)
             and (_is_filler(original, language) or _broken_off(original, None))
         ):
             drop(original)
@@ -328,7 +333,7 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
             break
         word = _collapse_inner_stutter(original)
         following = words[index + 1] if index + 1 < len(words) else None
-        if is_tag(word.text):
+        if _is_tag_word(word.text):
             out.append(word)
             capitalize_next = False
             continue
@@ -343,12 +348,12 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
             and core not in doubles
             and word_core(out[-1].text) == core
             and not ends_sentence(out[-1].text)
-            and not is_tag(out[-1].text)
+            and not _is_tag_word(out[-1].text)
         ):
             earlier = out.pop()
             if boundary(len(out) - 1) and _starts_upper(earlier.text):
                 capitalize_next = True
-        if capitalize_next:
+        if capitalize_next and not _is_tag_word(word.text):  # a tag keeps its case; the word after it starts upper
             word = _capitalize(word)
             capitalize_next = False
         out.append(word)
@@ -361,7 +366,7 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
                 and cores[0] == cores[2]
                 and cores[1] == cores[3]
                 and cores[0] != cores[1]
-                and not any(is_tag(w.text) for w in (a, b))
+                and not any(_is_tag_word(w.text) for w in (a, b))
                 and not ends_sentence(a.text)
                 and not ends_sentence(b.text)
                 and not cores[0].isdigit()
@@ -404,10 +409,13 @@ def _attach_punctuation(words: list[Word]) -> list[Word]:
 
 
 def _merge_repeated_tags(words: list[Word]) -> list[Word]:
+    """ "[music] [music]" and "[music], [music]." become one tag, with the last one's punctuation."""
     out: list[Word] = []
     for word in words:
-        if out and is_tag(word.text) and word.text.strip() == out[-1].text.strip():
-            out[-1] = replace(out[-1], end=max(out[-1].end, word.end))
+        core = word.text.strip().rstrip(",.?!")
+        if out and _is_tag_word(word.text) and core == out[-1].text.strip().rstrip(",.?!"):
+            text = out[-1].text[: len(out[-1].text) - len(out[-1].text.lstrip())] + word.text.strip()
+            out[-1] = replace(out[-1], text=text, end=max(out[-1].end, word.end))
         else:
             out.append(word)
     return out

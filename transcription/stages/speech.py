@@ -82,6 +82,7 @@ def _recognise(job: Job, wav: Path) -> None:
         speakers.diarize(
             wav,
             regions=activity.for_diarization(),
+            extent=activity.for_turns(),
             weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
             threads=settings.SPEAKER_THREADS or None,
         ),

@@ -7,7 +7,8 @@
 3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity,
    look-alike clusters merged, tiny ones folded.
 4. :mod:`.turns`: a Viterbi pass smooths the labels (changes cheap at pauses, dear inside speech),
-   windows become :class:`SpeakerTurn`s, and :func:`assign_speakers` gives every recognised word
+   windows become :class:`SpeakerTurn`s, laid over the speech with its soft ends (the VAD read
+   looser than for the encoder), and :func:`assign_speakers` gives every recognised word
    its speaker, cutting segments where the voice changes.
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
@@ -28,7 +29,14 @@ from .clustering import centroids, cluster_embeddings
 from .embedding import embed_regions
 from .encoder import VoiceEncoder, default_encoder
 from .speech import find_speech
-from .turns import SWITCH_COST_CONTINUOUS, SWITCH_COST_PAUSE, assign_speakers, fill_regions, turns_from_labels, viterbi
+from .turns import (
+    SWITCH_COST_CONTINUOUS,
+    SWITCH_COST_PAUSE,
+    assign_speakers,
+    fit_to_regions,
+    turns_from_labels,
+    viterbi,
+)
 
 __all__ = ["VoiceEncoder", "assign_speakers", "diarize"]
 
@@ -39,6 +47,7 @@ def diarize(
     max_speakers: int = 8,
     encoder: VoiceEncoder | None = None,
     regions: Sequence[tuple[float, float]] | None = None,
+    extent: Sequence[tuple[float, float]] | None = None,
     weights: str | os.PathLike | None = None,
     threads: int | None = None,
 ) -> list[SpeakerTurn]:
@@ -46,24 +55,27 @@ def diarize(
 
     Returns speaker turns sorted by time, covering the detected speech (silence
     gets no turn); speakers are numbered 1.. in order of first appearance.
-    ``regions`` (seconds) may be given to skip the VAD.
+    ``regions`` (seconds: where the encoder listens) and ``extent`` (where the turns are drawn;
+    default ``regions``) may be given to skip the VAD, as the speech stage does.
     """
     if max_speakers < 1:
         raise ValueError("max_speakers must be >= 1")
     encoder = encoder or default_encoder(weights)
     with single_threaded_blas():
-        return _diarize(wav_path, max_speakers, encoder, regions, threads)
+        return _diarize(wav_path, max_speakers, encoder, regions, extent, threads)
 
 
-def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, threads) -> list[SpeakerTurn]:
+def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, extent, threads) -> list[SpeakerTurn]:
     if regions is None:
-        regions = find_speech(wav_path).for_diarization()
+        activity = find_speech(wav_path)
+        regions, extent = activity.for_diarization(), activity.for_turns()
+    extent = regions if extent is None else extent
     if not regions:
         return []
     emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads)
     if not windows:
         # only fragments too short to embed: one speaker for all of it
-        return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in regions]
+        return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in extent]
     weights = np.array([w.own_end - w.own_start for w in windows])
     labels = cluster_embeddings(emb, max_speakers=max_speakers, weights=weights)
     k = int(labels.max()) + 1
@@ -76,6 +88,5 @@ def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, thread
             if any(p.after_pause for p in pieces[prev.piece + 1 : cur.piece + 1]):
                 cost[t] = SWITCH_COST_PAUSE
         labels = viterbi(scores, cost)
-    turns = turns_from_labels(windows, labels)
-    # speech too short to embed: give it the speaker of the nearest turn
-    return fill_regions(turns, regions)
+    # drawn over the speech with its soft ends; what was too short to embed takes the nearest voice
+    return fit_to_regions(turns_from_labels(windows, labels), extent)

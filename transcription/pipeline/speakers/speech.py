@@ -89,11 +89,15 @@ def speech_probabilities(path, block_seconds: float = 30.0) -> np.ndarray:
 # How recognition reads the probabilities: faster-whisper's batched defaults (threshold 0.5, pauses
 # from 160 ms, 400 ms of padding, nothing dropped), so Whisper hears what it heard with its own VAD.
 RECOGNITION_REGIONS = dict(threshold=0.5, neg_threshold=None, min_silence_s=0.16, min_speech_s=0.0, pad_s=0.4)
-# How diarization reads them: a lower threshold and 150 ms of padding catch the soft ends of lines
-# (on bench/speakers 0.5 and 50 ms missed a fifth of the reference speech). Looser still, 0.3 and
-# 200 ms, lowered pooled DER from 15.6% to 14.4% but let one voice over loud music split in two,
-# so it was not taken. Blips under 250 ms are dropped.
+# Diarization reads them twice. The voice encoder listens only to confident speech (threshold
+# 0.35, 150 ms of padding, blips under 250 ms dropped), so soft edges and music under a voice do not
+# blur the embeddings: read looser, one voice over loud music split in two.
 DIARIZATION_REGIONS = dict(threshold=0.35, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.15)
+# The turns are then laid over the speech as a listener marks it: a line starts at 0.2 and goes on
+# until Silero is all but sure it has ended (0.02), with no padding. Silero's probability falls long
+# before a voice does; on bench/speakers the encoder's regions missed 10.9% of the reference speech
+# and added 4.0%, these miss 4.4% and add 1.2% (pooled DER 15.6% -> 6.7%; docs/decisions.md).
+TURN_REGIONS = dict(threshold=0.2, neg_threshold=0.02, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.0)
 
 
 @dataclass(frozen=True)
@@ -111,7 +115,12 @@ class SpeechActivity:
         return self.regions(**RECOGNITION_REGIONS)
 
     def for_diarization(self) -> list[tuple[float, float]]:
+        """Where the voice encoder listens: confident speech."""
         return self.regions(**DIARIZATION_REGIONS)
+
+    def for_turns(self) -> list[tuple[float, float]]:
+        """Where speaker turns are drawn: speech with its soft ends."""
+        return self.regions(**TURN_REGIONS)
 
 
 def find_speech(wav_path: str | os.PathLike) -> SpeechActivity:

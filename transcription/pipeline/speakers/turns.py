@@ -54,29 +54,41 @@ def _renumber(turns: list[SpeakerTurn]) -> list[SpeakerTurn]:
     return out
 
 
-def fill_regions(turns: list[SpeakerTurn], regions: Sequence[tuple[float, float]]) -> list[SpeakerTurn]:
-    """Speech regions that no turn touches (too short to embed) get the nearest turn's speaker."""
+def fit_to_regions(turns: list[SpeakerTurn], regions: Sequence[tuple[float, float]]) -> list[SpeakerTurn]:
+    """The turns laid over ``regions``, the speech a listener would mark: every region is covered
+    and nothing outside one is. Turns are cut back to the regions; the parts of a region no turn
+    covers (soft line ends, pauses, speech too short to embed) take the nearest turn's speaker,
+    a gap between two turns being shared at its middle; a region no turn touches takes the speaker
+    of the nearest turn in time."""
     if not turns:
-        return turns
+        return []
+    turns = sorted(turns, key=lambda t: (t.start, t.end))
     starts = np.array([t.start for t in turns])
     ends = np.array([t.end for t in turns])
-    covered = list(turns)
+    laid: list[SpeakerTurn] = []
     for s, e in regions:
-        i = int(np.searchsorted(ends, s, side="right"))  # first turn ending after s
-        if i < len(turns) and starts[i] < e:
+        first = int(np.searchsorted(ends, s, side="right"))  # first turn ending after s
+        inside = []
+        for t in turns[first:]:
+            if t.start >= e:
+                break
+            inside.append(t)
+        if not inside:
+            cands = [j for j in (first - 1, first) if 0 <= j < len(turns)]
+            j = min(cands, key=lambda j: _distance(starts[j], ends[j], s, e))
+            laid.append(SpeakerTurn(start=s, end=e, speaker=turns[j].speaker))
             continue
-        # nearest of the turns before (i - 1) and after (i)
-        cands = [j for j in (i - 1, i) if 0 <= j < len(turns)]
-        j = min(cands, key=lambda j: _distance(starts[j], ends[j], s, e))
-        covered.append(SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=turns[j].speaker))
-    covered.sort(key=lambda t: t.start)
-    merged: list[SpeakerTurn] = []
-    for t in covered:
-        if merged and merged[-1].speaker == t.speaker and t.start - merged[-1].end < 1e-6:
-            merged[-1] = SpeakerTurn(merged[-1].start, max(merged[-1].end, t.end), t.speaker)
-        else:
-            merged.append(t)
-    return _renumber(merged)
+        pieces = [[max(s, t.start), min(e, t.end), t.speaker] for t in inside]
+        pieces[0][0], pieces[-1][1] = s, e
+        for before, after in zip(pieces, pieces[1:]):
+            if after[0] > before[1]:
+                before[1] = after[0] = (before[1] + after[0]) / 2
+        for a, b, speaker in pieces:
+            if laid and laid[-1].speaker == speaker and abs(laid[-1].end - a) < 1e-6:
+                laid[-1] = SpeakerTurn(laid[-1].start, max(laid[-1].end, b), speaker)
+            elif b > a:
+                laid.append(SpeakerTurn(start=a, end=b, speaker=speaker))
+    return _renumber(laid)
 
 
 def _distance(a0: float, a1: float, b0: float, b1: float) -> float:
