@@ -7,6 +7,9 @@ made.
 
 from __future__ import annotations
 
+import os
+import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.conf import settings
@@ -45,7 +48,33 @@ def _recognise(job: Job, wav: Path) -> None:
     chunks = audio.plan_chunks(wav, max_chunk=settings.RECOGNITION_CHUNK_SECONDS)
     # one VAD pass for the whole job: recognition and diarization read the same probabilities
     activity = speakers.speech.find_speech(wav)
-    recognition_speech = activity.for_recognition()
+    # diarization runs beside recognition, at a lower priority: it takes the CPU recognition
+    # leaves idle instead of adding its time after it (the `with` waits for it on every path)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diarize") as beside:
+        speaker_turns = beside.submit(_diarize_beside, wav, activity)
+        transcript = _transcribe_chunks(job, model, wav, chunks, activity.for_recognition())
+        turns = speaker_turns.result()
+
+    services.job_advance(
+        job.id,
+        states.ALIGNING,
+        detected_language=transcript.language,
+        detected_language_probability=transcript.language_probability,
+    )
+    segments = speakers.assign_speakers(transcript.segments, turns)
+    segments = cleaning.clean_words(
+        segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language
+    )
+    cues = captions.build_cues(segments, language=transcript.language)
+    results = {
+        "txt": paragraphs.transcript_text(segments),
+        "srt": captions.to_srt(cues),
+        "webvtt": captions.to_webvtt(cues),
+    }
+    services.job_advance(job.id, states.ALIGNING, 1.0, **results)
+
+
+def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript:
     total = sum(end - start for start, end in chunks) or 1.0
     parts: list[Transcript] = []
     done = 0.0
@@ -62,38 +91,22 @@ def _recognise(job: Job, wav: Path) -> None:
                 language=job.language_code,
                 verbatim=job.verbatim,
                 on_progress=progress,
-                speech=recognition_speech,
+                speech=speech,
             )
         )
         done += end - start
-
     if len(parts) > 1:
         services.job_advance(job.id, states.MERGING)
-    transcript = asr.merge(parts)
+    return asr.merge(parts)
 
-    services.job_advance(
-        job.id,
-        states.ALIGNING,
-        detected_language=transcript.language,
-        detected_language_probability=transcript.language_probability,
+
+def _diarize_beside(wav: Path, activity) -> list:
+    # Linux keeps a nice value per thread; this thread's helpers inherit it
+    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    return speakers.diarize(
+        wav,
+        regions=activity.for_diarization(),
+        extent=activity.for_turns(),
+        weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
+        threads=settings.SPEAKER_THREADS or None,
     )
-    segments = speakers.assign_speakers(
-        transcript.segments,
-        speakers.diarize(
-            wav,
-            regions=activity.for_diarization(),
-            extent=activity.for_turns(),
-            weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
-            threads=settings.SPEAKER_THREADS or None,
-        ),
-    )
-    segments = cleaning.clean_words(
-        segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language
-    )
-    cues = captions.build_cues(segments, language=transcript.language)
-    results = {
-        "txt": paragraphs.transcript_text(segments),
-        "srt": captions.to_srt(cues),
-        "webvtt": captions.to_webvtt(cues),
-    }
-    services.job_advance(job.id, states.ALIGNING, 1.0, **results)

@@ -25,8 +25,8 @@ import numpy as np
 
 from ..types import SpeakerTurn
 from .blas import single_threaded_blas
-from .clustering import centroids, cluster_embeddings
-from .embedding import embed_regions
+from .clustering import MERGE_SIMILARITY, centroids, cluster_embeddings
+from .embedding import Piece, Window, embed_regions
 from .encoder import VoiceEncoder, default_encoder
 from .speech import find_speech
 from .turns import (
@@ -38,7 +38,7 @@ from .turns import (
     viterbi,
 )
 
-__all__ = ["VoiceEncoder", "assign_speakers", "diarize"]
+__all__ = ["VoiceEncoder", "assign_speakers", "diarize", "turns_from_embeddings"]
 
 
 def diarize(
@@ -73,11 +73,26 @@ def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, extent
     if not regions:
         return []
     emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads)
+    return turns_from_embeddings(emb, windows, pieces, extent, max_speakers=max_speakers)
+
+
+def turns_from_embeddings(
+    emb: np.ndarray,
+    windows: Sequence[Window],
+    pieces: Sequence[Piece],
+    extent: Sequence[tuple[float, float]],
+    *,
+    max_speakers: int = 8,
+    merge_similarity: float = MERGE_SIMILARITY,
+) -> list[SpeakerTurn]:
+    """Speaker turns over ``extent`` from the windows' embeddings (L2-normalised rows): clustered,
+    smoothed by Viterbi, laid over the speech. bench/speakers/compare_models.py gives it another
+    encoder's embeddings of the same windows."""
     if not windows:
         # only fragments too short to embed: one speaker for all of it
         return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in extent]
     weights = np.array([w.own_end - w.own_start for w in windows])
-    labels = cluster_embeddings(emb, max_speakers=max_speakers, weights=weights)
+    labels = cluster_embeddings(emb, max_speakers=max_speakers, weights=weights, merge_similarity=merge_similarity)
     k = int(labels.max()) + 1
     if k > 1:
         centres = centroids(emb.astype(np.float64), labels, weights)
