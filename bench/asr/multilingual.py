@@ -34,6 +34,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
 from multilingual_set import CHARACTER_LANGUAGES, NUMBER_WORDS, build  # noqa: E402
+from rtf import token_error_rate  # noqa: E402
 
 from transcription.pipeline import asr, language_id  # noqa: E402
 from transcription.pipeline.wav import SAMPLE_RATE, read_slice  # noqa: E402
@@ -58,18 +59,46 @@ def tokens(text: str, language: str) -> list[str]:
     return [numbers.get(w, w) for w in text.split()]
 
 
-def error_rate(ref: list[str], hyp: list[str]) -> float:
-    d = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, d[0] = d[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
-    return d[len(hyp)] / max(1, len(ref))
-
-
 def found(ref: list[str], hyp: list[str]) -> int:
     """Reference tokens found in the transcript, in order (longest common subsequence blocks)."""
     return sum(b.size for b in difflib.SequenceMatcher(None, ref, hyp, autojunk=False).get_matching_blocks())
+
+
+def reference_fates(ref: list[str], hyp: list[str]) -> list[str]:
+    """What became of each reference token in the minimum-edit alignment: "hit", "misheard"
+    (substituted) or "dropped" (deleted)."""
+    n, m = len(ref), len(hyp)
+    d = [[0] * (m + 1) for _ in range(n + 1)]
+    for i in range(n + 1):
+        d[i][0] = i
+    for j in range(m + 1):
+        d[0][j] = j
+    for i in range(1, n + 1):
+        for j in range(1, m + 1):
+            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
+    fates, i, j = [], n, m
+    while i > 0:
+        if j > 0 and d[i][j] == d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]):
+            fates.append("hit" if ref[i - 1] == hyp[j - 1] else "misheard")
+            i, j = i - 1, j - 1
+        elif d[i][j] == d[i - 1][j] + 1:
+            fates.append("dropped")
+            i -= 1
+        else:
+            j -= 1
+    return fates[::-1]
+
+
+def dropped_sentences(reference: str, language: str, fates: list[str]) -> int:
+    """Reference sentences most of whose tokens the alignment dropped (none heard at all)."""
+    sentences = [s for s in re.split(r"(?<=[.!?\u3002\uff01\uff1f\u0964])\s*", reference) if tokens(s, language)]
+    dropped, at = 0, 0
+    for sentence in sentences:
+        n = len(tokens(sentence, language))
+        mine = fates[at : at + n]
+        dropped += bool(mine) and mine.count("dropped") > len(mine) / 2
+        at += n
+    return dropped
 
 
 def evaluate(model, clip, mode: str) -> dict:
@@ -84,6 +113,7 @@ def evaluate(model, clip, mode: str) -> dict:
         ref2, hyp2 = tokens(clip.reference, other), tokens(text, other)
         if found(ref2, hyp2) > found(ref, hyp):
             ref, hyp = ref2, hyp2
+    fates = reference_fates(ref, hyp)
     audio = read_slice(clip.path, 0.0, None)
     regions = [(s / SAMPLE_RATE, e / SAMPLE_RATE) for s, e in language_id.speech_regions(audio)]
     gaps = asr.uncovered_speech(regions, transcript.segments)
@@ -93,10 +123,16 @@ def evaluate(model, clip, mode: str) -> dict:
         "language": clip.language,
         "mode": mode,
         "metric": "CER" if language in CHARACTER_LANGUAGES else "WER",
-        "error_rate": round(error_rate(ref, hyp), 3),
+        "error_rate": round(token_error_rate(ref, hyp), 3),
         "reference_tokens": len(ref),
         "found_tokens": found(ref, hyp),
         "completeness": round(found(ref, hyp) / max(1, len(ref)), 3),
+        # heard: recognised or misheard, not dropped (a substitution is a word heard wrongly)
+        "heard": round(1 - fates.count("dropped") / max(1, len(ref)), 3),
+        "sentences": len(
+            [s for s in re.split(r"(?<=[.!?\u3002\uff01\uff1f\u0964])\s*", clip.reference) if tokens(s, language)]
+        ),
+        "sentences_dropped": dropped_sentences(clip.reference, language, fates),
         "speech_s": round(sum(e - s for s, e in regions), 2),
         "uncovered_speech_s": round(sum(e - s for s, e in gaps), 2),
         "longest_gap_s": round(max((e - s for s, e in gaps), default=0.0), 2),
@@ -115,10 +151,14 @@ def summary(rows: list[dict]) -> dict:
         detectable = [r for r in mine if r["language"]]
         by_language = {}
         for r in mine:
-            key = r["language"] or r["clip"]
+            # per language and source: "it festival" and "it espeak" are different voices
+            key = f"{r['language']} {r['clip'].split('-')[1]}" if r["language"] else r["clip"]
             agg = by_language.setdefault(
-                key, {"ref": 0, "found": 0, "err": 0.0, "files": 0, "min": 1.0, "uncovered": 0.0}
+                key,
+                {"ref": 0, "found": 0, "heard": 0.0, "err": 0.0, "files": 0, "min": 1.0, "uncovered": 0.0, "lost": 0},
             )
+            agg["heard"] += r["heard"] * r["reference_tokens"]
+            agg["lost"] += r["sentences_dropped"]
             agg["ref"] += r["reference_tokens"]
             agg["found"] += r["found_tokens"]
             agg["err"] += r["error_rate"] * r["reference_tokens"]
@@ -130,6 +170,11 @@ def summary(rows: list[dict]) -> dict:
                 sum(r["found_tokens"] for r in mine) / sum(r["reference_tokens"] for r in mine), 3
             ),
             "files_below_0.9": [r["clip"] for r in mine if r["completeness"] < 0.9],
+            "pooled_heard": round(
+                sum(r["heard"] * r["reference_tokens"] for r in mine) / sum(r["reference_tokens"] for r in mine), 3
+            ),
+            "sentences": sum(r["sentences"] for r in mine),
+            "sentences_dropped": {r["clip"]: r["sentences_dropped"] for r in mine if r["sentences_dropped"]},
             "detection_accuracy": round(sum(r["detected"] == r["language"] for r in detectable) / len(detectable), 3),
             "misdetected": {
                 r["clip"]: f"{r['detected']} {r['probability']}" for r in detectable if r["detected"] != r["language"]
@@ -142,6 +187,8 @@ def summary(rows: list[dict]) -> dict:
                     "error_rate": round(v["err"] / max(1, v["ref"]), 3),
                     "completeness": round(v["found"] / max(1, v["ref"]), 3),
                     "worst_file_completeness": v["min"],
+                    "heard": round(v["heard"] / max(1, v["ref"]), 3),
+                    "sentences_dropped": v["lost"],
                     "uncovered_speech_s": round(v["uncovered"], 1),
                 }
                 for k, v in sorted(by_language.items())

@@ -8,7 +8,13 @@ Real recordings where this machine has them:
   speak is in the game's level scripts (package ``fillets-ng-data``, ``script/<level>/dialogs_<lang>.lua``),
   of which the lines used are copied in ``fillets_lines.tsv``.
 
-espeak-ng for the rest, in two voice variants each (the default male voice and ``+f3``): three sentences
+Festival's voices where Debian has one (Italian, Czech, Russian, Finnish, Catalan): recordings of a
+human speaker cut into diphones (or an HTS model trained on one), far nearer to people than espeak-ng's
+formant synthesis; the same three sentences, the numbers read as words. Bench-only packages:
+``apt-get install festival festvox-italp16k festvox-czech-dita festvox-ru festvox-suopuhe-lj
+festvox-ca-ona-hts``; a voice that is not installed is skipped.
+
+espeak-ng for every language, in two voice variants each (the default male voice and ``+f3``): three sentences
 of different kinds (a greeting, counting to ten, a long sentence), about 10 s. Plus files that switch
 language mid-way and long files (> 30 s, several Whisper windows).
 
@@ -22,6 +28,7 @@ import csv
 import glob
 import os
 import re
+import shutil
 import subprocess
 import tempfile
 from dataclasses import dataclass
@@ -98,6 +105,16 @@ SENTENCES: dict[str, dict[str, str]] = {
         "greeting": "नमस्ते, आप कैसे हैं?",
         "long": "मैं हर सुबह अपने दोस्तों के साथ पार्क में टहलने जाता हूँ।",
     },
+    "fi": {
+        "voice": "fi",
+        "greeting": "Hyvää huomenta, mitä kuuluu?",
+        "long": "Tänään on kaunis päivä, ja menemme ystävien kanssa rannalle uimaan.",
+    },
+    "ca": {
+        "voice": "ca",
+        "greeting": "Bon dia, com estàs?",
+        "long": "Avui fa molt bon temps i anirem a passejar pel parc amb els amics.",
+    },
     "ja": {
         "voice": "ja",
         "greeting": "こんにちは、お元気ですか。",
@@ -131,6 +148,8 @@ NUMBER_WORDS: dict[str, list[str]] = {
     "nl": "een twee drie vier vijf zes zeven acht negen tien".split(),
     "cs": "jedna dva tři čtyři pět šest sedm osm devět deset".split(),
     "hi": "एक दो तीन चार पांच छह सात आठ नौ दस".split(),
+    "fi": "yksi kaksi kolme neljä viisi kuusi seitsemän kahdeksan yhdeksän kymmenen".split(),
+    "ca": "un dos tres quatre cinc sis set vuit nou deu".split(),
     "ja": "一 二 三 四 五 六 七 八 九 十".split(),
     "zh": "一 二 三 四 五 六 七 八 九 十".split(),
 }
@@ -183,6 +202,31 @@ def _concat(parts: list[Path], out: Path, gap: float = 0.6) -> None:
 
 def _speak(text: str, voice: str, out: Path) -> None:
     _run(["espeak-ng", "-v", voice, "-s", "170", "-w", str(out), text])
+
+
+# language -> Festival voices (name, the text encoding the voice reads). Hindi's NSK voice was tried and
+# left out: Whisper hears it as Urdu, in Arabic script.
+FESTIVAL_VOICES: dict[str, list[tuple[str, str]]] = {
+    "it": [("lp_diphone", "iso-8859-1"), ("pc_diphone", "iso-8859-1")],
+    "cs": [("czech_dita", "iso-8859-2")],
+    "ru": [("msu_ru_nsh_clunits", "utf-8")],
+    "fi": [("suo_fi_lj_diphone", "iso-8859-1")],
+    "ca": [("upc_ca_ona_hts", "iso-8859-1")],
+}
+
+
+def _festival_installed(voice: str) -> bool:
+    return shutil.which("text2wave") is not None and bool(glob.glob(f"/usr/share/festival/voices/*/{voice}"))
+
+
+def _festival(text: str, voice: str, encoding: str, out: Path) -> None:
+    with tempfile.NamedTemporaryFile("wb", suffix=".txt") as f:
+        f.write(text.encode(encoding))
+        f.flush()
+        raw = out.with_suffix(".raw.wav")
+        _run(["text2wave", "-eval", f"(voice_{voice})", "-o", str(raw), f.name])
+        _to_wav(raw, out)
+        raw.unlink()
 
 
 def _sentences(language: str) -> list[tuple[str, str]]:
@@ -244,6 +288,26 @@ def build(folder: Path) -> list[Clip]:
             _concat(parts, path)
             reference = _join(language, [ref for ref, _ in sentences])
             clips.append(Clip(name, language, "short", path, reference, (language,)))
+
+    # Festival: the same sentences, numbers read as words (its text rules do not read digits everywhere)
+    for language, voices in FESTIVAL_VOICES.items():
+        sentences = _sentences(language)
+        said = [sentences[0][0], ", ".join(NUMBER_WORDS[language]) + ".", sentences[2][0]]
+        for voice, encoding in voices:
+            if not _festival_installed(voice):
+                continue
+            parts = []
+            for i, text in enumerate(said):
+                part = folder / f"{language}-{voice}-s{i}.wav"
+                _festival(text, voice, encoding, part)
+                parts.append(part)
+            label = re.sub(r"_(diphone|clunits|hts)$", "", voice)
+            name = f"{language}-festival-{label}"
+            path = folder / f"{name}.wav"
+            _concat(parts, path)
+            clips.append(
+                Clip(name, language, "short", path, _join(language, [ref for ref, _ in sentences]), (language,))
+            )
 
     # real recordings
     librivox = _librivox()

@@ -96,7 +96,11 @@ def _words(text: str) -> list[str]:
 
 
 def wer(reference: str, hypothesis: str) -> float:
-    ref, hyp = _words(reference), _words(hypothesis)
+    return token_error_rate(_words(reference), _words(hypothesis))
+
+
+def token_error_rate(ref: list[str], hyp: list[str]) -> float:
+    """Edits (substitutions, deletions, insertions) per reference token: WER on words, CER on characters."""
     d = list(range(len(hyp) + 1))
     for i, r in enumerate(ref, 1):
         prev, d[0] = d[0], i

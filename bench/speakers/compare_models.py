@@ -169,7 +169,7 @@ def main() -> None:
     parser.add_argument("--per-condition", type=int, default=8)
     parser.add_argument("--long", type=int, default=3)
     parser.add_argument("--calibrate-seed", type=int, default=13)
-    parser.add_argument("--campp-merge", type=float, nargs="+", default=[0.4, 0.5, 0.6, 0.7, 0.8])
+    parser.add_argument("--campp-merge", type=float, nargs="+", default=[0.6, 0.7, 0.75, 0.8, 0.85, 0.9])
     parser.add_argument("--results", type=Path, default=HERE / "results-models.json")
     args = parser.parse_args()
     campp = CamPlusPlus()
