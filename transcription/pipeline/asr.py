@@ -273,7 +273,43 @@ def _recover_dropped(model, audio, offset: float, segments: list[Segment], regio
         new = [seg for seg in new if seg.words and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
         if new:  # a looping segment gives way to the new decoding; never fewer words than before
             kept = [seg for seg in kept if not (seg in looping and start <= seg.start and seg.end <= end)] + new
-    return sorted(kept, key=lambda seg: seg.start)
+    # what still loops (Whisper loops there in every mode) keeps one turn of each repetition
+    kept = [_without_repetition(seg) if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO else seg for seg in kept]
+    return sorted((seg for seg in kept if seg.words or seg.text), key=lambda seg: seg.start)
+
+
+LOOP_TURNS = 3  # a run of words said this many times over in a row is a repetition loop
+LOOP_UNIT_WORDS = 6  # longest run of words looked for
+
+
+def _without_repetition(seg: Segment) -> Segment:
+    """The segment with each run of words that comes back LOOP_TURNS times or more in a row cut
+    to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5"): a transcript must not carry a
+    hundred copies of what Whisper could not read."""
+    words, kept, i = seg.words, [], 0
+    key = [w.text.strip(" ,.、。!?").lower() for w in words]
+    while i < len(words):
+        unit = next(
+            (
+                k
+                for k in range(1, LOOP_UNIT_WORDS + 1)
+                if i + LOOP_TURNS * k <= len(words)
+                and all(key[i + t * k : i + (t + 1) * k] == key[i : i + k] for t in range(1, LOOP_TURNS))
+            ),
+            0,
+        )
+        if not unit:
+            kept.append(words[i])
+            i += 1
+            continue
+        kept.extend(words[i : i + unit])
+        i += unit
+        while key[i : i + unit] == key[i - unit : i] and i + unit <= len(words):
+            i += unit
+    if not kept:
+        return seg
+    text = "".join(w.text for w in kept).strip()
+    return Segment(start=seg.start, end=max(kept[-1].end, seg.start), text=text, words=kept, speaker=seg.speaker)
 
 
 def merge(parts: list[Transcript]) -> Transcript:
