@@ -1,25 +1,28 @@
 """GET /v1/api/transcription/{id}, the hottest path of the service, in one Redis round trip.
 
-A poll of a job whose answer is cached (transcription.poll_cache) is answered here, by a plain
-Django view in front of the DRF one: one Lua script reads the token's cached account, counts
-the poll in the account's sliding window (the very function ratelimit.hit runs) and hands back
-the cached answer's bytes, which are sent as they are. Every other request goes to the DRF view,
-so the rules hold by construction:
+A poll of a job whose answer is cached (transcription.poll_cache) is answered by one Lua script:
+it reads the token's cached account and the job's cached answer and, only when it can answer the
+poll, counts it in the account's sliding window (the very function ratelimit.hit runs). The
+answer's bytes are sent as they are. Every other request goes to the DRF view, so the rules hold
+by construction:
 
 - Authentication first: a token that is not in the token cache, or whose last database check is
   older than LAST_USED_RESOLUTION, is left to BearerTokenAuthentication (the database, then the
   cache). Revoking or replacing a token deletes its cache entry (accounts.services), and the
   script reads that entry on every poll: revocation is immediate.
-- The counter is exact and shared: the script counts each poll it sees once; when the answer is
-  not a plain 200 (rate limited, another account's job, not cached) the DRF view answers with
-  that count (request.poll_counted, read by AccountRateThrottle) instead of counting again.
-  Nothing is counted here before a request is handed over for any other reason.
+- The counter is exact and shared: the script counts a poll only when it answers it (a cached
+  answer of the token's own account, within the limit). Anything else (rate limited, another
+  account's job, not cached) is counted by the DRF view's throttle, once, as any other request.
 - Same bytes, same headers: the cached body is what DRF's JSONRenderer made of the document, and
   the headers are those the DRF view adds (tests/api/test_poll_fast_path.py compares the two).
   Requests that ask for something else (an Accept header other than JSON, ?format=) or that are
   not GETs go to the DRF view, which negotiates as before.
 - Redis down or absent (the embedded mode): everything goes to the DRF view, which knows what to
   do then.
+
+Two callers run the script: this module's Django view (poll_view), and, under the production
+server, transcription.api.poll_front, which runs it in the event loop before the request reaches
+Django's thread pool and hands Django the script's answer (ANSWER_ENVIRON_KEY).
 
 The answers this process sent last are kept in it (RECENT_POLL_BYTES in all): the script is told
 the tag of the one held (the cached entry's first line, with a digest of the body) and answers
@@ -38,6 +41,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from typing import NamedTuple
 
 import redis
 from django.http import HttpResponse
@@ -56,13 +60,18 @@ from .presenters import job_document, translations_in_order, with_links
 ALLOW = "GET, HEAD, OPTIONS"
 # Accept headers whose negotiation DRF settles on its JSON renderer with no parameters.
 PLAIN_JSON_ACCEPTS = frozenset(["", "*/*", "application/json", "application/json, */*"])
+# Where transcription.api.poll_front leaves the script's answer for poll_view: a WSGI environ key
+# no request header can become (those are all HTTP_*).
+ANSWER_ENVIRON_KEY = "transcription.poll_answer"
 
 # KEYS[1]: the token cache entry ("<account id>:<ms of its last database check>"), KEYS[2]: the
-# job's cached poll. ARGV: now (ms), window (ms), limit, a unique member, the token entry's max
-# age (ms), the poll counters' key prefix, the tag of the entry this process holds (or "").
-# Answers {0} when the token must go to the database (nothing counted), else {1, account id,
-# allowed, entries, ms to wait, the cached poll, or 1 when it is the entry held, or nil}.
-_POLL_SCRIPT = (
+# job's cached poll ("<account id> <links> <digest>\n<json>"). ARGV: now (ms), window (ms), limit,
+# a unique member, the token entry's max age (ms), the poll counters' key prefix, the tag of the
+# entry this process holds (or ""). Answers {0} when it cannot answer the poll (nothing counted),
+# else {1, entries in the window, the cached poll, or 1 when it is the entry held}. The held entry
+# is compared by its first bytes: copying a done job's tens of kB into Lua would cost Redis more
+# than the rest of the script.
+POLL_SCRIPT = (
     ratelimit.WINDOW_HIT_LUA
     + """
 local token = redis.call('GET', KEYS[1])
@@ -71,11 +80,19 @@ local account, checked = string.match(token, '^(%d+):(%d+)$')
 if not account then return {0} end
 local now = tonumber(ARGV[1])
 if now - tonumber(checked) > tonumber(ARGV[5]) then return {0} end
-local hit = window_hit(ARGV[6] .. account, now, tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])
-local poll = redis.call('GET', KEYS[2])
+local owner = account .. ' '
 local held = ARGV[7]
-if poll and held ~= '' and string.sub(poll, 1, #held) == held then poll = 1 end
-return {1, account, hit[1], hit[2], hit[3], poll}
+local poll
+if held ~= '' and string.sub(held, 1, #owner) == owner
+    and redis.call('GETRANGE', KEYS[2], 0, #held - 1) == held then
+  poll = 1
+else
+  poll = redis.call('GET', KEYS[2])
+  if not poll or string.sub(poll, 1, #owner) ~= owner then return {0} end
+end
+local hit = window_hit(ARGV[6] .. account, now, tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])
+if hit[1] == 0 then return {0} end
+return {1, hit[2], poll}
 """
 )
 
@@ -137,73 +154,101 @@ def document(cached: poll_cache.CachedPoll, request) -> dict:
     return with_links(json.loads(cached.body), request)
 
 
-@functools.lru_cache(maxsize=1)
-def _script():
-    return shared_cache.client().register_script(_POLL_SCRIPT)
+class Poll(NamedTuple):
+    """A poll the script may answer: whose token, which job, and the script's keys and arguments."""
+
+    job_id: uuid.UUID
+    limit: int
+    member: str  # its entry in the account's window, should the script count it
+    held: poll_cache.CachedPoll | None
+    keys: list[str]
+    args: list
 
 
-def _bearer_digest(request) -> str | None:
-    """The token's digest when the header is exactly what BearerTokenAuthentication accepts."""
-    header = request.META.get("HTTP_AUTHORIZATION", "")
-    parts = header.split()
-    if len(parts) != 2 or not header.isascii() or parts[0].lower() != "bearer" or not looks_like_token(parts[1]):
-        return None
-    return token_digest(parts[1])
+class Answer(NamedTuple):
+    job_id: uuid.UUID
+    cached: poll_cache.CachedPoll
+    state: ratelimit.RateState
+    member: str
 
 
-def _answer_from_cache(request, id: str) -> HttpResponse | None:
-    """The answer, or None to let the DRF view answer (with request.poll_counted when counted)."""
-    if request.META.get("HTTP_ACCEPT", "") not in PLAIN_JSON_ACCEPTS:
+def poll_for(method: str, accept: str, query_string: str, authorization: str, id: str) -> Poll | None:
+    """The script call for a request, or None when the DRF view must answer it: anything but a
+    plain GET with a well-formed bearer token and job id, or Redis down or absent."""
+    if method != "GET" or accept not in PLAIN_JSON_ACCEPTS or "format=" in query_string:
         return None
-    if request.META.get("QUERY_STRING") and "format" in request.GET:
+    parts = authorization.split()
+    if len(parts) != 2 or not authorization.isascii() or parts[0].lower() != "bearer":
         return None
-    if shared_cache.reachable_client() is None:
-        return None
-    digest = _bearer_digest(request)
-    if digest is None:
+    if not looks_like_token(parts[1]) or shared_cache.reachable_client() is None:
         return None
     try:
         job_id = uuid.UUID(id)
     except ValueError:
         return None  # the DRF view's 422, after authentication and the count
     limit = ratelimit.limit_for(ratelimit.POLLS)
+    member = ratelimit.new_member()
     held = _held(job_id)
-    try:
-        reply = _script()(
-            keys=[shared_cache.full_key(token_cache_key(digest)), poll_cache.redis_key(job_id)],
-            args=[
-                int(time.time() * 1000),
-                ratelimit.WINDOW_SECONDS * 1000,
-                limit,
-                ratelimit.new_member(),
-                int(LAST_USED_RESOLUTION.total_seconds() * 1000),
-                ratelimit.account_key("", ratelimit.POLLS),
-                held.tag if held is not None else b"",
-            ],
-        )
-    except redis.RedisError as error:
-        shared_cache.mark_down(error)  # the DRF view then counts nothing, as ratelimit.hit does
-        return None
+    keys = [shared_cache.full_key(token_cache_key(token_digest(parts[1]))), poll_cache.redis_key(job_id)]
+    args = [
+        int(time.time() * 1000),
+        ratelimit.WINDOW_SECONDS * 1000,
+        limit,
+        member,
+        int(LAST_USED_RESOLUTION.total_seconds() * 1000),
+        ratelimit.account_key("", ratelimit.POLLS),
+        held.tag if held is not None else b"",
+    ]
+    return Poll(job_id, limit, member, held, keys, args)
+
+
+def answer_from(poll: Poll, reply: list) -> Answer | None:
+    """What the script answered: the poll counted and its answer, or None (nothing counted)."""
     if not reply[0]:
         return None
-    account_id = int(reply[1])
-    state = ratelimit.rate_state(limit, bool(reply[2]), int(reply[3]), int(reply[4]))
-    poll = reply[5] if len(reply) > 5 else None
-    if poll == 1 and held is not None:
-        cached = held  # Redis holds the very entry this process does
+    if reply[2] == 1 and poll.held is not None:
+        cached = poll.held  # Redis holds the very entry this process does
     else:
-        cached = poll_cache.decode(poll if isinstance(poll, bytes) else None)
-        if cached is not None:
-            _hold(job_id, cached)
-    if not state.allowed or cached is None or cached.account_id != account_id:
-        request.poll_counted = (account_id, state)
-        return None
+        cached = poll_cache.decode(reply[2])
+        if cached is None:  # an entry the script took for this account's, in a format gone since
+            return None
+        _hold(poll.job_id, cached)
+    state = ratelimit.rate_state(poll.limit, True, int(reply[1]), 0)
+    return Answer(poll.job_id, cached, state, poll.member)
+
+
+def response(answer: Answer, request) -> HttpResponse:
+    cached = answer.cached
     body = render(document(cached, request)) if cached.has_links else cached.body
     response = HttpResponse(body, content_type="application/json")
     response["Allow"] = ALLOW
-    response["X-RateLimit-Limit"] = str(state.limit)
-    response["X-RateLimit-Remaining"] = str(state.remaining)
+    response["X-RateLimit-Limit"] = str(answer.state.limit)
+    response["X-RateLimit-Remaining"] = str(answer.state.remaining)
     return response
+
+
+@functools.lru_cache(maxsize=1)
+def script():
+    return shared_cache.client().register_script(POLL_SCRIPT)
+
+
+def _answer(request, id: str) -> Answer | None:
+    meta = request.META
+    poll = poll_for(
+        request.method,
+        meta.get("HTTP_ACCEPT", ""),
+        meta.get("QUERY_STRING", ""),
+        meta.get("HTTP_AUTHORIZATION", ""),
+        id,
+    )
+    if poll is None:
+        return None
+    try:
+        reply = script()(keys=poll.keys, args=poll.args)
+    except redis.RedisError as error:
+        shared_cache.mark_down(error)  # the DRF view then counts nothing, as ratelimit.hit does
+        return None
+    return answer_from(poll, reply)
 
 
 def poll_view(drf_view):
@@ -212,10 +257,11 @@ def poll_view(drf_view):
 
     @functools.wraps(drf_view)
     def view(request, id: str):
-        if request.method == "GET":
-            response = _answer_from_cache(request, id)
-            if response is not None:
-                return response
+        answer = request.META.pop(ANSWER_ENVIRON_KEY, None)
+        if answer is None or str(answer.job_id) != id:
+            answer = _answer(request, id)
+        if answer is not None:
+            return response(answer, request)
         return drf_view(request, id=id)
 
     return view

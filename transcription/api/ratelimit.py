@@ -22,8 +22,10 @@ limiter that is down should not take the service down with it.
 from __future__ import annotations
 
 import ipaddress
+import itertools
 import logging
 import math
+import os
 import secrets
 import sqlite3
 import threading
@@ -171,8 +173,19 @@ def account_key(account_id, bucket: str) -> str:
 
 
 def new_member() -> str:
-    """A unique sorted-set member for one request (two requests in the same ms are two entries)."""
-    return secrets.token_hex(8)
+    """A unique sorted-set member for one request (two requests in the same ms are two entries):
+    a random prefix per process and a counter, which costs no system call per request."""
+    return f"{_member_prefix}{next(_member_numbers)}"
+
+
+def _new_member_prefix() -> None:
+    global _member_prefix, _member_numbers
+    _member_prefix = secrets.token_hex(8) + ":"
+    _member_numbers = itertools.count()
+
+
+_new_member_prefix()
+os.register_at_fork(after_in_child=_new_member_prefix)  # a forked child must not repeat its parent's
 
 
 def hit(account_id, bucket: str, now: float | None = None) -> RateState:

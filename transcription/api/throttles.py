@@ -8,11 +8,7 @@ class AccountRateThrottle(BaseThrottle):
 
     def allow_request(self, request, view):
         bucket = ratelimit.JOBS if request.method == "POST" else ratelimit.POLLS
-        counted = getattr(request, "poll_counted", None)  # (account id, RateState): transcription.api.polls
-        if counted is not None and bucket == ratelimit.POLLS and counted[0] == request.user.pk:
-            state = counted[1]  # the poll path's script counted this request already: not twice
-        else:
-            state = ratelimit.hit(request.user.pk, bucket)
+        state = ratelimit.hit(request.user.pk, bucket)
         request.rate_limit = state
         return state.allowed
 
