@@ -22,6 +22,9 @@ from . import translation
 from .run import Throttled, run_stage
 
 
+DIARIZE_NICE = 19
+
+
 def run(job_id) -> bool:
     """True when the job goes on to the burn worker."""
     return run_stage(job_id, _speech_stages)
@@ -101,8 +104,10 @@ def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript
 
 
 def _diarize_beside(wav: Path, activity) -> list:
-    # Linux keeps a nice value per thread; this thread's helpers inherit it
-    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+    # Linux keeps a nice value per thread; this thread's helpers inherit it. The lowest priority
+    # (19): diarization then takes only the CPU recognition leaves idle; at 10 it still slowed
+    # recognition by 0.3-0.4 s in 19 (bench/asr/pipeline.py, docs/decisions.md)
+    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), DIARIZE_NICE)
     return speakers.diarize(
         wav,
         regions=activity.for_diarization(),
