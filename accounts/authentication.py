@@ -18,6 +18,12 @@ def token_cache_key(digest: str) -> str:
     return f"token:v2:{digest}"
 
 
+def token_version_key(digest: str) -> str:
+    """Moved whenever the token is removed (accounts.services): a lookup that read the token from
+    the database before the removal committed cannot cache it afterwards (set_bytes_if_version)."""
+    return f"token:version:{digest}"
+
+
 def encode_cached_token(account_id: int, checked_at) -> bytes:
     """The token cache's value: "<account id>:<unix ms of the last database check>". Plain text,
     so the poll path's Lua script (transcription.api.polls) reads it in Redis itself."""
@@ -54,7 +60,8 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         digest = token_digest(token)
         # Polls authenticate several times a second; the token's account is cached in Redis and
         # the cache entry is deleted whenever the token is replaced or revoked (accounts.services).
-        cached = decode_cached_token(cache.get_bytes(token_cache_key(digest)))
+        value, version = cache.get_bytes_and_version(token_cache_key(digest), token_version_key(digest))
+        cached = decode_cached_token(value)
         now = timezone.now()
         if cached is None or now - cached[1] > LAST_USED_RESOLUTION:
             api_token = ApiToken.objects.filter(digest=digest).only("id", "account_id", "last_used_at").first()
@@ -63,7 +70,13 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
                 ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
             cached = (api_token.account_id, now)
-            cache.set_bytes(token_cache_key(digest), encode_cached_token(*cached), TOKEN_CACHE_SECONDS)
+            cache.set_bytes_if_version(
+                token_cache_key(digest),
+                encode_cached_token(*cached),
+                TOKEN_CACHE_SECONDS,
+                token_version_key(digest),
+                version,
+            )
         account = Account(pk=cached[0])  # views only need the account's id
         account.is_authenticated = True  # what DRF's IsAuthenticated asks of request.user
         return account, None

@@ -9,16 +9,18 @@ from audit.services import audit_record
 from billing.services import grant_signup_minutes
 from config import shared_cache as cache
 
-from .authentication import token_cache_key
+from .authentication import TOKEN_CACHE_SECONDS, token_cache_key, token_version_key
 from .models import Account, ApiToken
 from .tokens import PREFIX_LENGTH, new_token, token_digest
 
 
 def _forget_token(digest: str) -> None:
     """A removed token must stop working in every web process at once: drop its cached lookup now
-    and again after commit (a request racing the transaction may have cached it meanwhile)."""
-    cache.delete(token_cache_key(digest))
-    transaction.on_commit(lambda: cache.delete(token_cache_key(digest)))
+    and again after commit, moving its version each time, so a request that read the token before
+    the commit cannot cache it after (BearerTokenAuthentication)."""
+    keys = token_cache_key(digest), token_version_key(digest)
+    cache.delete_and_bump_version(*keys, TOKEN_CACHE_SECONDS)
+    transaction.on_commit(lambda: cache.delete_and_bump_version(*keys, TOKEN_CACHE_SECONDS))
 
 
 @transaction.atomic

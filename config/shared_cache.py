@@ -107,6 +107,69 @@ def set_bytes(key: str, value: bytes, timeout: int) -> None:
         mark_down(error)
 
 
+def get_bytes_and_version(key: str, version_key: str) -> tuple[bytes | None, bytes | None]:
+    """A value kept as plain bytes and the version guarding it (set_bytes_if_version), in one round
+    trip. Read the version before what the value is made from (the database): see set_bytes_if_version."""
+    redis_client = reachable_client()
+    if redis_client is None:
+        return None, None
+    try:
+        value, version = redis_client.mget([full_key(key), full_key(version_key)])
+    except Unavailable as error:
+        mark_down(error)
+        return None, None
+    return value, version
+
+
+# Writes the value only while the version key still holds what the reader saw (absent: "").
+_SET_IF_VERSION = """
+if (redis.call('GET', KEYS[2]) or '') == ARGV[3] then
+  redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[2])
+  return 1
+end
+return 0
+"""
+
+
+@lru_cache(maxsize=1)
+def _set_if_version_script():
+    return client().register_script(_SET_IF_VERSION)
+
+
+def set_bytes_if_version(key: str, value: bytes, timeout: int, version_key: str, seen: bytes | None) -> bool:
+    """Set `key` unless `version_key` moved since the reader read `seen` (get_bytes_and_version).
+
+    A reader that read the database before a write committed, and writes the cache after the
+    write's delete, would otherwise put the old value back for its whole timeout. Writers bump
+    the version with the delete (delete_and_bump_version), so such a late write is refused.
+    True when written."""
+    redis_client = reachable_client()
+    if redis_client is None:
+        return False
+    try:
+        script = _set_if_version_script()
+        return bool(script(keys=[full_key(key), full_key(version_key)], args=[value, timeout, seen or b""]))
+    except Unavailable as error:
+        mark_down(error)
+        return False
+
+
+def delete_and_bump_version(key: str, version_key: str, timeout: int) -> None:
+    """Delete `key` and move its version, so a reader who read before this cannot set it back.
+    Always tried, as delete."""
+    redis_client = client()
+    if redis_client is None:
+        return
+    try:
+        pipe = redis_client.pipeline(transaction=False)
+        pipe.incr(full_key(version_key))
+        pipe.expire(full_key(version_key), timeout)
+        pipe.delete(full_key(key))
+        pipe.execute()
+    except Unavailable as error:
+        mark_down(error)
+
+
 def delete(key: str) -> None:
     # Always tried, even during a pause: a skipped delete would leave an old answer behind once
     # Redis is back (a cached poll, a revoked token), so only a failing Redis skips it.

@@ -2,8 +2,13 @@
 
 The cached document is deleted whenever the job or one of its translations is written: by the
 post_save signals below, and explicitly by the two queryset updates that bypass them
-(services.job_progress and the sweeper). It is deleted again after the transaction commits, so a
-poll racing the write cannot put the old document back for longer than the transaction lasts.
+(services.job_progress and the sweeper). It is deleted again after the transaction commits.
+
+A poll that misses reads the job's version key before it reads the row, and its answer is cached
+only if the version has not moved since: every delete moves it. Without that, a poll that read the
+row just before a write committed, and cached it just after the write's delete, put the old
+document back for the whole timeout (a job seen `aligning` for ten minutes after it was `done`:
+bench/asr/pipeline.py, polling every 0.1 s, met it in one job of four).
 
 What is kept is the answer's JSON as bytes (rendered once by the API), behind one line that says
 whose job it is and whether it holds storage names that each answer turns into signed links:
@@ -64,20 +69,29 @@ def decode(value: bytes | None) -> CachedPoll | None:
         return None  # an entry of an older format: a miss
 
 
-def get(job_id) -> CachedPoll | None:
-    return decode(cache.get_bytes(_key(job_id)))
+def _version_key(job_id) -> str:
+    return f"poll:version:{job_id}"
 
 
-def put(job_id, account_id: int, has_links: bool, body: bytes) -> CachedPoll:
+def get(job_id) -> tuple[CachedPoll | None, bytes | None]:
+    """The cached poll (None: a miss) and the version to hand to `put` on a miss. Call it before
+    reading the job from the database."""
+    value, version = cache.get_bytes_and_version(_key(job_id), _version_key(job_id))
+    return decode(value), version
+
+
+def put(job_id, account_id: int, has_links: bool, body: bytes, version: bytes | None) -> CachedPoll:
+    """Cache the answer unless the job was written since `get` returned `version`; the entry
+    either way (it is this request's answer)."""
     value = encode(account_id, has_links, body)
-    cache.set_bytes(_key(job_id), value, TIMEOUT_SECONDS)
+    cache.set_bytes_if_version(_key(job_id), value, TIMEOUT_SECONDS, _version_key(job_id), version)
     return decode(value)
 
 
 def forget(job_id) -> None:
-    key = _key(job_id)
-    cache.delete(key)
-    transaction.on_commit(lambda: cache.delete(key))
+    key, version_key = _key(job_id), _version_key(job_id)
+    cache.delete_and_bump_version(key, version_key, TIMEOUT_SECONDS)
+    transaction.on_commit(lambda: cache.delete_and_bump_version(key, version_key, TIMEOUT_SECONDS))
 
 
 def _on_job_saved(sender, instance, **kwargs):

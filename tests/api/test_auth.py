@@ -74,3 +74,21 @@ def test_it_stores_only_a_hash_and_a_short_prefix(account, token):
 def test_authentication_is_checked_before_validation(client):
     response = client.post("/v1/api/transcribe", data="{not json", content_type="application/json")
     _assert_401(response)
+
+
+def test_a_token_revoked_while_a_request_reads_it_is_not_cached_for_later(client, account, token, monkeypatch):
+    """A request that read the token from the database just before its revocation committed must
+    not put it in the cache after the revocation deleted it: the next request is refused."""
+    from accounts import authentication
+
+    real_encode = authentication.encode_cached_token
+
+    def revoked_meanwhile(*args):
+        token_revoke(account)  # lands after this request's read of the token, before its cache write
+        return real_encode(*args)
+
+    monkeypatch.setattr(authentication, "encode_cached_token", revoked_meanwhile)
+    auth = {"HTTP_AUTHORIZATION": f"Bearer {token}"}
+    assert _call(client, "get", ENDPOINTS[4][1], **auth).status_code == 404  # read before the revocation
+    monkeypatch.setattr(authentication, "encode_cached_token", real_encode)
+    _assert_401(_call(client, "get", ENDPOINTS[4][1], **auth))

@@ -51,3 +51,35 @@ def test_a_revoked_token_is_refused_even_right_after_a_cached_poll(api, account)
     assert api.get(f"/v1/api/transcription/{job_id}").status_code == 200
     token_revoke(account)
     assert api.get(f"/v1/api/transcription/{job_id}").status_code == 401
+
+
+def test_a_poll_that_read_the_job_before_a_write_cannot_cache_the_old_answer(api, monkeypatch):
+    """The race bench/asr/pipeline.py met: a poll read the row (`aligning`), the job ended and its
+    cached answer was deleted, then the poll cached what it had read: later polls saw `aligning`
+    for ten minutes. Here the write lands between the poll's read of the row and its cache write."""
+    from transcription.api import polls
+
+    job_id = queue(api)
+    services.job_advance(job_id, states.PROCESSING)
+    real_document = polls.job_document
+
+    def document_then_a_write_lands(job):
+        document = real_document(job)  # the row as read: processing
+        services.job_advance(job_id, states.ALIGNING, srt="1\n00:00:00,000 --> 00:00:01,000\nHi\n")
+        services.job_finish(job_id)
+        return document
+
+    monkeypatch.setattr(polls, "job_document", document_then_a_write_lands)
+    assert poll(api, job_id)["state"] == "processing"  # this poll answers what it read
+    monkeypatch.setattr(polls, "job_document", real_document)
+    assert poll(api, job_id)["state"] == "done"  # the next one is not served that from the cache
+
+
+def test_an_unchanged_job_is_cached(api):
+    from transcription import poll_cache
+
+    job_id = queue(api)
+    assert poll_cache.get(job_id)[0] is None
+    poll(api, job_id)
+    cached, _ = poll_cache.get(job_id)
+    assert cached is not None and json.loads(cached.body)["state"] == "waiting"

@@ -139,13 +139,13 @@ def _has_links(document: dict) -> bool:
 
 def cached_poll(job_id: uuid.UUID) -> poll_cache.CachedPoll | None:
     """The job's cached poll, read from the database and cached when missing; None: no such job."""
-    cached = poll_cache.get(job_id)
+    cached, version = poll_cache.get(job_id)  # the version before the row: poll_cache's docstring
     if cached is None:
         job = Job.objects.filter(pk=job_id).prefetch_related(translations_in_order()).first()
         if job is None:
             return None
         document = job_document(job)
-        cached = poll_cache.put(job_id, job.account_id, _has_links(document), render(document))
+        cached = poll_cache.put(job_id, job.account_id, _has_links(document), render(document), version)
     return cached
 
 

@@ -21,7 +21,6 @@ from ..pipeline.types import Transcript
 from . import translation
 from .run import Throttled, run_stage
 
-
 DIARIZE_NICE = 19
 
 
