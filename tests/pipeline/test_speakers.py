@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import pickle
 import shutil
 import sys
+import time
 import wave
 from pathlib import Path
 
@@ -396,3 +398,57 @@ def test_a_subtitle_cue_with_two_voices_has_one_dashed_line_per_voice():
     cues = build_cues(sp.assign_speakers([segment], turns), language="en")
     assert cues[0].lines == ["- Ready?", "- Yes."]
     assert all(not line.startswith("- ") for cue in cues[1:] for line in cue.lines)
+
+
+# --------------------------------------------------------------------------
+# in a process of its own (the speech stage's way)
+# --------------------------------------------------------------------------
+
+
+def _nice_once_exec_done(pid: int) -> int:
+    # `nice -n N python ...`: read it once the process is python, not yet nice setting itself
+    deadline = time.monotonic() + 10
+    while Path(f"/proc/{pid}/comm").read_text().strip() == "nice" and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _nice(Path(f"/proc/{pid}/stat"))
+
+
+def _nice(stat: Path) -> int:
+    return int(stat.read_text().rsplit(")", 1)[1].split()[16])
+
+
+def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(encoder, audio_cache):
+    fx = sa.conversation(
+        audio_cache / "two-0.wav",
+        {"m": NL["m"](), "v": NL["v"]()},
+        n_clips=24,
+        seed=0,
+        order="alternate",
+        gap=(0.3, 1.0),
+        cache=audio_cache / "clips",
+    )
+    activity = speech.find_speech(fx.path)
+    regions, extent = activity.for_diarization(), activity.for_turns()
+    with sp.DiarizationApart(fx.path, regions=regions, extent=extent) as apart:
+        child_nice = _nice_once_exec_done(apart.process.pid)
+        turns = apart.turns(timeout=300)
+    assert child_nice == sp.apart.NICE == 19
+    assert turns == sp.diarize(fx.path, encoder=encoder, regions=regions, extent=extent)
+    assert sa.score(fx.turns, turns)["n_speakers"] == 2
+
+
+def test_diarization_apart_reports_the_childs_error_and_leaves_no_child_behind(tmp_path):
+    with sp.DiarizationApart(tmp_path / "missing.wav", regions=[(0.0, 5.0)], extent=[(0.0, 5.0)]) as apart:
+        with pytest.raises(sp.DiarizationFailed, match="missing.wav"):
+            apart.turns(timeout=120)
+    silence = tmp_path / "silence.wav"
+    with wave.open(str(silence), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes(b"\0" * 2 * 16000 * 600)
+    with sp.DiarizationApart(silence, regions=[(0.0, 600.0)], extent=[(0.0, 600.0)]) as apart:
+        pid = apart.process.pid
+        assert _nice_once_exec_done(pid) == 19
+        assert apart.hurry()  # recognition is done: the worker's own priority (root here)
+        assert {_nice(task / "stat") for task in Path(f"/proc/{pid}/task").iterdir()} == {os.nice(0)}
+    assert apart.process.returncode is not None  # left before its answer: killed, and reaped
+    assert not Path(f"/proc/{pid}").exists()

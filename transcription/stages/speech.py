@@ -7,9 +7,6 @@ made.
 
 from __future__ import annotations
 
-import os
-import threading
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from django.conf import settings
@@ -20,8 +17,6 @@ from ..pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whi
 from ..pipeline.types import Transcript
 from . import translation
 from .run import Throttled, run_stage
-
-DIARIZE_NICE = 19
 
 
 def run(job_id) -> bool:
@@ -50,12 +45,18 @@ def _recognise(job: Job, wav: Path) -> None:
     chunks = audio.plan_chunks(wav, max_chunk=settings.RECOGNITION_CHUNK_SECONDS)
     # one VAD pass for the whole job: recognition and diarization read the same probabilities
     activity = speakers.speech.find_speech(wav)
-    # diarization runs beside recognition, at a lower priority: it takes the CPU recognition
-    # leaves idle instead of adding its time after it (the `with` waits for it on every path)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="diarize") as beside:
-        speaker_turns = beside.submit(_diarize_beside, wav, activity)
+    # diarization runs beside recognition, in a process of its own at the lowest priority: it takes
+    # the CPU recognition leaves idle instead of adding its time after it (speakers.apart says why
+    # not a thread); leaving the `with` on an error stops it
+    with speakers.DiarizationApart(
+        wav,
+        regions=activity.for_diarization(),
+        extent=activity.for_turns(),
+        weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
+        threads=settings.SPEAKER_THREADS or None,
+    ) as diarization:
         transcript = _transcribe_chunks(job, model, wav, chunks, activity.for_recognition())
-        turns = speaker_turns.result()
+        turns = diarization.turns(timeout=_diarization_timeout(chunks))
 
     services.job_advance(
         job.id,
@@ -102,15 +103,8 @@ def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript
     return asr.merge(parts)
 
 
-def _diarize_beside(wav: Path, activity) -> list:
-    # Linux keeps a nice value per thread; this thread's helpers inherit it. The lowest priority
-    # (19): diarization then takes only the CPU recognition leaves idle; at 10 it still slowed
-    # recognition by 0.3-0.4 s in 19 (bench/asr/pipeline.py, docs/decisions.md)
-    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), DIARIZE_NICE)
-    return speakers.diarize(
-        wav,
-        regions=activity.for_diarization(),
-        extent=activity.for_turns(),
-        weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
-        threads=settings.SPEAKER_THREADS or None,
-    )
+def _diarization_timeout(chunks) -> float:
+    # diarization alone runs at about 1/150 of real time on 2 cores (bench/asr/pipeline.py): what
+    # is left of it once recognition is done gets far more than it needs
+    seconds = chunks[-1][1] if chunks else 0.0
+    return 120 + seconds / 4

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..types import SpeakerTurn
+from .apart import DiarizationApart, DiarizationFailed
 from .blas import single_threaded_blas
 from .clustering import MERGE_SIMILARITY, centroids, cluster_embeddings
 from .embedding import Piece, Window, embed_regions
@@ -38,7 +39,14 @@ from .turns import (
     viterbi,
 )
 
-__all__ = ["VoiceEncoder", "assign_speakers", "diarize", "turns_from_embeddings"]
+__all__ = [
+    "DiarizationApart",
+    "DiarizationFailed",
+    "VoiceEncoder",
+    "assign_speakers",
+    "diarize",
+    "turns_from_embeddings",
+]
 
 
 def diarize(

@@ -1,0 +1,131 @@
+"""Diarization in a process of its own, at the lowest priority, while the caller recognises speech.
+
+In a thread beside recognition, diarization slowed it by 0.7-1.4 s of about 20 (bench/asr/pipeline.py):
+the encoder's numpy LSTM runs its steps in Python and the two threads queue for one GIL, whatever
+their nice values. A child process shares no GIL and, at nice 19, takes only the CPU recognition
+leaves idle (at nice 10 it still cost recognition about 0.9 s). The child is a plain ``python -m``
+of this module (a Celery pool process is daemonic and may not start multiprocessing children): the
+request goes in as JSON on stdin (a file), the turns come back as JSON on stdout, and its messages
+go to a file, so no pipe fills up while nobody reads it.
+
+Once recognition is done, nothing is left to protect: ``turns()`` first tries to give the child
+back the caller's priority. A worker that may not lower a nice value (not root, no CAP_SYS_NICE,
+RLIMIT_NICE 0) leaves it at 19, where it still runs on any idle CPU.
+
+    with DiarizationApart(wav, regions=..., extent=...) as apart:
+        ...  # recognition
+        turns = apart.turns(timeout=600)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..types import SpeakerTurn
+
+logger = logging.getLogger(__name__)
+
+NICE = 19  # while recognition runs: only the CPU it leaves idle
+PROJECT_ROOT = Path(__file__).resolve().parents[3]  # where `transcription` is imported from
+
+
+class DiarizationFailed(RuntimeError):
+    pass
+
+
+class DiarizationApart:
+    """Starts ``speakers.diarize`` in a child process; ``turns()`` waits for its answer. Leaving the
+    ``with`` block kills a child that is still running (an error in recognition, a stopping worker)."""
+
+    def __init__(
+        self,
+        wav_path: str | os.PathLike,
+        *,
+        regions: Sequence[tuple[float, float]],
+        extent: Sequence[tuple[float, float]],
+        weights: str | os.PathLike | None = None,
+        threads: int | None = None,
+    ):
+        self.request = json.dumps(
+            {
+                "wav": os.fspath(wav_path),
+                "regions": [list(r) for r in regions],
+                "extent": [list(r) for r in extent],
+                "weights": os.fspath(weights) if weights else None,
+                "threads": threads,
+            }
+        ).encode()
+        self.process: subprocess.Popen | None = None
+        self.messages = None
+
+    def __enter__(self) -> DiarizationApart:
+        self.messages = tempfile.TemporaryFile()
+        with tempfile.TemporaryFile() as request:  # the child reads it as its stdin
+            request.write(self.request)
+            request.seek(0)
+            path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+            self.process = subprocess.Popen(
+                ["nice", "-n", str(NICE), sys.executable, "-m", __name__],
+                stdin=request,
+                stdout=subprocess.PIPE,
+                stderr=self.messages,
+                env={**os.environ, "PYTHONPATH": path},
+                process_group=0,  # its own group: one setpriority reaches all its threads (hurry)
+            )
+        return self
+
+    def hurry(self) -> bool:
+        """Give the child (every thread of it) this process's priority; False where not allowed."""
+        try:
+            os.setpriority(os.PRIO_PGRP, self.process.pid, os.getpriority(os.PRIO_PROCESS, 0))
+        except PermissionError:
+            return False
+        except ProcessLookupError:  # already ended
+            pass
+        return True
+
+    def turns(self, timeout: float) -> list[SpeakerTurn]:
+        """The child's answer, waited for at most `timeout` seconds at the caller's priority."""
+        if self.process.poll() is None and not self.hurry():
+            logger.info("diarization goes on at nice %d: this worker may not raise its priority", NICE)
+        try:
+            out, _ = self.process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            raise DiarizationFailed(f"diarization took more than {timeout:.0f} s") from None
+        if self.process.returncode != 0:
+            self.messages.seek(0)
+            tail = self.messages.read()[-2000:].decode(errors="replace")
+            raise DiarizationFailed(f"diarization exited with {self.process.returncode}: {tail}")
+        return [SpeakerTurn(start=s, end=e, speaker=k) for s, e, k in json.loads(out)]
+
+    def __exit__(self, *exc) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.process.stdout.close()
+        self.messages.close()
+
+
+def _main() -> None:
+    from . import diarize
+
+    request = json.load(sys.stdin)
+    turns = diarize(
+        request["wav"],
+        regions=[tuple(r) for r in request["regions"]],
+        extent=[tuple(r) for r in request["extent"]],
+        weights=request["weights"],
+        threads=request["threads"],
+    )
+    json.dump([[t.start, t.end, t.speaker] for t in turns], sys.stdout)
+
+
+if __name__ == "__main__":
+    _main()
