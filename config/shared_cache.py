@@ -85,28 +85,6 @@ def full_key(key: str) -> str:
     return f"cache:{key}"
 
 
-def get_bytes(key: str) -> bytes | None:
-    """As get, for a value kept as plain bytes (set_bytes): one a Lua script can read too."""
-    redis_client = reachable_client()
-    if redis_client is None:
-        return None
-    try:
-        return redis_client.get(full_key(key))
-    except Unavailable as error:
-        mark_down(error)
-        return None
-
-
-def set_bytes(key: str, value: bytes, timeout: int) -> None:
-    redis_client = reachable_client()
-    if redis_client is None:
-        return
-    try:
-        redis_client.set(full_key(key), value, ex=timeout)
-    except Unavailable as error:
-        mark_down(error)
-
-
 def get_bytes_and_version(key: str, version_key: str) -> tuple[bytes | None, bytes | None]:
     """A value kept as plain bytes and the version guarding it (set_bytes_if_version), in one round
     trip. Read the version before what the value is made from (the database): see set_bytes_if_version."""
