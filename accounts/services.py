@@ -18,9 +18,7 @@ def _forget_token(digest: str) -> None:
     """A removed token must stop working in every web process at once: drop its cached lookup now
     and again after commit, moving its version each time, so a request that read the token before
     the commit cannot cache it after (BearerTokenAuthentication)."""
-    keys = token_cache_key(digest), token_version_key(digest)
-    cache.delete_and_bump_version(*keys, TOKEN_CACHE_SECONDS)
-    transaction.on_commit(lambda: cache.delete_and_bump_version(*keys, TOKEN_CACHE_SECONDS))
+    cache.forget(token_cache_key(digest), token_version_key(digest), TOKEN_CACHE_SECONDS)
 
 
 @transaction.atomic

@@ -22,6 +22,7 @@ from functools import lru_cache
 
 import redis
 from django.conf import settings
+from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +120,7 @@ def set_bytes_if_version(key: str, value: bytes, timeout: int, version_key: str,
 
     A reader that read the database before a write committed, and writes the cache after the
     write's delete, would otherwise put the old value back for its whole timeout. Writers bump
-    the version with the delete (delete_and_bump_version), so such a late write is refused.
+    the version with the delete (forget), so such a late write is refused.
     True when written."""
     redis_client = reachable_client()
     if redis_client is None:
@@ -132,9 +133,17 @@ def set_bytes_if_version(key: str, value: bytes, timeout: int, version_key: str,
         return False
 
 
-def delete_and_bump_version(key: str, version_key: str, timeout: int) -> None:
-    """Delete `key` and move its version, so a reader who read before this cannot set it back.
-    Always tried, as delete."""
+def forget(key: str, version_key: str, timeout: int) -> None:
+    """Delete `key` and move its version, now and again once the current transaction commits: a
+    reader who read the database before the commit can then not set the old value back
+    (set_bytes_if_version). Outside a transaction on_commit runs at once: twice, harmlessly."""
+    _delete_and_bump_version(key, version_key, timeout)
+    transaction.on_commit(lambda: _delete_and_bump_version(key, version_key, timeout))
+
+
+def _delete_and_bump_version(key: str, version_key: str, timeout: int) -> None:
+    # Always tried, even during a pause: a skipped delete would leave an old answer behind once
+    # Redis is back (a cached poll, a revoked token), so only a failing Redis skips it.
     redis_client = client()
     if redis_client is None:
         return
@@ -144,17 +153,5 @@ def delete_and_bump_version(key: str, version_key: str, timeout: int) -> None:
         pipe.expire(full_key(version_key), timeout)
         pipe.delete(full_key(key))
         pipe.execute()
-    except Unavailable as error:
-        mark_down(error)
-
-
-def delete(key: str) -> None:
-    # Always tried, even during a pause: a skipped delete would leave an old answer behind once
-    # Redis is back (a cached poll, a revoked token), so only a failing Redis skips it.
-    redis_client = client()
-    if redis_client is None:
-        return
-    try:
-        redis_client.delete(full_key(key))
     except Unavailable as error:
         mark_down(error)

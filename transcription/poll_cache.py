@@ -23,7 +23,6 @@ from __future__ import annotations
 import hashlib
 from typing import NamedTuple
 
-from django.db import transaction
 from django.db.models.signals import post_delete, post_save
 
 from config import shared_cache as cache
@@ -89,9 +88,7 @@ def put(job_id, account_id: int, has_links: bool, body: bytes, version: bytes | 
 
 
 def forget(job_id) -> None:
-    key, version_key = _key(job_id), _version_key(job_id)
-    cache.delete_and_bump_version(key, version_key, TIMEOUT_SECONDS)
-    transaction.on_commit(lambda: cache.delete_and_bump_version(key, version_key, TIMEOUT_SECONDS))
+    cache.forget(_key(job_id), _version_key(job_id), TIMEOUT_SECONDS)
 
 
 def _on_job_saved(sender, instance, **kwargs):
