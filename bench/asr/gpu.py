@@ -1,0 +1,172 @@
+"""The speech stage's work vs bare recognition, without Django: for a machine that has no PostgreSQL,
+Redis or ffmpeg, such as the GPU machine lent to some sessions (issue 20, point 5).
+
+``bench/asr/pipeline.py`` times the whole service (POST -> done through a real worker) on this VM.
+A device machine has none of the servers that needs, and nothing can be installed there, so this
+bench times the part of the pipeline that a GPU changes: what ``stages/speech._recognise`` and the
+steps after it run, in the same order, on a WAV carried there (the one pipeline.py transcribes):
+
+    find_speech (one VAD pass) -> DiarizationApart (child process, CPU) beside
+    asr.transcribe of each planned chunk -> turns -> assign_speakers -> clean_words -> captions
+
+against a bare ``asr.transcribe(model, wav)`` with the same model, alternating ABBA. The media
+stages before it (download, convert, upload: about 0.6 s for 5 minutes on the VM, see
+results-pipeline.json) do not touch the model and are left out.
+
+    python bench/asr/gpu.py --wav speech.wav --model base --device cuda --device cpu --out FILE
+
+``--device cuda`` loads float16, ``--device cpu`` int8 on every core (whisper_model.load_model).
+ratio = median stage seconds / median bare seconds, per device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+import wave
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from rtf import wer  # noqa: E402
+
+from transcription.pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whisper_model  # noqa: E402
+
+CHUNK_SECONDS = 600.0  # settings.RECOGNITION_CHUNK_SECONDS' default
+
+
+def recognise_like_the_stage(model, wav: Path, weights: str | None) -> tuple[dict, dict]:
+    """What the speech stage runs for a job (stages/speech._recognise), minus its database writes."""
+    parts = {}
+    t = time.perf_counter()
+    chunks = audio.plan_chunks(wav, max_chunk=CHUNK_SECONDS)
+    activity = speakers.speech.find_speech(wav)
+    parts["plan_and_vad_s"] = time.perf_counter() - t
+    with speakers.DiarizationApart(
+        wav, regions=activity.for_diarization(), extent=activity.for_turns(), weights=weights
+    ) as diarization:
+        t = time.perf_counter()
+        transcript = asr.merge(
+            [asr.transcribe(model, wav, start=s, end=e, speech=activity.for_recognition()) for s, e in chunks]
+        )
+        parts["recognition_s"] = time.perf_counter() - t
+        t = time.perf_counter()
+        turns = diarization.turns(timeout=120 + chunks[-1][1] / 4)
+        parts["diarization_wait_s"] = time.perf_counter() - t
+    t = time.perf_counter()
+    segments = speakers.assign_speakers(transcript.segments, turns)
+    segments = cleaning.clean_words(segments, verbatim=False, tag_audio_events=False, language=transcript.language)
+    cues = captions.build_cues(segments, language=transcript.language)
+    results = {
+        "txt": paragraphs.transcript_text(segments),
+        "srt": captions.to_srt(cues),
+        "webvtt": captions.to_webvtt(cues),
+    }
+    parts["captions_s"] = time.perf_counter() - t
+    parts["speakers"] = len({turn.speaker for turn in turns})
+    return results, parts
+
+
+def bench_device(device: str, args, wav: Path, audio_s: float, reference: str | None) -> dict:
+    t = time.perf_counter()
+    model = whisper_model.load_model(args.model, args.cache_dir, device)
+    load_s = time.perf_counter() - t
+    asr.transcribe(model, wav, end=30.0)  # warm-up: the worker's model is warm too
+    order = []
+    for i in range(args.rounds):
+        order += ["stage", "bare"] if i % 2 == 0 else ["bare", "stage"]
+    runs: dict[str, list[dict]] = {"stage": [], "bare": []}
+    for name in order:
+        t = time.perf_counter()
+        if name == "bare":
+            transcript = asr.transcribe(model, wav)
+            run = {"text": " ".join(s.text for s in transcript.segments)}
+        else:
+            results, parts = recognise_like_the_stage(model, wav, args.weights)
+            run = {"text": results["txt"], "parts": {k: round(v, 2) for k, v in parts.items()}}
+        run["seconds"] = time.perf_counter() - t
+        run["loadavg_1m"] = round(os.getloadavg()[0], 2)
+        runs[name].append(run)
+        print(f"{device} {name}: {run['seconds']:.2f} s {run.get('parts', '')}", flush=True)
+    stage_s = statistics.median(r["seconds"] for r in runs["stage"])
+    bare_s = statistics.median(r["seconds"] for r in runs["bare"])
+    result = {
+        "compute_type": "float16" if device == "cuda" else "int8",
+        "model_load_s": round(load_s, 2),
+        "order": order,
+        "stage_runs_s": [round(r["seconds"], 2) for r in runs["stage"]],
+        "bare_runs_s": [round(r["seconds"], 2) for r in runs["bare"]],
+        "stage_parts": [r["parts"] for r in runs["stage"]],
+        "loadavg_1m": {name: [r["loadavg_1m"] for r in runs[name]] for name in runs},
+        "stage_s": round(stage_s, 2),
+        "bare_s": round(bare_s, 2),
+        "ratio": round(stage_s / bare_s, 3),
+        "bare_times_real_time": round(audio_s / bare_s, 1),
+        "stage_times_real_time": round(audio_s / stage_s, 1),
+    }
+    if device == "cuda":  # while this process still holds the model and CTranslate2's cache
+        result["gpu_memory_used"] = _nvidia_smi("memory.used")
+    if reference:
+        result["wer_stage"] = round(wer(reference, _plain(runs["stage"][-1]["text"])), 4)
+        result["wer_bare"] = round(wer(reference, runs["bare"][-1]["text"]), 4)
+    return result
+
+
+def _plain(txt: str) -> str:
+    """The transcript text without its paragraph heads ("[0:00:01] Speaker 1:")."""
+    import re
+
+    return re.sub(r"\[\d+:\d+:\d+\] Speaker \d+:", " ", txt)
+
+
+def _nvidia_smi(fields: str) -> str | None:
+    try:
+        return subprocess.check_output(
+            ["nvidia-smi", f"--query-gpu={fields}", "--format=csv,noheader"], text=True
+        ).strip()
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--wav", type=Path, required=True, help="16 kHz mono s16le WAV (pipeline.py's bare.wav)")
+    parser.add_argument("--reference", type=Path, help="reference transcript (plain text) for WER")
+    parser.add_argument("--model", default="base", help="WHISPER_MODEL value: base, tiny.en or a folder")
+    parser.add_argument("--cache-dir", default=str(ROOT / "var" / "models"))
+    parser.add_argument("--weights", help="speaker encoder weights (SPEAKER_ENCODER_WEIGHTS)")
+    parser.add_argument("--device", action="append", choices=["cuda", "cpu"], help="repeat for several")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results-gpu.json"))
+    args = parser.parse_args()
+
+    with wave.open(str(args.wav)) as w:
+        audio_s = w.getnframes() / w.getframerate()
+    reference = args.reference.read_text() if args.reference else None
+    result = {
+        "model": args.model,
+        "audio_s": round(audio_s, 1),
+        "machine": {
+            "cpu_count": os.cpu_count(),
+            "processor": platform.processor(),
+            "gpu": _nvidia_smi("name,driver_version,memory.total"),
+        },
+        "summary": "median of each side's runs; stage = stages/speech._recognise's work without its database writes",
+        "devices": {},
+    }
+    for device in args.device or ["cuda"]:
+        result["devices"][device] = bench_device(device, args, args.wav, audio_s, reference)
+        args.out.write_text(json.dumps(result, indent=2) + "\n")  # what is done survives a later failure
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
