@@ -405,16 +405,29 @@ def test_a_subtitle_cue_with_two_voices_has_one_dashed_line_per_voice():
 # --------------------------------------------------------------------------
 
 
-def _nice_once_exec_done(pid: int) -> int:
-    # `nice -n N python ...`: read it once the process is python, not yet nice setting itself
+def _nice_once_exec_done(pid: int) -> tuple[int, int]:
+    # `chrt --idle 0 nice -n N python -m ...apart`: read (nice, policy) once that python runs (not
+    # the forked copy of this process, nor chrt or nice, which set them before they exec)
     deadline = time.monotonic() + 10
-    while Path(f"/proc/{pid}/comm").read_text().strip() == "nice" and time.monotonic() < deadline:
+    while time.monotonic() < deadline:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        if sp.apart.__name__.encode() in argv and Path(argv[0].decode()).name not in ("chrt", "nice"):
+            break
         time.sleep(0.01)
-    return _nice(Path(f"/proc/{pid}/stat"))
+    stat = Path(f"/proc/{pid}/stat")
+    return _nice(stat), _policy(stat)
+
+
+def _stat_fields(stat: Path) -> list[str]:
+    return stat.read_text().rsplit(")", 1)[1].split()  # from field 3 (state) on
 
 
 def _nice(stat: Path) -> int:
-    return int(stat.read_text().rsplit(")", 1)[1].split()[16])
+    return int(_stat_fields(stat)[16])
+
+
+def _policy(stat: Path) -> int:
+    return int(_stat_fields(stat)[38])
 
 
 def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(encoder, audio_cache):
@@ -430,9 +443,10 @@ def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(
     activity = speech.find_speech(fx.path)
     regions, extent = activity.for_diarization(), activity.for_turns()
     with sp.DiarizationApart(fx.path, regions=regions, extent=extent) as apart:
-        child_nice = _nice_once_exec_done(apart.process.pid)
+        child_nice, child_policy = _nice_once_exec_done(apart.process.pid)
         turns = apart.turns(timeout=300)
     assert child_nice == sp.apart.NICE == 19
+    assert child_policy == os.SCHED_IDLE  # below any nice value while recognition runs
     assert turns == sp.diarize(fx.path, encoder=encoder, regions=regions, extent=extent)
     assert sa.score(fx.turns, turns)["n_speakers"] == 2
 
@@ -447,8 +461,10 @@ def test_diarization_apart_reports_the_childs_error_and_leaves_no_child_behind(t
         w.writeframes(b"\0" * 2 * 16000 * 600)
     with sp.DiarizationApart(silence, regions=[(0.0, 600.0)], extent=[(0.0, 600.0)]) as apart:
         pid = apart.process.pid
-        assert _nice_once_exec_done(pid) == 19
-        assert apart.hurry()  # recognition is done: the worker's own priority (root here)
-        assert {_nice(task / "stat") for task in Path(f"/proc/{pid}/task").iterdir()} == {os.nice(0)}
+        assert _nice_once_exec_done(pid) == (19, os.SCHED_IDLE)
+        assert apart.hurry()  # recognition is done: the worker's own policy and priority (root here)
+        threads = list(Path(f"/proc/{pid}/task").iterdir())
+        assert {_nice(task / "stat") for task in threads} == {os.nice(0)}
+        assert {_policy(task / "stat") for task in threads} == {os.sched_getscheduler(0)} == {os.SCHED_OTHER}
     assert apart.process.returncode is not None  # left before its answer: killed, and reaped
     assert not Path(f"/proc/{pid}").exists()
