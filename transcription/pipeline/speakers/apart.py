@@ -3,14 +3,15 @@
 In a thread beside recognition, diarization slowed it by 0.7-1.4 s of about 20 (bench/asr/pipeline.py):
 the encoder's numpy LSTM runs its steps in Python and the two threads queue for one GIL, whatever
 their nice values. A child process shares no GIL and, at nice 19, takes only the CPU recognition
-leaves idle (at nice 10 it still cost recognition about 0.9 s). The child is a plain ``python -m``
-of this module (a Celery pool process is daemonic and may not start multiprocessing children): the
-request goes in as JSON on stdin (a file), the turns come back as JSON on stdout, and its messages
-go to a file, so no pipe fills up while nobody reads it.
+leaves idle (at nice 10 it still cost recognition about 0.9 s); under SCHED_IDLE as well, a
+recognition thread that wakes up takes its CPU back at once (docs/decisions.md, "Performance").
+The child is a plain ``python -m`` of this module (a Celery pool process is daemonic and may not
+start multiprocessing children): the request goes in as JSON on stdin (a file), the turns come
+back as JSON on stdout, and its messages go to a file, so no pipe fills up while nobody reads it.
 
 Once recognition is done, nothing is left to protect: ``turns()`` first tries to give the child
-back the caller's priority. A worker that may not lower a nice value (not root, no CAP_SYS_NICE,
-RLIMIT_NICE 0) leaves it at 19, where it still runs on any idle CPU.
+back the caller's policy and priority. A worker that may not lower a nice value (not root, no
+CAP_SYS_NICE, RLIMIT_NICE 0) leaves it where it was, where it still runs on any idle CPU.
 
     with DiarizationApart(wav, regions=..., extent=...) as apart:
         ...  # recognition
