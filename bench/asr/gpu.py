@@ -38,7 +38,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rtf import wer  # noqa: E402
 
-from transcription.pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whisper_model  # noqa: E402
+from transcription.pipeline import asr, audio, speakers, whisper_model  # noqa: E402
+from transcription.pipeline.results import build_results  # noqa: E402
 
 CHUNK_SECONDS = 600.0  # settings.RECOGNITION_CHUNK_SECONDS' default
 
@@ -62,14 +63,7 @@ def recognise_like_the_stage(model, wav: Path, weights: str | None) -> tuple[dic
         turns = diarization.turns(timeout=120 + chunks[-1][1] / 4)
         parts["diarization_wait_s"] = time.perf_counter() - t
     t = time.perf_counter()
-    segments = speakers.assign_speakers(transcript.segments, turns)
-    segments = cleaning.clean_words(segments, verbatim=False, tag_audio_events=False, language=transcript.language)
-    cues = captions.build_cues(segments, language=transcript.language)
-    results = {
-        "txt": paragraphs.transcript_text(segments),
-        "srt": captions.to_srt(cues),
-        "webvtt": captions.to_webvtt(cues),
-    }
+    results = build_results(transcript.segments, turns, language=transcript.language)
     parts["captions_s"] = time.perf_counter() - t
     parts["speakers"] = len({turn.speaker for turn in turns})
     return results, parts

@@ -153,7 +153,8 @@ def main() -> None:
     from tests.media_server import MediaServer
     from tests.worker import running_worker
     from transcription.models import Job
-    from transcription.pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whisper_model
+    from transcription.pipeline import asr, audio, speakers, whisper_model
+    from transcription.pipeline.results import build_results
     from transcription.pipeline.wav import wav_duration
 
     t0 = time.perf_counter()
@@ -272,10 +273,7 @@ def main() -> None:
     turns, diarize_s = timed(lambda: speakers.diarize(wav))
 
     def _captions():
-        segs = speakers.assign_speakers(transcript.segments, turns)
-        segs = cleaning.clean_words(segs, verbatim=False, tag_audio_events=False, language=transcript.language)
-        cues = captions.build_cues(segs, language=transcript.language)
-        return paragraphs.transcript_text(segs), captions.to_srt(cues), captions.to_webvtt(cues)
+        return build_results(transcript.segments, turns, language=transcript.language)
 
     _, captions_s = timed(_captions)
 

@@ -13,7 +13,8 @@ from django.conf import settings
 
 from .. import files, services, states
 from ..models import Job
-from ..pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whisper_model
+from ..pipeline import asr, audio, speakers, whisper_model
+from ..pipeline.results import build_results
 from ..pipeline.types import Transcript
 from . import translation
 from .run import Throttled, run_stage
@@ -64,16 +65,13 @@ def _recognise(job: Job, wav: Path) -> None:
         detected_language=transcript.language,
         detected_language_probability=transcript.language_probability,
     )
-    segments = speakers.assign_speakers(transcript.segments, turns)
-    segments = cleaning.clean_words(
-        segments, verbatim=job.verbatim, tag_audio_events=job.tag_audio_events, language=transcript.language
+    results = build_results(
+        transcript.segments,
+        turns,
+        language=transcript.language,
+        verbatim=job.verbatim,
+        tag_audio_events=job.tag_audio_events,
     )
-    cues = captions.build_cues(segments, language=transcript.language)
-    results = {
-        "txt": paragraphs.transcript_text(segments),
-        "srt": captions.to_srt(cues),
-        "webvtt": captions.to_webvtt(cues),
-    }
     services.job_advance(job.id, states.ALIGNING, 1.0, **results)
 
 
