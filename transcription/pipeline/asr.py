@@ -47,6 +47,9 @@ logger = logging.getLogger(__name__)
 MIN_UNCOVERED_S = 1.0
 WORD_PAD_S = 0.4
 MAX_COMPRESSION_RATIO = 2.4
+# a lost stretch is decoded again with this much of the audio around it, and only the words inside
+# it are kept: a second of speech alone often gives Whisper too little to read anything
+RECOVERY_CONTEXT_S = 1.0
 
 
 def _convert(seg, offset: float) -> Segment:
@@ -260,22 +263,36 @@ def _recover_dropped(model, audio, offset: float, segments: list[Segment], regio
     logger.info("Decoding again without batching: %s", ", ".join(f"{a:.1f}-{b:.1f} s" for a, b in merged))
     kept = list(segments)
     for start, end in merged:
-        first = max(0, round((start - offset) * SAMPLE_RATE))
-        last = min(len(audio), round((end - offset) * SAMPLE_RATE))
-        if last - first < SAMPLE_RATE // 4:
+        if end - start < 0.25:
             continue
+        first = max(0, round((start - RECOVERY_CONTEXT_S - offset) * SAMPLE_RATE))
+        last = min(len(audio), round((end + RECOVERY_CONTEXT_S - offset) * SAMPLE_RATE))
         # a short gap is all speech (VAD said so); a looping chunk may hold pauses
-        vad = (last - first) > 5 * SAMPLE_RATE
-        # the stretch alone, from its start: not the clips the first decoding was given
+        vad = end - start > 5
+        # the stretch and its surroundings, from their start: not the clips the first decoding was
+        # given. No three tokens twice: a loop is cut where it starts, at temperature 0, instead of
+        # falling back to sampling, whose random draws left a lost second in one decoding of eight
+        # (tests/pipeline/test_multilingual_asr.py)
         plain = {name: value for name, value in options.items() if name != "clip_timestamps"}
-        found, _ = model.transcribe(audio[first:last], **{**plain, "vad_filter": vad})
-        new = [_convert(seg, offset + first / SAMPLE_RATE) for seg in found]
-        new = [seg for seg in new if seg.words and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
+        found, _ = model.transcribe(audio[first:last], **{**plain, "vad_filter": vad, "no_repeat_ngram_size": 3})
+        new = [_words_within(_convert(seg, offset + first / SAMPLE_RATE), start, end) for seg in found]
+        new = [seg for seg in new if seg and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
         if new:  # a looping segment gives way to the new decoding; never fewer words than before
             kept = [seg for seg in kept if not (seg in looping and start <= seg.start and seg.end <= end)] + new
     # what still loops (Whisper loops there in every mode) keeps one turn of each repetition
     kept = [_without_repetition(seg) if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO else seg for seg in kept]
     return sorted((seg for seg in kept if seg.words or seg.text), key=lambda seg: seg.start)
+
+
+def _words_within(seg: Segment, start: float, end: float) -> Segment | None:
+    """The part of ``seg`` whose words have their middle in [start, end]; None if no word has."""
+    words = [w for w in seg.words if start <= (w.start + w.end) / 2 <= end]
+    if not words:
+        return None
+    if len(words) == len(seg.words):
+        return seg
+    text = "".join(w.text for w in words).strip()
+    return Segment(start=words[0].start, end=words[-1].end, text=text, words=words, speaker=seg.speaker)
 
 
 LOOP_TURNS = 3  # a run of words said this many times over in a row is a repetition loop
