@@ -468,3 +468,25 @@ def test_diarization_apart_reports_the_childs_error_and_leaves_no_child_behind(t
         assert {_policy(task / "stat") for task in threads} == {os.sched_getscheduler(0)} == {os.SCHED_OTHER}
     assert apart.process.returncode is not None  # left before its answer: killed, and reaped
     assert not Path(f"/proc/{pid}").exists()
+
+
+def test_diarization_apart_runs_at_nice_19_alone_where_the_idle_policy_is_refused(tmp_path, monkeypatch):
+    # a sandbox that refuses SCHED_IDLE (its chrt fails) must still diarize, not fail every job
+    refusing = tmp_path / "bin"
+    refusing.mkdir()
+    (refusing / "chrt").write_text(
+        "#!/bin/sh\necho 'chrt: failed to set pid 0 policy: Operation not permitted' >&2\nexit 1\n"
+    )
+    (refusing / "chrt").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{refusing}{os.pathsep}{os.environ['PATH']}")
+    sp.apart._idle_policy.cache_clear()
+    silence = tmp_path / "silence.wav"
+    with wave.open(str(silence), "wb") as w:
+        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
+        w.writeframes(b"\0" * 2 * 16000 * 5)
+    try:
+        with sp.DiarizationApart(silence, regions=[(0.0, 5.0)], extent=[(0.0, 5.0)]) as apart:
+            assert _nice_once_exec_done(apart.process.pid) == (19, os.SCHED_OTHER)
+            assert apart.turns(timeout=120) == [sp.SpeakerTurn(start=0.0, end=5.0, speaker=1)]
+    finally:
+        sp.apart._idle_policy.cache_clear()  # the real chrt again for the tests after this one

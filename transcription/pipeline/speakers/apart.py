@@ -20,6 +20,7 @@ CAP_SYS_NICE, RLIMIT_NICE 0) leaves it where it was, where it still runs on any 
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -35,9 +36,6 @@ from ..types import SpeakerTurn
 logger = logging.getLogger(__name__)
 
 NICE = 19  # while recognition runs: only the CPU it leaves idle
-# and, where util-linux's chrt is there, the SCHED_IDLE policy: below nice 19, and a recognition
-# thread that wakes up takes its CPU back at once instead of after the child's time slice
-CHRT = shutil.which("chrt")
 PROJECT_ROOT = Path(__file__).resolve().parents[3]  # where `transcription` is imported from
 
 
@@ -76,9 +74,8 @@ class DiarizationApart:
             request.write(self.request)
             request.seek(0)
             path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-            idle = [CHRT, "--idle", "0"] if CHRT else []
             self.process = subprocess.Popen(
-                [*idle, "nice", "-n", str(NICE), sys.executable, "-m", __name__],
+                [*_idle_policy(), "nice", "-n", str(NICE), sys.executable, "-m", __name__],
                 stdin=request,
                 stdout=subprocess.PIPE,
                 stderr=self.messages,
@@ -125,6 +122,23 @@ class DiarizationApart:
             self.process.wait()
         self.process.stdout.close()
         self.messages.close()
+
+
+@functools.cache
+def _idle_policy() -> list[str]:
+    """``chrt --idle 0`` where it works: the SCHED_IDLE policy is below nice 19, and a recognition
+    thread that wakes up takes its CPU back at once instead of after the child's time slice. A
+    machine without util-linux's chrt, or whose kernel or sandbox refuses the policy, gets nice 19
+    alone rather than a child that cannot start."""
+    chrt = shutil.which("chrt")
+    if chrt is None:
+        return []
+    try:
+        subprocess.run([chrt, "--idle", "0", "true"], check=True, capture_output=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        logger.info("diarization runs at nice %d only: chrt --idle 0 does not work here", NICE)
+        return []
+    return [chrt, "--idle", "0"]
 
 
 def _threads(pid: int) -> list[int]:
