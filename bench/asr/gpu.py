@@ -29,17 +29,17 @@ import statistics
 import subprocess
 import sys
 import time
-import wave
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rtf import wer  # noqa: E402
+from rtf import abba, wer, without_paragraph_heads  # noqa: E402
 
 from transcription.pipeline import asr, audio, speakers, whisper_model  # noqa: E402
 from transcription.pipeline.results import build_results  # noqa: E402
+from transcription.pipeline.wav import wav_duration  # noqa: E402
 
 CHUNK_SECONDS = 600.0  # settings.RECOGNITION_CHUNK_SECONDS' default
 
@@ -60,7 +60,7 @@ def recognise_like_the_stage(model, wav: Path, weights: str | None) -> tuple[dic
         )
         parts["recognition_s"] = time.perf_counter() - t
         t = time.perf_counter()
-        turns = diarization.turns(timeout=120 + chunks[-1][1] / 4)
+        turns = diarization.turns(timeout=speakers.diarization_timeout(chunks[-1][1]))
         parts["diarization_wait_s"] = time.perf_counter() - t
     t = time.perf_counter()
     results = build_results(transcript.segments, turns, language=transcript.language)
@@ -74,9 +74,7 @@ def bench_device(device: str, args, wav: Path, audio_s: float, reference: str | 
     model = whisper_model.load_model(args.model, args.cache_dir, device)
     load_s = time.perf_counter() - t
     asr.transcribe(model, wav, end=30.0)  # warm-up: the worker's model is warm too
-    order = []
-    for i in range(args.rounds):
-        order += ["stage", "bare"] if i % 2 == 0 else ["bare", "stage"]
+    order = abba(args.rounds, "stage", "bare")
     runs: dict[str, list[dict]] = {"stage": [], "bare": []}
     for name in order:
         t = time.perf_counter()
@@ -109,16 +107,9 @@ def bench_device(device: str, args, wav: Path, audio_s: float, reference: str | 
     if device == "cuda":  # while this process still holds the model and CTranslate2's cache
         result["gpu_memory_used"] = _nvidia_smi("memory.used")
     if reference:
-        result["wer_stage"] = round(wer(reference, _plain(runs["stage"][-1]["text"])), 4)
+        result["wer_stage"] = round(wer(reference, without_paragraph_heads(runs["stage"][-1]["text"])), 4)
         result["wer_bare"] = round(wer(reference, runs["bare"][-1]["text"]), 4)
     return result
-
-
-def _plain(txt: str) -> str:
-    """The transcript text without its paragraph heads ("[0:00:01] Speaker 1:")."""
-    import re
-
-    return re.sub(r"\[\d+:\d+:\d+\] Speaker \d+:", " ", txt)
 
 
 def _nvidia_smi(fields: str) -> str | None:
@@ -142,8 +133,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results-gpu.json"))
     args = parser.parse_args()
 
-    with wave.open(str(args.wav)) as w:
-        audio_s = w.getnframes() / w.getframerate()
+    audio_s = wav_duration(args.wav)
     reference = args.reference.read_text() if args.reference else None
     result = {
         "model": args.model,

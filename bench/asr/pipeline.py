@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import secrets
 import statistics
 import subprocess
@@ -40,7 +39,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from rtf import build_audio, reference_text, wer  # noqa: E402
+from rtf import abba, build_audio, reference_text, wer, without_paragraph_heads  # noqa: E402
 
 GOAL = 1.05  # pipeline / bare recognition on a quiet machine (issue 20)
 
@@ -234,11 +233,7 @@ def main() -> None:
         value = fn()
         return value, time.perf_counter() - t
 
-    # ABBA (pipeline, bare, bare, pipeline, ...): this VM's speed drifts by 10-15% within minutes,
-    # and a drift then hits both sides alike.
-    order = []
-    for i in range(args.rounds):
-        order += ["pipeline", "bare"] if i % 2 == 0 else ["bare", "pipeline"]
+    order = abba(args.rounds, "pipeline", "bare")
     runs: dict[str, list[dict]] = {"pipeline": [], "bare": []}
     log = tmp / "worker.log"
     with MediaServer(media) as server, running_worker(log, ALLOW_PRIVATE_URLS="true") as worker:
@@ -320,7 +315,7 @@ def main() -> None:
             "waiting_s": speech_stages.get("waiting"),
         },
         "chunks": [[round(s, 1), round(e, 1)] for s, e in chunks],
-        "wer_pipeline": round(wer(reference, re.sub(r"\[\d+:\d+:\d+\] Speaker \d+:", " ", job["txt"])), 4),
+        "wer_pipeline": round(wer(reference, without_paragraph_heads(job["txt"])), 4),
         "wer_bare": round(wer(reference, " ".join(s.text for s in transcript.segments)), 4),
         "worker_pid": pid,
     }

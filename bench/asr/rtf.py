@@ -78,6 +78,20 @@ def build_audio(folder: Path, minutes: float) -> tuple[Path, int]:
     return out, repeats
 
 
+def abba(rounds: int, a: str, b: str) -> list[str]:
+    """a, b, b, a, ...: this VM's speed drifts by 10-15% within minutes, and a drift then hits both
+    sides alike."""
+    order = []
+    for i in range(rounds):
+        order += [a, b] if i % 2 == 0 else [b, a]
+    return order
+
+
+def without_paragraph_heads(txt: str) -> str:
+    """A job's transcript text without its paragraph heads ("[0:00:01] Speaker 1:"), for WER."""
+    return re.sub(r"\[\d+:\d+:\d+\] Speaker \d+:", " ", txt)
+
+
 def reference_text(repeats: int) -> str:
     """The LibriVox transcription of one pass over the clips (sorted), repeated."""
     refs = {}

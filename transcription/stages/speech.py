@@ -57,7 +57,7 @@ def _recognise(job: Job, wav: Path) -> None:
         threads=settings.SPEAKER_THREADS or None,
     ) as diarization:
         transcript = _transcribe_chunks(job, model, wav, chunks, activity.for_recognition())
-        turns = diarization.turns(timeout=_diarization_timeout(chunks))
+        turns = diarization.turns(timeout=speakers.diarization_timeout(chunks[-1][1] if chunks else 0.0))
 
     services.job_advance(
         job.id,
@@ -99,10 +99,3 @@ def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript
     if len(parts) > 1:
         services.job_advance(job.id, states.MERGING)
     return asr.merge(parts)
-
-
-def _diarization_timeout(chunks) -> float:
-    # diarization alone runs at about 1/150 of real time on 2 cores (bench/asr/pipeline.py): what
-    # is left of it once recognition is done gets far more than it needs
-    seconds = chunks[-1][1] if chunks else 0.0
-    return 120 + seconds / 4

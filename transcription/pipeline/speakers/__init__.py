@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..types import SpeakerTurn
-from .apart import DiarizationApart, DiarizationFailed
+from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
 from .clustering import MERGE_SIMILARITY, centroids, cluster_embeddings
 from .embedding import Piece, Window, embed_regions
@@ -41,6 +41,7 @@ from .turns import (
 
 __all__ = [
     "DiarizationApart",
+    "diarization_timeout",
     "DiarizationFailed",
     "VoiceEncoder",
     "assign_speakers",

@@ -39,6 +39,13 @@ NICE = 19  # while recognition runs: only the CPU it leaves idle
 PROJECT_ROOT = Path(__file__).resolve().parents[3]  # where `transcription` is imported from
 
 
+def diarization_timeout(audio_seconds: float) -> float:
+    """How long ``turns()`` may wait. Diarization alone runs at about 1/150 of real time on 2 cores
+    (bench/asr/pipeline.py): what is left of it once recognition is done gets far more than it
+    needs."""
+    return 120 + audio_seconds / 4
+
+
 class DiarizationFailed(RuntimeError):
     pass
 
