@@ -180,3 +180,93 @@ class UrlField(StrictCharField):
         if not is_absolute_uri(value):
             self.fail("not_a_uri")
         return value
+
+
+SPEAKER_NAME_MAX_CHARS = 40
+# A name goes where `txt` and WebVTT put "Speaker N": "[00:00:03] Alice: ..." and "<v Alice>".
+SPEAKER_NAME_FORBIDDEN = re.compile(r"[:<>\r\n\v\f\x1c-\x1e\x85\u2028\u2029]")
+
+
+@extend_schema_field(
+    {
+        "type": "string",
+        "minLength": 1,
+        "maxLength": SPEAKER_NAME_MAX_CHARS,
+        "pattern": r"^[^:<>\r\n\u2028\u2029]+$",
+        "description": "1 to 40 characters without line breaks, `:`, `<` or `>`; spaces at either end are dropped.",
+        "examples": ["Alice"],
+    }
+)
+class SpeakerNameField(StrictCharField):
+    """A speaker's name, as `txt` ("[00:00:03] Alice: ...") and WebVTT ("<v Alice>") can carry it."""
+
+    default_error_messages = {
+        "forbidden": "A name may not hold a line break, ':', '<' or '>'.",
+        "blank": "A name must have 1 to 40 characters.",
+        "max_length": "A name must have 1 to 40 characters.",
+    }
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", SPEAKER_NAME_MAX_CHARS)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        value = super().to_internal_value(data)
+        if SPEAKER_NAME_FORBIDDEN.search(value):
+            self.fail("forbidden")
+        return value
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "propertyNames": {"pattern": "^[1-9][0-9]{0,3}$"},
+        "additionalProperties": {
+            "anyOf": [
+                {
+                    "type": "string",
+                    "minLength": 1,
+                    "maxLength": SPEAKER_NAME_MAX_CHARS,
+                    "pattern": r"^[^:<>\r\n\u2028\u2029]+$",
+                },
+                {"type": "null"},
+            ]
+        },
+        "minProperties": 1,
+        "description": 'Names by the `N` of `Speaker N` in the job\'s `txt`: `{"1": "Alice"}`. A name is 1 to 40 '
+        "characters without line breaks, `:`, `<` or `>`; null gives the speaker back its number.",
+        "examples": [{"1": "Alice", "2": "Bob"}],
+    }
+)
+class SpeakerNamesField(serializers.Field):
+    """{"1": "Alice", "2": null}: every entry checked, each error under its own key."""
+
+    default_error_messages = {
+        "not_an_object": 'Input should be an object of names by speaker number, such as {"1": "Alice"}.',
+        "empty": "Give at least one speaker a name.",
+        "not_a_number": "A key is the N of 'Speaker N' in the job's transcript: a whole number from 1.",
+    }
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            self.fail("not_an_object")
+        if not data:
+            self.fail("empty")
+        names, errors = {}, {}
+        for key, value in data.items():
+            if not (isinstance(key, str) and key.isascii() and key.isdigit() and 0 < int(key) < 10000):
+                errors[key] = [serializers.ErrorDetail(self.error_messages["not_a_number"], code="not_a_number")]
+                continue
+            if value is None:
+                names[str(int(key))] = None
+                continue
+            try:
+                names[str(int(key))] = SpeakerNameField().run_validation(value)
+            except serializers.ValidationError as error:
+                errors[key] = error.detail
+        if errors:
+            raise serializers.ValidationError(errors)
+        return names
+
+    def to_representation(self, value):
+        return value

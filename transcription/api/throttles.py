@@ -4,10 +4,10 @@ from . import ratelimit
 
 
 class AccountRateThrottle(BaseThrottle):
-    """The four POSTs count as job requests, the GETs as polls (the playlist preview included)."""
+    """The POSTs (and DELETEs) count as job requests, the GETs as polls (the playlist preview included)."""
 
     def allow_request(self, request, view):
-        bucket = ratelimit.JOBS if request.method == "POST" else ratelimit.POLLS
+        bucket = ratelimit.POLLS if request.method in ("GET", "HEAD", "OPTIONS") else ratelimit.JOBS
         state = ratelimit.hit(request.user.pk, bucket)
         request.rate_limit = state
         return state.allowed

@@ -38,14 +38,28 @@ from .turns import (
     turns_from_labels,
     viterbi,
 )
+from .voices import (
+    VOICE_ENCODER,
+    VoiceSampleError,
+    check_sample_length,
+    embed_speech,
+    recognise_voices,
+    voice_sample,
+)
 
 __all__ = [
     "DiarizationApart",
     "diarization_timeout",
     "DiarizationFailed",
+    "VOICE_ENCODER",
     "VoiceEncoder",
+    "VoiceSampleError",
     "assign_speakers",
+    "check_sample_length",
     "diarize",
+    "embed_speech",
+    "recognise_voices",
+    "voice_sample",
     "turns_from_embeddings",
 ]
 
