@@ -31,7 +31,7 @@ from billing.selectors import account_balance, charged_seconds
 from transcription import services
 from transcription.api import ratelimit
 from transcription.api.errors import Busy, RequestValidationError, json_not_found
-from transcription.api.operations import playlist_listing, rename_speakers, validate
+from transcription.api.operations import NotDone, playlist_listing, rename_speakers, validate
 from transcription.artifacts import signed_path
 from transcription.dispatch import QueueUnavailable
 from transcription.models import Batch, Job, JobType, Quality, Translation
@@ -309,6 +309,8 @@ def job_speakers(request, job_id):
         return HttpResponse("; ".join(entry["msg"] for entry in error.errors), status=422, content_type="text/plain")
     except exceptions.NotFound:
         raise Http404("No job with that id on this account.") from None
+    except NotDone as error:
+        return JsonResponse({"detail": str(error.detail)}, status=409)
     if wants_json:
         job = Job.objects.only("speaker_names").get(pk=job_id)
         return JsonResponse({"names": job.speaker_names})

@@ -39,6 +39,7 @@ from transcription.dispatch import QueueUnavailable
 
 from . import operations, ratelimit
 from .errors import Busy, RequestValidationError
+from .operations import NotDone
 
 logger = logging.getLogger(__name__)
 
@@ -166,7 +167,7 @@ def _run(bucket: str, operation, summary) -> CallToolResult:
             body = call()
         except RequestValidationError as error:
             return _error(_validation_text(error.errors), error.errors)
-        except exceptions.NotFound as error:
+        except (exceptions.NotFound, NotDone) as error:
             return _error(str(error.detail), str(error.detail))
         except (Busy, QueueUnavailable) as error:  # listings full, or the broker down: nothing stored
             text = str(error.detail if isinstance(error, Busy) else error)

@@ -48,6 +48,13 @@ def parse_id(value, location: str = "path") -> uuid.UUID:
         ) from None
 
 
+class NotDone(exceptions.APIException):
+    """409: the job has no text (yet) whose speakers could be named."""
+
+    status_code = 409
+    default_code = "not_done"
+
+
 def not_found(what: str) -> exceptions.NotFound:
     return exceptions.NotFound(f"No {what} with that id on this account.")
 
@@ -98,17 +105,20 @@ def rename_speakers(account_id, raw_id, data: dict, request=None, location: str 
     transcript does not hold is a 422 naming it; another account's job a 404."""
     job_id = parse_id(raw_id, location)
     names = validate(s.SpeakerNamesRequestSerializer, data)["names"]
-    job = Job.objects.filter(pk=job_id, account_id=account_id).only("id", "txt").first()
+    job = Job.objects.filter(pk=job_id, account_id=account_id).only("id", "state", "txt").first()
     if job is None:
         raise not_found("job")
+    if job.state != "done":
+        raise NotDone(f"This job is {job.state}: its speakers can be named once it is done.")
     present = set(speakers_in(job.txt))
     unknown = [number for number in names if int(number) not in present]
     if unknown:
-        held = ", ".join(f"Speaker {n}" for n in sorted(present)) or "no speakers yet (it is not done)"
+        held = ", ".join(f"Speaker {n}" for n in sorted(present)) or "no speakers (no speech was found)"
         raise RequestValidationError(
             [
                 {
-                    "loc": ["body", "names", number],
+                    # a number, as the other entries of `names` are located (api.errors.validation_errors)
+                    "loc": ["body", "names", int(number)],
                     "msg": f"This job's transcript has no Speaker {number}; it has {held}.",
                     "type": "unknown_speaker",
                 }

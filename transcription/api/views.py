@@ -157,10 +157,11 @@ class JobViewSet(ContractViewSet):
         "`Speaker N` in its `txt`: `txt` then reads `[00:00:03] Alice: …` and every WebVTT voice span (the job's "
         "and its translations') `<v Alice>`. Names given before are kept unless given again; `null` gives a "
         "speaker back its number. Answers the job as `GET /v1/api/transcription/{id}` does. Free of minutes; "
-        "counts as a job request. A number the job's transcript does not hold, or a bad name, is a 422 naming it.",
+        "counts as a job request. A number the job's transcript does not hold, or a bad name, is a 422 naming it; "
+        "a job that is not `done` is a 409.",
         parameters=[_id_parameter("job")],
         request=s.SpeakerNamesRequestSerializer,
-        responses={200: s.TranscriptionApiResponseSerializer},
+        responses={200: s.TranscriptionApiResponseSerializer, 409: s.ErrorResponseSerializer},
         examples=[_example("Two speakers named", {"names": {"1": "Alice", "2": "Bob"}})],
         extensions={"x-extension": True},
     )
