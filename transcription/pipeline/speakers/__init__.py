@@ -100,6 +100,7 @@ def turns_from_embeddings(
     if not windows:
         # only fragments too short to embed: one speaker for all of it
         return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in extent]
+    emb = np.where(np.isfinite(emb), emb, 0.0)  # a silent window's embedding may be NaN
     weights = np.array([w.own_end - w.own_start for w in windows])
     labels = cluster_embeddings(emb, max_speakers=max_speakers, weights=weights, merge_similarity=merge_similarity)
     k = int(labels.max()) + 1
