@@ -275,8 +275,9 @@ def test_a_voice_print_matches_its_speaker_and_not_the_other(encoder, audio_cach
         )
         for who in "mv"
     }
-    for a, b in halves.values():
-        assert a.shape == (encoder.dim,) and abs(float(np.linalg.norm(a)) - 1.0) < 1e-5
+    for print_a, print_b in halves.values():
+        assert print_a.shape == print_b.shape == (encoder.dim,)
+        assert abs(float(np.linalg.norm(print_a)) - 1.0) < 1e-5
     same = min(float(a @ b) for a, b in halves.values())
     other = float(halves["m"][0] @ halves["v"][0])
     assert same - other > 0.05, (same, other)
