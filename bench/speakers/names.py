@@ -3,7 +3,7 @@
 The account enrols every voice of a pool but one (the stranger); every pair of the pool's voices
 talks in a conversation made of other lines than the samples'; the service's own diarization finds
 the speakers, and each speaker is named as the speech stage names them
-(``speakers.recognise_voices``: its longest turns embedded, matched against the samples'
+(``voices.recognise_voices``: its longest turns embedded, matched against the samples'
 embeddings). Each stranger of the pool in turn, so every voice is scored enrolled and not.
 
 - right: a speaker whose voice is enrolled, given its name (the share of such speakers);
@@ -39,6 +39,7 @@ if str(ROOT) not in sys.path:
 
 from tests.pipeline import speaker_audio as sa  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
+from transcription.pipeline.speakers import voices  # noqa: E402
 from transcription.pipeline.speakers.voices import match_voices, speaker_regions  # noqa: E402
 
 ASTERISK = Path("/usr/share/asterisk/sounds")
@@ -46,7 +47,7 @@ TARGET_WRONG = 0.01
 TARGET_RIGHT = 0.90
 
 
-def voices() -> dict[str, list[Path]]:
+def voice_pool() -> dict[str, list[Path]]:
     pool = {f"fillets-{lang}-{who}": sa.clips(lang, who) for lang in ("nl", "cs") for who in ("m", "v")}
     for folder, name in (
         (["en_US_f_Allison", "es_MX_f_Allison"], "asterisk-allison"),
@@ -69,7 +70,7 @@ def embed_recording(path: Path, turns=None) -> dict[int, np.ndarray]:
     turns = turns if turns is not None else speakers.diarize(path)
     out = {}
     for speaker, regions in speaker_regions(turns).items():
-        embedding = speakers.embed_speech(path, regions)
+        embedding = voices.embed_speech(path, regions)
         if embedding is not None:
             out[speaker] = embedding
     return out, turns
@@ -92,7 +93,7 @@ def measure(pool: list[str], paths: dict[str, list[Path]], work: Path, seeds: in
     for name in pool:
         fixture = sa.conversation(work / f"sample-{name}.wav", {name: paths[name][0::2]}, n_clips=10, cache=cache)
         activity = speakers.speech.find_speech(fixture.path)
-        samples[name] = speakers.embed_speech(fixture.path, activity.for_diarization())
+        samples[name] = voices.embed_speech(fixture.path, activity.for_diarization())
     rows = []
     for seed in range(seeds):
         for a, b in itertools.combinations(pool, 2):
@@ -148,10 +149,10 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=Path("/tmp/bench-names"))
     parser.add_argument("--results", type=Path, default=ROOT / "bench/speakers/results-names.json")
     args = parser.parse_args()
-    paths = voices()
+    paths = voice_pool()
     calibration, test = halves(list(paths))
     started = time.process_time()
-    results = {"encoder": speakers.VOICE_ENCODER, "calibration_voices": calibration, "test_voices": test}
+    results = {"encoder": voices.VOICE_PRINT_MODEL, "calibration_voices": calibration, "test_voices": test}
     grid = np.arange(0.50, 0.96, 0.01)
     measured = {}
     for label, pool in (("calibration", calibration), ("test", test)):
@@ -164,7 +165,7 @@ def main() -> None:
     results["calibration_curve"] = curve
     rows, samples = measured["test"]
     results["test"] = score(rows, samples, chosen["threshold"])
-    results["test_at_service_threshold"] = score(rows, samples, speakers.voices.MATCH_SIMILARITY)
+    results["test_at_service_threshold"] = score(rows, samples, voices.MATCH_SIMILARITY)
     same = [r["similarity"][r["voice"]] for r in rows if r["voice"] in r["similarity"]]
     other = [s for r in rows for name, s in r["similarity"].items() if name != r["voice"]]
     results["test_similarity"] = {

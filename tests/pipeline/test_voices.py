@@ -10,6 +10,7 @@ from tests.pipeline.speaker_audio import clips, conversation, have_ffmpeg
 from transcription.pipeline import speakers
 from transcription.pipeline.results import build_results
 from transcription.pipeline.speaker_names import name_txt, name_webvtt, speakers_in
+from transcription.pipeline.speakers import voices
 from transcription.pipeline.speakers.voices import match_voices, speaker_regions
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
@@ -72,30 +73,28 @@ def _diarize(path, regions, extent):
 
 def test_a_sample_of_one_voice_gives_its_embedding_and_two_voices_are_refused(recordings):
     activity = speakers.speech.find_speech(recordings["alice"].path)
-    sample = speakers.voice_sample(
+    sample = voices.voice_sample(
         recordings["alice"].path, activity.for_diarization(), activity.for_turns(), diarize=_diarize
     )
     assert sample.embedding.dtype == np.float32 and abs(float(np.linalg.norm(sample.embedding)) - 1) < 1e-4
     assert sample.speech_seconds > 5
 
     activity = speakers.speech.find_speech(recordings["two"].path)
-    with pytest.raises(speakers.VoiceSampleError, match="holds 2 voices"):
-        speakers.voice_sample(
-            recordings["two"].path, activity.for_diarization(), activity.for_turns(), diarize=_diarize
-        )
-    with pytest.raises(speakers.VoiceSampleError, match="10 to 120 seconds long; this one is 7 s"):
-        speakers.check_sample_length(7)
-    speakers.check_sample_length(10)
-    speakers.check_sample_length(120)
+    with pytest.raises(voices.VoiceSampleError, match="holds 2 voices"):
+        voices.voice_sample(recordings["two"].path, activity.for_diarization(), activity.for_turns(), diarize=_diarize)
+    with pytest.raises(voices.VoiceSampleError, match="10 to 120 seconds long; this one is 7 s"):
+        voices.check_sample_length(7)
+    voices.check_sample_length(10)
+    voices.check_sample_length(120)
 
 
 def test_the_enrolled_voice_names_its_speaker_in_another_recording_and_no_one_else(recordings):
     activity = speakers.speech.find_speech(recordings["alice"].path)
-    alice = speakers.embed_speech(recordings["alice"].path, activity.for_diarization())
+    alice = voices.embed_speech(recordings["alice"].path, activity.for_diarization())
     talk = recordings["talk"]
     turns = speakers.diarize(talk.path)
     assert len({t.speaker for t in turns}) == 2
-    heard = speakers.recognise_voices(talk.path, turns, [("alice", alice)])
+    heard = voices.recognise_voices(talk.path, turns, [("alice", alice)])
     assert list(heard.values()) == ["alice"]
     [speaker] = heard
 

@@ -30,7 +30,8 @@ from django.core.files.storage import default_storage
 from .. import files, services, states
 from ..claims import JobClaim
 from ..models import FailureReason, Job
-from ..pipeline import audio, burn, fetch, speakers, whisper_model
+from ..pipeline import audio, burn, fetch, whisper_model
+from ..pipeline.speakers import voices
 
 logger = logging.getLogger(__name__)
 
@@ -43,7 +44,7 @@ CLIENT_ERRORS = {
     audio.AudioError: FailureReason.MEDIA,
     whisper_model.ModelUnavailable: FailureReason.MODEL,
     burn.BurnError: FailureReason.BURN,
-    speakers.VoiceSampleError: FailureReason.MEDIA,
+    voices.VoiceSampleError: FailureReason.MEDIA,
 }
 
 Stage = Callable[[Job, Path], bool]

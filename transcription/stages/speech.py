@@ -16,6 +16,7 @@ from .. import files, services, states
 from ..models import Job, Voice
 from ..pipeline import asr, audio, speakers, whisper_model
 from ..pipeline.results import build_results
+from ..pipeline.speakers import voices
 from ..pipeline.types import Transcript
 from . import translation
 from .run import Throttled, run_stage
@@ -83,23 +84,23 @@ def _recognise(job: Job, wav: Path) -> None:
 def _enrolled_voices_heard(job: Job, wav: Path, turns) -> dict[int, str]:
     """{speaker of `turns`: name} for the speakers who sound like one of the account's enrolled
     voices (only this account's, and only those the current encoder made)."""
-    voices = [
+    enrolled = [
         (voice.name, np.frombuffer(bytes(voice.embedding), dtype=np.float32))
         for voice in Voice.objects.filter(
-            account_id=job.account_id, embedding__isnull=False, encoder=speakers.VOICE_ENCODER
+            account_id=job.account_id, embedding__isnull=False, encoder=voices.VOICE_PRINT_MODEL
         ).only("name", "embedding")
     ]
-    if not voices:
+    if not enrolled:
         return {}
     # keyed by position: two voices may share a name
-    heard = speakers.recognise_voices(
+    heard = voices.recognise_voices(
         wav,
         turns,
-        [(index, embedding) for index, (_, embedding) in enumerate(voices)],
+        [(index, embedding) for index, (_, embedding) in enumerate(enrolled)],
         weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
         threads=settings.SPEAKER_THREADS or None,
     )
-    return {speaker: voices[index][0] for speaker, index in heard.items()}
+    return {speaker: enrolled[index][0] for speaker, index in heard.items()}
 
 
 def _enrol(job: Job, wav: Path) -> None:
@@ -109,7 +110,7 @@ def _enrol(job: Job, wav: Path) -> None:
     activity = speakers.speech.find_speech(wav)
     weights = settings.SPEAKER_ENCODER_WEIGHTS or None
     threads = settings.SPEAKER_THREADS or None
-    sample = speakers.voice_sample(
+    sample = voices.voice_sample(
         wav,
         activity.for_diarization(),
         activity.for_turns(),
@@ -120,7 +121,7 @@ def _enrol(job: Job, wav: Path) -> None:
         threads=threads,
     )
     services.job_advance(job.id, states.ALIGNING)
-    services.voice_store(job.id, sample.embedding.astype(np.float32).tobytes(), speakers.VOICE_ENCODER)
+    services.voice_store(job.id, sample.embedding.astype(np.float32).tobytes(), voices.VOICE_PRINT_MODEL)
     services.job_finish(job.id)
 
 

@@ -7,8 +7,9 @@ similarity: a speaker takes a voice's name only when the two are at least MATCH_
 each voice names at most one speaker and each speaker takes at most one name (the most alike pairs
 first). The threshold and its error rates come from bench/speakers/names.py (docs/decisions.md).
 
-Every embedding is made by :func:`embed_speech`, the one function that embeds a stretch of speech;
-VOICE_ENCODER says which encoder made it, since embeddings of two encoders cannot be compared.
+Every embedding is a voice print (:func:`..speakers.voice_print`, the one function that embeds a
+stretch of speech); VOICE_PRINT_MODEL says which encoder made it, since prints of two encoders
+cannot be compared. Imported as a module of its own (``speakers.voices``), after the package.
 """
 
 from __future__ import annotations
@@ -20,10 +21,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import SpeakerTurn
-from .embedding import embed_regions
-from .encoder import default_encoder
+from . import VOICE_PRINT_MODEL, voice_print
 
-VOICE_ENCODER = "resemblyzer-256"
+__all__ = ["VOICE_PRINT_MODEL", "VoiceSampleError", "check_sample_length", "recognise_voices", "voice_sample"]
 MATCH_SIMILARITY = 0.80
 MAX_SECONDS_PER_SPEAKER = 60.0
 
@@ -44,16 +44,11 @@ def embed_speech(
     weights: str | os.PathLike | None = None,
     threads: int | None = None,
 ) -> np.ndarray | None:
-    """One L2-normalised embedding of the speech in ``regions`` (seconds) of a 16 kHz mono WAV:
-    the mean of its windows' embeddings, each weighted by the time it stands for. None when the
-    regions are too short to embed."""
-    emb, windows, _ = embed_regions(wav_path, regions, default_encoder(weights), threads)
-    if not windows:
+    """The voice print of the speech in ``regions``; None when they are too short to embed."""
+    try:
+        return voice_print(wav_path, regions, weights=weights, threads=threads)
+    except ValueError:
         return None
-    weight = np.array([w.own_end - w.own_start for w in windows], dtype=np.float64)
-    mean = (emb.astype(np.float64) * weight[:, None]).sum(axis=0)
-    norm = float(np.linalg.norm(mean))
-    return (mean / norm).astype(np.float32) if norm > 0 else None
 
 
 def speaker_regions(
