@@ -24,7 +24,12 @@ from ..types import SpeakerTurn
 from . import VOICE_PRINT_MODEL, voice_print
 
 __all__ = ["VOICE_PRINT_MODEL", "VoiceSampleError", "check_sample_length", "recognise_voices", "voice_sample"]
-MATCH_SIMILARITY = 0.80
+# The least cosine similarity at which a speaker takes an enrolled voice's name, per encoder (the
+# scale of the similarities is the encoder's own): fitted by bench/speakers/names.py on its
+# calibration voices, reported on its test voices (docs/decisions.md). An encoder without a
+# figure here names nobody until it is measured.
+MATCH_SIMILARITIES = {"resemblyzer-0.1.4": 0.93}
+MATCH_SIMILARITY = MATCH_SIMILARITIES.get(VOICE_PRINT_MODEL, float("inf"))
 MAX_SECONDS_PER_SPEAKER = 60.0
 
 # What a voice sample must be: the length of the file, and the speech heard in it.
