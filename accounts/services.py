@@ -162,6 +162,14 @@ def signup_pending_with(email: str, password: str) -> bool:
     return any(check_password(password, signup.password) for signup in pending)
 
 
+def _shown_to(account: Account, by) -> str:
+    """For the audit entry of a token someone other than its holder was shown (support staff in
+    the admin): who saw it. The holder is told by mail (audit.notices)."""
+    if by is None or getattr(by, "pk", None) is None or by.pk == account.user_id:
+        return ""
+    return f", shown to {by.get_username()}"
+
+
 @transaction.atomic
 def token_issue(account: Account, *, by=None) -> str:
     """Create the account's token, or replace the existing one (which stops working at once).
@@ -176,14 +184,15 @@ def token_issue(account: Account, *, by=None) -> str:
         previous.delete()
         _forget_token(previous.digest)
     created = ApiToken.objects.create(account=account, prefix=token[:PREFIX_LENGTH], digest=token_digest(token))
+    shown = _shown_to(account, by)
     if previous is None:
-        audit_record(account, AuditEvent.Action.TOKEN_ISSUED, by=by, detail=f"New token {created.prefix}…")
+        audit_record(account, AuditEvent.Action.TOKEN_ISSUED, by=by, detail=f"New token {created.prefix}…{shown}")
     else:
         audit_record(
             account,
             AuditEvent.Action.TOKEN_REPLACED,
             by=by,
-            detail=f"Token {previous.prefix}… replaced by {created.prefix}…",
+            detail=f"Token {previous.prefix}… replaced by {created.prefix}…{shown}",
         )
     return token
 

@@ -138,6 +138,10 @@ AXES_CLIENT_IP_CALLABLE = "accounts.client.client_address"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
+# What support staff (not superusers) may grant: at most this many minutes in one grant, and in
+# all their grants of any 24 hours (billing.services.grant_staff_minutes); more needs a superuser.
+SUPPORT_GRANT_MAX_MINUTES = env.int("SUPPORT_GRANT_MAX_MINUTES", default=10_000)
+SUPPORT_GRANT_DAILY_MINUTES = env.int("SUPPORT_GRANT_DAILY_MINUTES", default=30_000)
 # Sign-ups (each one a confirmation mail) from one client address per hour (accounts.views.signup).
 SIGNUPS_PER_HOUR = env.int("SIGNUPS_PER_HOUR", default=5)
 # Confirmation mails to one recipient per hour, whoever asks: a sign-up form cannot flood a mailbox.
