@@ -162,6 +162,13 @@ def signup_pending_with(email: str, password: str) -> bool:
     return any(check_password(password, signup.password) for signup in pending)
 
 
+def file_links_revoke(account: Account) -> None:
+    """Every signed file link of the account made until now stops working (transcription.views.artifact);
+    the holder's next poll or page view gets new ones. Called when a token is revoked or replaced,
+    and by whatever deactivates a login (a re-activated account's old links stay dead)."""
+    Account.objects.filter(pk=account.pk).update(file_links_revoked_at=timezone.now())
+
+
 def _shown_to(account: Account, by) -> str:
     """For the audit entry of a token someone other than its holder was shown (support staff in
     the admin): who saw it. The holder is told by mail (audit.notices)."""
@@ -183,6 +190,7 @@ def token_issue(account: Account, *, by=None) -> str:
     if previous is not None:
         previous.delete()
         _forget_token(previous.digest)
+        file_links_revoke(account)
     created = ApiToken.objects.create(account=account, prefix=token[:PREFIX_LENGTH], digest=token_digest(token))
     shown = _shown_to(account, by)
     if previous is None:
@@ -206,5 +214,6 @@ def token_revoke(account: Account, *, by=None) -> bool:
         return False
     previous.delete()
     _forget_token(previous.digest)
+    file_links_revoke(account)
     audit_record(account, AuditEvent.Action.TOKEN_REVOKED, by=by, detail=f"Token {previous.prefix}… revoked")
     return True
