@@ -217,3 +217,39 @@ def token_revoke(account: Account, *, by=None) -> bool:
     file_links_revoke(account)
     audit_record(account, AuditEvent.Action.TOKEN_REVOKED, by=by, detail=f"Token {previous.prefix}… revoked")
     return True
+
+
+# --- Deactivation: one switch that closes every door ---------------------------------------------
+# The login's is_active is the switch. Every door reads it: the front door's token lookup
+# (accounts.authentication.token_holder; the token cache is forgotten by accounts.signals whenever
+# the login is saved, so the fast lane's Lua script stops finding it too), and Django's session
+# middleware (ModelBackend.get_user drops an inactive login's session on its next request).
+# Nothing is deleted: the token, jobs, ledger and webhook stay, and reactivation opens every door
+# again with the same token.
+
+
+@transaction.atomic
+def account_deactivate(account: Account, *, by=None, reason: str = "") -> bool:
+    """Close every door of the account at once (REST, MCP, the poll fast lane, the website and its
+    signed-in sessions); returns whether it was active (only then is it audited)."""
+    user = type(account.user).objects.select_for_update().get(pk=account.user_id)
+    if not user.is_active:
+        return False
+    user.is_active = False
+    user.save(update_fields=["is_active"])  # accounts.signals forgets the token's cached lookup
+    detail = "Login deactivated: API token, MCP and website refused until reactivated."
+    audit_record(account, AuditEvent.Action.ACCOUNT_DEACTIVATED, by=by, detail=f"{detail} {reason}".strip())
+    return True
+
+
+@transaction.atomic
+def account_reactivate(account: Account, *, by=None, reason: str = "") -> bool:
+    """Open the doors again (the same token works again); returns whether it was inactive."""
+    user = type(account.user).objects.select_for_update().get(pk=account.user_id)
+    if user.is_active:
+        return False
+    user.is_active = True
+    user.save(update_fields=["is_active"])
+    detail = "Login reactivated: API token, MCP and website work again."
+    audit_record(account, AuditEvent.Action.ACCOUNT_REACTIVATED, by=by, detail=f"{detail} {reason}".strip())
+    return True

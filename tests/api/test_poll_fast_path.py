@@ -143,7 +143,9 @@ def test_a_token_not_checked_for_a_minute_goes_to_the_database(api, token):
     digest = token_digest(token)
     account_id = ApiToken.objects.get().account_id
     key = shared_cache.full_key(token_cache_key(digest))
-    shared_cache.client().set(key, encode_cached_token(account_id, long_ago), ex=300)  # checked long ago
+    shared_cache.client().set(
+        key, encode_cached_token(account_id, long_ago, ApiToken.objects.get().account.user_id), ex=300
+    )  # checked long ago
     assert api.get(url).status_code == 200
     assert ApiToken.objects.get().last_used_at > long_ago  # checked (and noted) in the database
 

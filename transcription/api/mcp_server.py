@@ -34,7 +34,6 @@ from rest_framework import exceptions
 from accounts.authentication import BearerTokenAuthentication
 from accounts.models import Account
 from billing import pricing
-from billing.selectors import account_balance
 from transcription.dispatch import QueueUnavailable
 
 from . import operations, ratelimit
@@ -323,26 +322,8 @@ async def preview_playlist(
     return await _call(ctx, ratelimit.POLLS, lambda a: operations.preview_playlist(a, query), summary)
 
 
-def pricing_rules() -> str:
-    burned = ", ".join(
-        f"{pricing.base_multiplier('burned', quality)}x at quality {quality}" for quality in ("default", "hd", "uhd")
-    )
-    burned_translation = ", ".join(
-        f"+{pricing.translation_multiplier('burned', quality)}x at {quality}" for quality in ("default", "hd", "uhd")
-    )
-    return (
-        "Jobs are paid from the balance in seconds of the video's length. "
-        f"A transcript costs {pricing.base_multiplier('transcript')}x the length; subtitles "
-        f"{pricing.base_multiplier('subtitles')}x, +{pricing.translation_multiplier('subtitles')}x per target "
-        f"language; a burned-in video {burned}, per target language {burned_translation}. A playlist costs the "
-        "sum over its queued videos. The charge is made when the length is known; if the balance covers only "
-        "part of a video, the job makes a preview of the first whole minutes covered (is_preview, "
-        "preview_minutes); a failed job is refunded."
-    )
-
-
 def _balance(account_id) -> dict:
-    return {"remaining_seconds": account_balance(account_id), "pricing": pricing_rules()}
+    return operations.get_balance(account_id)
 
 
 async def get_balance(ctx: Context) -> CallToolResult:
