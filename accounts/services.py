@@ -237,6 +237,7 @@ def account_deactivate(account: Account, *, by=None, reason: str = "") -> bool:
         return False
     user.is_active = False
     user.save(update_fields=["is_active"])  # accounts.signals forgets the token's cached lookup
+    file_links_revoke(account)  # its signed file links stay dead even after a reactivation
     detail = "Login deactivated: API token, MCP and website refused until reactivated."
     audit_record(account, AuditEvent.Action.ACCOUNT_DEACTIVATED, by=by, detail=f"{detail} {reason}".strip())
     return True

@@ -275,3 +275,15 @@ def test_links_made_before_links_carried_their_moment_are_revoked_too(client, ac
 def test_a_link_to_a_file_no_job_holds_is_gone(client, stored):
     name = stored(f"burned/{uuid.uuid4()}/video.mp4")
     assert client.get(_path(absolute_url(name))).status_code == 410
+
+
+def test_links_of_a_deactivated_account_stay_dead_after_reactivation(api, client, account, stored):
+    from accounts.services import account_deactivate, account_reactivate
+
+    job = _burned_job(account, stored)
+    leaked = _polled_link(api, job)
+    account_deactivate(account)
+    assert client.get(leaked).status_code == 410
+    account_reactivate(account)
+    assert client.get(leaked).status_code == 410
+    assert client.get(_polled_link(api, job)).status_code == 200, "the same token's new links work"
