@@ -39,6 +39,8 @@ if TRUST_PROXY_HEADERS:
 # Production over HTTPS (README "Settings", "Production security"): all off by default, because
 # `make run` serves plain HTTP on 127.0.0.1; `manage.py check --deploy` is clean with them on.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+# Load balancers probe /health over plain HTTP on the private side: a 301 would fail the probe.
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)

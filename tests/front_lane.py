@@ -51,3 +51,7 @@ class Front:
         """One GET through the front, in an event loop as uvicorn runs it: (status, headers, body)."""
         headers = {"Host": "testserver", "Authorization": f"Bearer {token}", **headers}
         return asyncio.run(self._get(path, headers, query))
+
+    def request(self, path, query="", headers=None):
+        """A GET with exactly these headers (and Host: testserver): (status, headers, body)."""
+        return asyncio.run(self._get(path, {"Host": "testserver", **(headers or {})}, query))
