@@ -307,6 +307,9 @@ def job_retry(job_id, by=None) -> Job:
         failed = Job.objects.select_related("account").get(pk=job_id)
         if failed.state != states.FAILED:
             raise ValueError(f"Only a failed job can be retried; this one is {failed.state}.")
+        if failed.is_voice_sample:
+            # its voice was failed with it; the holder enrols the voice again (POST /v1/api/voices)
+            raise ValueError("A voice sample's job is not retried: the account holder enrols the voice again.")
         options = {name: getattr(failed, name) for name in RETRY_OPTIONS}
         job = job_create(
             failed.account,

@@ -102,3 +102,13 @@ def test_an_accounts_voices_go_with_the_account(db, broker):
     voice.job.delete()
     account.delete()
     assert not Voice.objects.filter(pk=voice.pk).exists()
+
+
+def test_a_failed_samples_job_is_not_retried_as_a_transcript(account, broker):
+    import pytest
+
+    voice = services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
+    services.job_fail(voice.job_id, "The sample holds 2 voices; a voice sample must hold one person's voice alone.")
+    with pytest.raises(ValueError, match="enrols the voice again"):
+        services.job_retry(voice.job_id)
+    assert Job.objects.count() == 1
