@@ -140,10 +140,16 @@ AXES_CLIENT_IP_CALLABLE = "accounts.client.client_address"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
-# Sign-ups from one client address per hour (accounts.views.signup).
+# What support staff (not superusers) may grant: at most this many minutes in one grant, and in
+# all their grants of any 24 hours (billing.services.grant_staff_minutes); more needs a superuser.
+SUPPORT_GRANT_MAX_MINUTES = env.int("SUPPORT_GRANT_MAX_MINUTES", default=10_000)
+SUPPORT_GRANT_DAILY_MINUTES = env.int("SUPPORT_GRANT_DAILY_MINUTES", default=30_000)
+# Sign-ups (each one a confirmation mail) from one client address per hour (accounts.views.signup).
 SIGNUPS_PER_HOUR = env.int("SIGNUPS_PER_HOUR", default=5)
-# A sign-up's confirmation link lasts this long (Django's one-time token, as password resets).
-PASSWORD_RESET_TIMEOUT = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
+# Confirmation mails to one recipient per hour, whoever asks: a sign-up form cannot flood a mailbox.
+CONFIRMATION_MAILS_PER_HOUR = env.int("CONFIRMATION_MAILS_PER_HOUR", default=3)
+# A sign-up's confirmation link lasts this long, and works once.
+EMAIL_CONFIRMATION_SECONDS = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
 
 # Mail (sign-up confirmation links): SMTP when EMAIL_HOST is set; otherwise each message is
 # written as a file under DATA_DIR/mail (what `make run` uses: no mail server needed).
