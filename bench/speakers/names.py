@@ -56,6 +56,7 @@ def load_dataset(path: Path | None):
         return dataset
     spec = importlib.util.spec_from_file_location("names_bench_dataset", path)
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
     return module
 
