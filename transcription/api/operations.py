@@ -20,7 +20,7 @@ from rest_framework import exceptions
 from billing.selectors import quote
 from config import shared_cache
 from transcription import services
-from transcription.models import Batch, JobType
+from transcription.models import Batch, JobType, Upload, UploadState
 from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
 
 from . import polls
@@ -54,21 +54,41 @@ def not_found(what: str) -> exceptions.NotFound:
 # --- Queueing (job requests) ------------------------------------------------------------------
 
 
+def with_upload(account_id, options: dict, job_type: str, location: str = "body") -> dict:
+    """The job's options with `upload_id` turned into the account's Upload: another account's (or
+    no) upload is a 404, as another account's job is; one still receiving, or one without a
+    picture for a burned job, a 422 on `upload_id`."""
+    if "upload_id" not in options:
+        return options
+    options = dict(options)
+    upload = Upload.objects.filter(pk=options.pop("upload_id"), account_id=account_id).first()
+    if upload is None:
+        raise not_found("upload")
+    problem = None
+    if upload.state != UploadState.READY:
+        problem = f"The upload is not complete: {upload.received} of {upload.size} bytes received."
+    elif job_type == JobType.BURNED and not upload.has_video:
+        problem = "The upload has no picture to burn subtitles on (it is audio only)."
+    if problem:
+        raise RequestValidationError([{"loc": [location, "upload_id"], "msg": problem, "type": "value_error"}])
+    return {**options, "upload": upload}
+
+
 def transcribe(account, data: dict) -> dict:
-    options = validate(s.TranscribeRequestSerializer, data)
+    options = with_upload(account.pk, validate(s.TranscribeRequestSerializer, data), JobType.TRANSCRIPT)
     job = services.job_create(account, type=JobType.TRANSCRIPT, **options)
     return {"id": str(job.id)}
 
 
 def create_subtitles(account, data: dict) -> dict:
-    options = validate(s.SubtitlesRequestSerializer, data)
+    options = with_upload(account.pk, validate(s.SubtitlesRequestSerializer, data), JobType.SUBTITLES)
     subtitle_format = options.pop("format")
     job = services.job_create(account, type=JobType.SUBTITLES, subtitle_format=subtitle_format, **options)
     return {"id": str(job.id), "format": subtitle_format}
 
 
 def burn_subtitles(account, data: dict) -> dict:
-    options = validate(s.BurnSubtitlesRequestSerializer, data)
+    options = with_upload(account.pk, validate(s.BurnSubtitlesRequestSerializer, data), JobType.BURNED)
     job = services.job_create(account, type=JobType.BURNED, **options)
     return {"id": str(job.id)}
 

@@ -13,8 +13,7 @@ from django.conf import settings
 
 from .. import files, services, states
 from ..models import Job
-from ..pipeline import asr, audio, speakers, whisper_model
-from ..pipeline.results import build_results
+from ..pipeline import asr, audio, results, speakers, whisper_model
 from ..pipeline.types import Transcript
 from . import translation
 from .run import Throttled, run_stage
@@ -65,14 +64,20 @@ def _recognise(job: Job, wav: Path) -> None:
         detected_language=transcript.language,
         detected_language_probability=transcript.language_probability,
     )
-    results = build_results(
+    final = results.final_segments(
         transcript.segments,
         turns,
         language=transcript.language,
         verbatim=job.verbatim,
         tag_audio_events=job.tag_audio_events,
     )
-    services.job_advance(job.id, states.ALIGNING, 1.0, **results)
+    services.job_keep_segments(
+        job.id,
+        language=transcript.language,
+        duration=transcript.duration,
+        segments=results.segment_records(final),
+    )
+    services.job_advance(job.id, states.ALIGNING, 1.0, **results.texts(final, language=transcript.language))
 
 
 def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript:
@@ -93,6 +98,7 @@ def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript
                 verbatim=job.verbatim,
                 on_progress=progress,
                 speech=speech,
+                prompt=job.prompt,
             )
         )
         done += end - start
