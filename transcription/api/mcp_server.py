@@ -197,15 +197,30 @@ def _account(account_id) -> Account:
 
 
 async def transcribe(
-    ctx: Context, url=NOT_GIVEN, language_code=NOT_GIVEN, verbatim=NOT_GIVEN, tag_audio_events=NOT_GIVEN
+    ctx: Context,
+    url=NOT_GIVEN,
+    upload_id=NOT_GIVEN,
+    language_code=NOT_GIVEN,
+    verbatim=NOT_GIVEN,
+    tag_audio_events=NOT_GIVEN,
+    prompt=NOT_GIVEN,
 ) -> CallToolResult:
-    data = _given(url=url, language_code=language_code, verbatim=verbatim, tag_audio_events=tag_audio_events)
+    data = _given(
+        url=url,
+        upload_id=upload_id,
+        language_code=language_code,
+        verbatim=verbatim,
+        tag_audio_events=tag_audio_events,
+        prompt=prompt,
+    )
     return await _call(ctx, ratelimit.JOBS, lambda a: operations.transcribe(_account(a), data), _queued)
 
 
 async def create_subtitles(
     ctx: Context,
     url=NOT_GIVEN,
+    upload_id=NOT_GIVEN,
+    prompt=NOT_GIVEN,
     language_code=NOT_GIVEN,
     verbatim=NOT_GIVEN,
     tag_audio_events=NOT_GIVEN,
@@ -214,6 +229,8 @@ async def create_subtitles(
 ) -> CallToolResult:
     data = _given(
         url=url,
+        upload_id=upload_id,
+        prompt=prompt,
         language_code=language_code,
         verbatim=verbatim,
         tag_audio_events=tag_audio_events,
@@ -226,6 +243,8 @@ async def create_subtitles(
 async def burn_subtitles(
     ctx: Context,
     url=NOT_GIVEN,
+    upload_id=NOT_GIVEN,
+    prompt=NOT_GIVEN,
     language_code=NOT_GIVEN,
     verbatim=NOT_GIVEN,
     tag_audio_events=NOT_GIVEN,
@@ -236,6 +255,8 @@ async def burn_subtitles(
 ) -> CallToolResult:
     data = _given(
         url=url,
+        upload_id=upload_id,
+        prompt=prompt,
         language_code=language_code,
         verbatim=verbatim,
         tag_audio_events=tag_audio_events,
