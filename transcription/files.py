@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from pathlib import Path
 
 from django.conf import settings
@@ -70,6 +71,17 @@ def local_copy(name: str, local: Path) -> Path:
     if not path.exists():
         raise FileNotFoundError(name)
     return path
+
+
+def job_id_of(name: str) -> uuid.UUID | None:
+    """The job a burned video's storage name belongs to (burned_name), or None for any other name."""
+    parts = name.split("/")
+    if len(parts) != 3 or parts[0] != "burned":
+        return None
+    try:
+        return uuid.UUID(parts[1])
+    except ValueError:
+        return None
 
 
 def store(local: Path, name: str) -> str:
