@@ -60,6 +60,8 @@ REST = "rest"
 MCP = "mcp"
 WEBSITE = "website"
 POLL_FAST_LANE = "poll"
+UPLOADS = "uploads"
+OPENAI = "openai"
 
 
 @dataclass
@@ -139,6 +141,9 @@ OPERATIONS: dict[str, Operation] = {
     "get_batch": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_batch(c.account_id, a.get("id"), r)),
     "preview_playlist": Operation(ratelimit.POLLS, lambda c, a, r: operations.preview_playlist(c.account_id, a)),
     "get_balance": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_balance(c.account_id)),
+    # Uploads (transcription.api.uploads streams the bytes of a new one after admit(caller, JOBS)).
+    "get_upload": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_upload(c.account_id, a.get("id"))),
+    "delete_upload": Operation(ratelimit.POLLS, lambda c, a, r: operations.delete_upload(c.account_id, a.get("id"))),
 }
 
 

@@ -13,9 +13,12 @@ Two ways in, one resource:
   client resumes from `Upload-Offset` (tus-js-client, Uppy, tuspy). The last PATCH is checked
   with ffprobe like a plain upload.
 
-`GET /v1/api/uploads/{id}` shows one. Creating an upload counts as a job request, the other calls as
-polls. Another account's upload is a 404. No upload is larger than UPLOAD_MAX_BYTES (a JSON 413).
-Jobs name a ready upload by `upload_id` (operations.with_upload).
+`GET /v1/api/uploads/{id}` shows one. An adapter of the front door: the Caller from the bearer token
+(or, for the website's job form, the signed-in session with its CSRF token), the protections every
+path has, the limits (creating an upload counts as a job request, the other calls as polls), the
+answers' shape; the rows and checks are operations (find_upload, finish_upload, get_upload,
+delete_upload). Another account's upload is a 404. No upload is larger than UPLOAD_MAX_BYTES (a
+JSON 413). Jobs name a ready upload by `upload_id` (operations.with_upload).
 """
 
 from __future__ import annotations
@@ -26,26 +29,26 @@ import fcntl
 import json
 import logging
 import re
-import uuid
-from datetime import timedelta
-from pathlib import Path
-from types import SimpleNamespace
 from urllib.parse import parse_qs
 
 import anyio
 from django.conf import settings
+from django.contrib.auth.middleware import AuthenticationMiddleware
+from django.contrib.sessions.middleware import SessionMiddleware
 from django.db import close_old_connections
+from django.http import HttpResponse
+from django.http.request import split_domain_port, validate_host
+from django.middleware.csrf import CsrfViewMiddleware
 from django.utils import timezone
 from rest_framework import exceptions
 
-from accounts.authentication import BearerTokenAuthentication
 from accounts.models import Account
-from transcription import files, services, states
-from transcription.models import Job, Upload, UploadState
-from transcription.pipeline.media_probe import NotMedia, probe_media
+from transcription import files, services
+from transcription.models import Upload, UploadState
 
-from . import ratelimit
+from . import asgi_door, front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart, read_raw
+from .errors import RequestValidationError
 from .mcp_server import database_threads
 
 logger = logging.getLogger(__name__)
@@ -54,11 +57,10 @@ UPLOADS_PATH = "/v1/api/uploads"
 TUS_VERSION = "1.0.0"
 TUS_EXTENSIONS = "creation,creation-with-upload,termination"
 TUS_CONTENT_TYPE = "application/offset+octet-stream"
-PROBE_TIMEOUT_SECONDS = 60
 
 
 class Answer(Exception):
-    """An answer that ends the request: `status`, a JSON body, extra headers."""
+    """An answer of this door's own (tus's statuses): `status`, a JSON body, extra headers."""
 
     def __init__(self, status: int, body: dict | None = None, headers: dict | None = None):
         super().__init__(status)
@@ -69,108 +71,30 @@ def detail(status: int, message: str, headers: dict | None = None) -> Answer:
     return Answer(status, {"detail": message}, headers)
 
 
-def invalid(field: str, message: str, kind: str = "value_error", location: str = "body") -> Answer:
-    """A 422 on one field, in the contract's shape."""
-    return Answer(422, {"detail": [{"loc": [location, field], "msg": message, "type": kind}]})
-
-
 def too_large() -> Answer:
     gigabytes = settings.UPLOAD_MAX_BYTES / 1024**3
     size = f"{gigabytes:.1f} GB" if gigabytes >= 1 else f"{settings.UPLOAD_MAX_BYTES / 1024**2:.1f} MB"
     return detail(413, f"The file is larger than {size}, the most one upload may carry.")
 
 
-# --- Who calls ------------------------------------------------------------------------------------
+# --- Who calls: a Caller of the front door ----------------------------------------------------
 
 
-def authenticated_account_id(headers: dict, address: str):
-    """The account behind the bearer token; an Answer 401 (or 429 for an address that keeps
-    sending bad tokens) otherwise."""
-    close_old_connections()
-    try:
-        request = SimpleNamespace(
-            headers={"authorization": headers["authorization"]} if "authorization" in headers else {}
-        )
-        result = BearerTokenAuthentication().authenticate(request)
-        if result is None:
-            raise exceptions.NotAuthenticated("Missing API token: send 'Authorization: Bearer <token>'.")
-        return result[0].pk
-    except exceptions.APIException as error:
-        state = ratelimit.hit_address(address)
-        if not state.allowed:
-            raise detail(
-                429, f"Too many requests; try again in {state.retry_after} seconds.", _limit_headers(state)
-            ) from None
-        raise detail(401, str(error.detail), {"WWW-Authenticate": "Bearer"}) from None
-    finally:
-        close_old_connections()
-
-
-def _limit_headers(state: ratelimit.RateState) -> dict:
-    headers = {"X-RateLimit-Limit": str(state.limit), "X-RateLimit-Remaining": str(state.remaining)}
-    if not state.allowed:
-        headers["Retry-After"] = str(state.retry_after)
-    return headers
-
-
-def count(account_id, bucket: str) -> dict:
-    """Count the call; its rate-limit headers, or an Answer 429."""
-    state = ratelimit.hit(account_id, bucket)
-    if not state.allowed:
-        raise detail(429, f"Rate limit exceeded; try again in {state.retry_after} seconds.", _limit_headers(state))
-    return _limit_headers(state)
-
-
-# --- Rows and files (database threads) -----------------------------------------------------------
-
-
-def document(upload: Upload) -> dict:
-    expires = upload.updated_at + timedelta(hours=settings.UPLOAD_RETENTION_HOURS)
-    return {
-        "id": str(upload.id),
-        "filename": upload.filename,
-        "size": upload.size,
-        "received": upload.received,
-        "state": upload.state,
-        "duration": upload.duration,
-        "has_video": upload.has_video,
-        "created_at": upload.created_at.isoformat().replace("+00:00", "Z"),
-        "expires_at": expires.isoformat().replace("+00:00", "Z"),
-    }
-
-
-def _owned(account_id, upload_id) -> Upload:
-    upload = Upload.objects.filter(pk=upload_id, account_id=account_id).first()
-    if upload is None:
-        raise detail(404, "No upload with that id on this account.")
-    return upload
-
-
-def _create(account_id, size: int, filename: str) -> Upload:
-    return services.upload_create(Account(pk=account_id), size=size, filename=filename)
-
-
-def finish(upload_id, path: Path, field: str = "file") -> Upload:
-    """A whole upload: checked with ffprobe, moved into storage and marked ready; deleted with a
-    422 on `field` when it is not media we can transcribe."""
-    try:
-        summary = probe_media(path, timeout=PROBE_TIMEOUT_SECONDS)
-        if summary.duration > settings.MAX_VIDEO_SECONDS:
-            hours = settings.MAX_VIDEO_SECONDS / 3600
-            raise NotMedia(f"The file is {summary.duration / 3600:.1f} hours long; the most is {hours:g} hours.")
-    except NotMedia as error:
-        services.upload_delete(upload_id)
-        raise invalid(field, str(error)) from None
-    size = path.stat().st_size
-    files.store_moving(path, files.upload_name(upload_id))
-    return services.upload_ready(upload_id, size=size, duration=summary.duration, has_video=summary.has_video)
-
-
-def _delete(account_id, upload_id) -> None:
-    upload = _owned(account_id, upload_id)
-    if Job.objects.filter(upload=upload).exclude(state__in=states.FINAL_STATES).exists():
-        raise detail(409, "A job that reads this upload is still running; delete it once the job has ended.")
-    services.upload_delete(upload.id)
+def caller_for(request, transport: str = front_door.UPLOADS) -> front_door.Caller:
+    """The bearer token's Caller; without an Authorization header, a signed-in person's (the
+    website's job form), whose request must carry the CSRF token as Django's forms do."""
+    address = ratelimit.client_address(request)
+    if "HTTP_AUTHORIZATION" in request.META or "sessionid" not in request.COOKIES:
+        return front_door.caller_from_token(request.META.get("HTTP_AUTHORIZATION"), address, transport)
+    SessionMiddleware(lambda r: None).process_request(request)
+    AuthenticationMiddleware(lambda r: None).process_request(request)
+    caller = front_door.caller_from_session(request.user, address)
+    if caller is None:
+        return front_door.caller_from_token(None, address, transport)
+    refusal = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: None, (), {})
+    if refusal is not None:
+        raise detail(403, "The form's CSRF token is missing or wrong; load the page again.")
+    return caller
 
 
 async def db(function, *args):
@@ -186,63 +110,80 @@ async def db(function, *args):
     return await anyio.to_thread.run_sync(run, limiter=database_threads())
 
 
+def _create(caller: front_door.Caller, size: int, filename: str) -> Upload:
+    return services.upload_create(Account(pk=caller.account_id), size=size, filename=filename)
+
+
 # --- The ASGI app ----------------------------------------------------------------------------------
 
 
 async def application(scope, receive, send):
+    """The door: the Host, the protections every path has (the HTTPS redirect, HSTS, the security
+    headers; not the body limit of JSON requests, since a file is no JSON request), the Caller,
+    the count, then the route. Refusals of the front door in the contract's shape."""
     headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-    tus = {"Tus-Resumable": TUS_VERSION}
+    # the request as Django's middleware sees it, without the length its JSON body limit refuses
+    bare = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]}
+    request = asgi_door.django_request(bare)
+    domain, _port = split_domain_port(request.META.get("HTTP_HOST", ""))
+    if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
+        return await asgi_door.send_json(send, 400, {"detail": "Invalid Host header."})
+    refusal, protective = asgi_door.protections(request)
+    if refusal is not None:
+        return await asgi_door.send_django_response(send, refusal)
+    caller = None
     try:
-        status, body, answer_headers = await _route(scope, receive, headers)
+        if scope["method"] == "OPTIONS":  # tus discovery needs no token
+            status, body, answer_headers = 204, None, _discovery()
+        else:
+            caller = await db(caller_for, request)
+            status, body, answer_headers = await _route(scope, receive, headers, caller)
     except Answer as answer:
         status, body, answer_headers = answer.status, answer.body, answer.headers
+    except exceptions.APIException as error:
+        answer = front_door.error_answer(error)
+        if answer is None:
+            raise
+        status, body, answer_headers = answer.status, answer.body, answer.headers
+    rate = front_door.rate_limit_headers(caller.rate if caller else None)
+    answer_headers = {**rate, **answer_headers}
     if "tus-resumable" in headers or scope["method"] == "OPTIONS":
-        answer_headers = {**tus, **answer_headers}
-    await _send(send, status, body, answer_headers, head=scope["method"] == "HEAD")
+        answer_headers = {"Tus-Resumable": TUS_VERSION, **answer_headers}
+    await _send(send, status, body, answer_headers, protective, head=scope["method"] == "HEAD")
 
 
-async def _route(scope, receive, headers):
+def _discovery() -> dict:
+    return {
+        "Tus-Version": TUS_VERSION,
+        "Tus-Extension": TUS_EXTENSIONS,
+        "Tus-Max-Size": str(settings.UPLOAD_MAX_BYTES),
+    }
+
+
+async def _route(scope, receive, headers, caller: front_door.Caller):
     method = scope["method"]
     rest = scope["path"][len(UPLOADS_PATH) :].strip("/")
-    if method == "OPTIONS":  # tus discovery needs no token
-        return (
-            204,
-            None,
-            {
-                "Tus-Version": TUS_VERSION,
-                "Tus-Extension": TUS_EXTENSIONS,
-                "Tus-Max-Size": str(settings.UPLOAD_MAX_BYTES),
-            },
-        )
-    address = (scope.get("client") or ("unknown", 0))[0]
-    account_id = await db(authenticated_account_id, headers, address)
     if not rest:
         if method != "POST":
             raise detail(405, f"Method {method} not allowed here.", {"Allow": "POST, OPTIONS"})
-        limits = await db(count, account_id, ratelimit.JOBS)
+        await db(front_door.admit, caller, ratelimit.JOBS)
         if "tus-resumable" in headers:
-            status, body, extra = await _tus_create(scope, receive, headers, account_id)
-        else:
-            status, body, extra = await _plain_upload(scope, receive, headers, account_id)
-        return status, body, {**limits, **extra}
-    try:
-        upload_id = uuid.UUID(rest)
-    except ValueError:
-        raise invalid("id", "Input should be a valid UUID.", "uuid_parsing", "path") from None
-    if method not in ("GET", "HEAD", "PATCH", "DELETE"):
-        raise detail(405, f"Method {method} not allowed here.", {"Allow": "GET, HEAD, PATCH, DELETE, OPTIONS"})
-    limits = await db(count, account_id, ratelimit.POLLS)
-    upload = await db(_owned, account_id, upload_id)
+            return await _tus_create(scope, receive, headers, caller)
+        return await _plain_upload(scope, receive, headers, caller)
     if method == "GET":
-        return 200, document(upload), limits
+        return 200, await db(front_door.perform, caller, "get_upload", {"id": rest}), {}
+    if method == "DELETE":
+        _check_tus_version(headers)
+        await db(front_door.perform, caller, "delete_upload", {"id": rest})
+        return 204, None, {}
+    if method not in ("HEAD", "PATCH"):
+        raise detail(405, f"Method {method} not allowed here.", {"Allow": "GET, HEAD, PATCH, DELETE, OPTIONS"})
+    await db(front_door.admit, caller, ratelimit.POLLS)
+    upload = await db(operations.find_upload, caller.account_id, rest)
     _check_tus_version(headers)
     if method == "HEAD":
-        return 200, None, {**limits, **_offset_headers(upload), "Cache-Control": "no-store"}
-    if method == "DELETE":
-        await db(_delete, account_id, upload_id)
-        return 204, None, limits
-    status, body, extra = await _patch(receive, headers, upload)
-    return status, body, {**limits, **extra}
+        return 200, None, {**_offset_headers(upload), "Cache-Control": "no-store"}
+    return await _patch(receive, headers, upload)
 
 
 def _check_tus_version(headers: dict) -> None:
@@ -292,7 +233,7 @@ def _location(scope, headers, upload_id) -> str:
     return f"{scheme or scope.get('scheme', 'http')}://{host}{UPLOADS_PATH}/{upload_id}"
 
 
-async def _tus_create(scope, receive, headers, account_id):
+async def _tus_create(scope, receive, headers, caller):
     _check_tus_version(headers)
     if "upload-defer-length" in headers:
         raise detail(400, "Send Upload-Length: this server does not take uploads of unknown length.")
@@ -303,7 +244,7 @@ async def _tus_create(scope, receive, headers, account_id):
         raise too_large()
     metadata = _metadata(headers.get("upload-metadata", ""))
     filename = metadata.get("filename") or metadata.get("name") or ""
-    upload = await db(_create, account_id, size, filename)
+    upload = await db(_create, caller, size, filename)
     location = {"Location": _location(scope, headers, upload.id)}
     if headers.get("content-type") == TUS_CONTENT_TYPE:  # creation-with-upload: the first bytes too
         headers = {**headers, "upload-offset": "0"}
@@ -347,7 +288,7 @@ async def _patch(receive, headers, upload: Upload):
     received = path.stat().st_size if path.exists() else 0
     await db(services.upload_received, upload.id, received)
     if received == upload.size:
-        upload = await db(finish, upload.id, path)
+        upload = await db(operations.finish_upload, upload.id, path)
         return 204, None, {"Upload-Offset": str(received), "X-Upload-State": upload.state}
     return 204, None, {"Upload-Offset": str(received)}
 
@@ -355,7 +296,7 @@ async def _patch(receive, headers, upload: Upload):
 _FILENAME = re.compile(r"""filename\*?=(?:UTF-8''|")?([^";]+)""", re.IGNORECASE)
 
 
-async def _plain_upload(scope, receive, headers, account_id):
+async def _plain_upload(scope, receive, headers, caller):
     """The whole file in one POST: multipart (its part `file`) or the raw bytes."""
     size = _declared_length(headers, "content-length")
     content_type = headers.get("content-type", "")
@@ -365,7 +306,7 @@ async def _plain_upload(scope, receive, headers, account_id):
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     named = _FILENAME.search(headers.get("content-disposition", ""))
     filename = (query.get("filename") or [""])[-1] or (named.group(1) if named else "")
-    upload = await db(_create, account_id, size or 0, filename)
+    upload = await db(_create, caller, size or 0, filename)
     path = files.incoming_path(upload.id)
     sink = FileSink(path, limit=settings.UPLOAD_MAX_BYTES)
     kept = False
@@ -374,24 +315,23 @@ async def _plain_upload(scope, receive, headers, account_id):
             if multipart:
                 _fields, filename = await read_multipart(receive, content_type, sink)
                 if filename is None:
-                    raise invalid(
-                        "file", "This field is required: send the file as the form part named 'file'.", "missing"
-                    )
+                    message = "This field is required: send the file as the form part named 'file'."
+                    raise RequestValidationError([{"loc": ["body", "file"], "msg": message, "type": "missing"}])
             else:
                 await read_raw(receive, sink)
         finally:
             await sink.close()
         if sink.written == 0:
-            raise invalid("file", "The file is empty.")
+            raise operations.upload_not_media("The file is empty.")
         if multipart and filename:
             await db(_rename, upload.id, filename)
-        ready = await db(finish, upload.id, path)
+        ready = await db(operations.finish_upload, upload.id, path)
         kept = True
-        return 201, document(ready), {"Location": _location(scope, headers, upload.id)}
+        return 201, operations.upload_document(ready), {"Location": _location(scope, headers, upload.id)}
     except BodyTooLarge:
         raise too_large() from None
     except MalformedBody as error:
-        raise invalid("file", str(error)) from None
+        raise operations.upload_not_media(str(error)) from None
     except ClientGone:
         return 400, {"detail": "The connection ended before the file did."}, {}
     finally:
@@ -403,7 +343,7 @@ def _rename(upload_id, filename: str) -> None:
     Upload.objects.filter(pk=upload_id).update(filename=filename[:255], updated_at=timezone.now())
 
 
-async def _send(send, status: int, body: dict | None, headers: dict, head: bool = False) -> None:
+async def _send(send, status: int, body: dict | None, headers: dict, protective, head: bool = False) -> None:
     raw = b"" if body is None else json.dumps(body).encode()
     pairs = [
         (name.lower().encode("latin-1"), str(value).encode("latin-1", "replace")) for name, value in headers.items()
@@ -412,5 +352,7 @@ async def _send(send, status: int, body: dict | None, headers: dict, head: bool 
         pairs.append((b"content-type", b"application/json"))
     if status != 204:
         pairs.append((b"content-length", str(len(raw)).encode()))
+    present = {name for name, _ in pairs}
+    pairs += [(name, value) for name, value in protective if name not in present]
     await send({"type": "http.response.start", "status": status, "headers": pairs})
     await send({"type": "http.response.body", "body": b"" if head else raw})
