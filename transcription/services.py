@@ -20,7 +20,7 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
-from . import dispatch, files, poll_cache, signals, states
+from . import dispatch, files, job_endings, poll_cache, signals, states
 from .models import Batch, FailureReason, Job, JobSegments, Translation, Upload, UploadState
 from .pipeline.languages import normalize_language
 
@@ -161,6 +161,7 @@ def job_charge(job: Job) -> ChargeResult:
 def job_finish(job_id, **results) -> Job:
     job = job_advance(job_id, states.DONE, 1.0, **results)
     signals.job_ended.send(sender=Job, job=job)  # listeners write in this transaction (webhooks' outbox)
+    job_endings.announce_on_commit(job.id)
     return job
 
 
@@ -185,6 +186,7 @@ def job_fail(job_id, error: str, reason: str = FailureReason.OTHER) -> Job | Non
             translation.save()
         job_refund(job, reason=f"Job failed: {error}")
         signals.job_ended.send(sender=Job, job=job)
+        job_endings.announce_on_commit(job.id)
     logger.info("job %s failed: %s", job_id, error)
     return job
 

@@ -117,20 +117,40 @@ def _create(caller: front_door.Caller, size: int, filename: str) -> Upload:
 # --- The ASGI app ----------------------------------------------------------------------------------
 
 
-async def application(scope, receive, send):
-    """The door: the Host, the protections every path has (the HTTPS redirect, HSTS, the security
-    headers; not the body limit of JSON requests, since a file is no JSON request), the Caller,
-    the count, then the route. Refusals of the front door in the contract's shape."""
-    headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-    # the request as Django's middleware sees it, without the length its JSON body limit refuses
+async def door_prelude(scope, send):
+    """What a door outside Django checks first: the Host, then the protections every path has (the
+    HTTPS redirect, HSTS, the security headers; not the body limit of JSON requests, since a file
+    is no JSON request). (the request as Django's middleware sees it, the protective headers to
+    add to the answer), or None once a refusal was sent."""
     bare = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]}
     request = asgi_door.django_request(bare)
     domain, _port = split_domain_port(request.META.get("HTTP_HOST", ""))
     if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-        return await asgi_door.send_json(send, 400, {"detail": "Invalid Host header."})
+        await asgi_door.send_json(send, 400, {"detail": "Invalid Host header."})
+        return None
     refusal, protective = asgi_door.protections(request)
     if refusal is not None:
-        return await asgi_door.send_django_response(send, refusal)
+        await asgi_door.send_django_response(send, refusal)
+        return None
+    return request, protective
+
+
+def declared_length(scope) -> int | None:
+    """The request's Content-Length, or None (a chunked body)."""
+    for name, value in scope.get("headers") or ():
+        if name.lower() == b"content-length" and value.isdigit():
+            return int(value)
+    return None
+
+
+async def application(scope, receive, send):
+    """The door: door_prelude, the Caller, the count, then the route. Refusals of the front door in
+    the contract's shape."""
+    headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
+    prelude = await door_prelude(scope, send)
+    if prelude is None:
+        return
+    request, protective = prelude
     caller = None
     try:
         if scope["method"] == "OPTIONS":  # tus discovery needs no token
