@@ -23,6 +23,7 @@ from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
+from rest_framework.exceptions import NotFound
 
 from accounts.models import Account
 from billing import pricing
@@ -30,7 +31,7 @@ from billing.selectors import account_balance, charged_seconds
 from transcription import services
 from transcription.api import ratelimit
 from transcription.api.errors import Busy, RequestValidationError, json_not_found
-from transcription.api.operations import playlist_listing, validate
+from transcription.api.operations import playlist_listing, validate, with_upload
 from transcription.artifacts import signed_path
 from transcription.dispatch import QueueUnavailable
 from transcription.models import Batch, Job, JobType, Quality, Translation
@@ -147,6 +148,8 @@ def job_list(request):
             "groups": _groups(listed),
             "running": [str(job.pk) for job in listed if job.state not in FINAL_STATES],
             "balance": pricing.format_minutes(max(account_balance(account.pk), 0)),
+            "upload_max_bytes": settings.UPLOAD_MAX_BYTES,
+            "upload_max_size": upload_size(settings.UPLOAD_MAX_BYTES),
         },
     )
 
@@ -324,6 +327,9 @@ def job_new(request):
             except RequestValidationError as error:
                 form.add_api_errors(error.errors)
                 status = 422
+            except NotFound as error:  # an upload of another account, or one the sweep deleted
+                form.add_error(None, f"{error.detail} Choose the file again.")
+                status = 404
             except (Busy, QueueUnavailable) as error:  # the queue or the playlist lister, for a moment
                 form.add_error(None, str(error.detail if isinstance(error, Busy) else error))
                 status = 503
@@ -335,6 +341,8 @@ def job_new(request):
         {
             "form": form,
             "balance": pricing.format_minutes(max(account_balance(account.pk), 0)),
+            "upload_max_bytes": settings.UPLOAD_MAX_BYTES,
+            "upload_max_size": upload_size(settings.UPLOAD_MAX_BYTES),
             "prices": price_rows(),
             "multipliers_json": json.dumps(
                 {
@@ -348,6 +356,11 @@ def job_new(request):
         },
         status=status,
     )
+
+
+def upload_size(size: int) -> str:
+    """2 GB, 500 MB: the cap as the form says it."""
+    return f"{size / 1024**3:g} GB" if size >= 1024**3 else f"{size / 1024**2:g} MB"
 
 
 def _queue(account: Account, form: JobForm) -> str:
@@ -366,6 +379,7 @@ def _queue(account: Account, form: JobForm) -> str:
         )
         return reverse("website:batch", args=[batch.pk])
     job_type = form.cleaned_data["type"]
+    options = with_upload(account.pk, options, job_type)
     if job_type == JobType.SUBTITLES:
         options["subtitle_format"] = options.pop("format")
     job = services.job_create(account, type=job_type, **options)

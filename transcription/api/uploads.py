@@ -84,7 +84,7 @@ def caller_for(request, transport: str = front_door.UPLOADS) -> front_door.Calle
     """The bearer token's Caller; without an Authorization header, a signed-in person's (the
     website's job form), whose request must carry the CSRF token as Django's forms do."""
     address = ratelimit.client_address(request)
-    if "HTTP_AUTHORIZATION" in request.META or "sessionid" not in request.COOKIES:
+    if "HTTP_AUTHORIZATION" in request.META or settings.SESSION_COOKIE_NAME not in request.COOKIES:
         return front_door.caller_from_token(request.META.get("HTTP_AUTHORIZATION"), address, transport)
     SessionMiddleware(lambda r: None).process_request(request)
     AuthenticationMiddleware(lambda r: None).process_request(request)
