@@ -340,7 +340,7 @@ async def application(scope, receive, send):
     if prelude is None:
         return
     request, protective = prelude
-    caller, job_id = None, None
+    caller, holder = None, {}
     try:
         caller = await db(caller_for, request, front_door.OPENAI)
         path = scope["path"].rstrip("/")
@@ -349,23 +349,20 @@ async def application(scope, receive, send):
         elif path in (AUDIO_PATH + "transcriptions", AUDIO_PATH + "translations"):
             if scope["method"] != "POST":
                 raise OpenAIError(405, f"Use POST for {path}.", "invalid_request_error", headers={"Allow": "POST"})
-            holder: dict = {}
             status, content_type, body = await _speech(scope, receive, request, caller, path, holder)
-            job_id = holder.get("job_id")
         else:
             raise OpenAIError(404, f"No such endpoint: {path}.", "invalid_request_error", "unknown_url")
     except Exception as error:
         failure = as_openai(error)
         if failure is None:
             raise
-        job_id = getattr(error, "job_id", job_id)
         status, content_type, body = failure.status, "application/json", failure.body()
         extra = failure.headers
     else:
         extra = {}
     headers = {**front_door.rate_limit_headers(caller.rate if caller else None), **extra}
-    if job_id:
-        headers[JOB_HEADER] = str(job_id)
+    if holder.get("job_id"):  # made before the answer failed: the client can still read it
+        headers[JOB_HEADER] = str(holder["job_id"])
     await _send(send, status, content_type, body, headers, protective)
 
 

@@ -63,7 +63,7 @@
   var status = document.getElementById("upload-status");
   var error = document.getElementById("upload-error");
   var uploadId = form.querySelector('[name="upload_id"]');
-  var maxBytes = parseInt(form.getAttribute("data-max-bytes"), 10);
+  function maxBytes() { return parseInt(form.getAttribute("data-max-bytes"), 10); }
 
   function fail(message) {
     error.textContent = message;
@@ -78,7 +78,7 @@
     error.hidden = true;
     var file = input.files[0];
     if (!file) { status.textContent = ""; return; }
-    if (file.size > maxBytes) {
+    if (file.size > maxBytes()) {
       fail("This file is too big: " + (file.size / 1048576).toFixed(1) + " MB, and the most is " +
         form.getAttribute("data-max-size") + ".");
       return;
@@ -111,7 +111,7 @@
     var file = input.files[0];
     if (!file || uploadId.value) { return; }  // a link, or the file already sent: the form goes on
     event.preventDefault();
-    if (file.size > maxBytes) { chosen(); return; }
+    if (file.size > maxBytes()) { chosen(); return; }
     error.hidden = true;
     form.querySelector('button[type="submit"]').disabled = true;
     var data = new FormData();
