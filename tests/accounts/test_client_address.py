@@ -15,6 +15,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -77,9 +78,13 @@ LIMITS = {
 
 
 @pytest.fixture(scope="module")
-def web(django_db_setup, django_db_blocker, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("web")
-    with django_db_blocker.unblock(), running_web(folder / "web.log", DATA_DIR=str(folder), **LIMITS) as base:
+def web_folder(tmp_path_factory):
+    return tmp_path_factory.mktemp("web")
+
+
+@pytest.fixture(scope="module")
+def web(django_db_setup, django_db_blocker, web_folder):
+    with django_db_blocker.unblock(), running_web(web_folder / "web.log", DATA_DIR=str(web_folder), **LIMITS) as base:
         yield base
 
 
@@ -120,6 +125,29 @@ def test_a_rotating_forwarded_for_does_not_escape_the_sign_up_limit(web):
 
     assert [sign_up(number) for number in range(3)] == [200, 200, 429]
     assert not Account.objects.filter(user__email="user2@example.com").exists()
+
+
+@web_db
+def test_twelve_sign_ups_at_once_for_one_address_send_at_most_the_limit(web, web_folder):
+    """The probe's 12 POSTs in 2 s, all at once here: the counts are taken under a lock."""
+    from accounts.models import Signup
+
+    def mails() -> int:
+        return len(list((web_folder / "mail").glob("*"))) if (web_folder / "mail").exists() else 0
+
+    visitors = [Visitor(web) for _ in range(12)]
+    pages = [visitor.send("GET", "/account/signup/") for visitor in visitors]
+    tokens = [re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1) for _, page in pages]
+    before = mails()
+
+    def sign_up(number):
+        fields = {"csrfmiddlewaretoken": tokens[number], "email": "target@example.com", "password": PASSWORD}
+        return visitors[number].send("POST", "/account/signup/", form=fields)[0]
+
+    with ThreadPoolExecutor(max_workers=12) as pool:
+        answers = sorted(pool.map(sign_up, range(12)))
+    assert answers == [200, 200] + [429] * 10, "SIGNUPS_PER_HOUR=2 from this one peer"
+    assert mails() - before == 2 and Signup.objects.count() == 2
 
 
 @web_db

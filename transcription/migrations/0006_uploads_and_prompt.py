@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('accounts', '0007_account_signup_address'),
-        ('transcription', '0004_job_detected_language_probability'),
+        ('transcription', '0005_speaker_names_and_voices'),
     ]
 
     operations = [
