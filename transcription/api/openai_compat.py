@@ -34,6 +34,7 @@ from transcription import files, services
 from transcription.models import FailureReason, Job, JobSegments, Upload, UploadState
 from transcription.pipeline import captions
 from transcription.pipeline.languages import UnknownLanguage, language_label
+from transcription.pipeline.speaker_names import name_webvtt
 
 from . import front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart
@@ -266,7 +267,8 @@ def result_of(job: Job, translation: bool) -> dict:
     return {
         "segments": segments,
         "srt": job.srt or "",
-        "webvtt": job.webvtt or "",
+        # the voices named as every door shows them (enrolled voices the job recognised)
+        "webvtt": name_webvtt(job.webvtt, job.speaker_names or {}) or "",
         "language": "english" if translation else _language_name(job.detected_language or job.language_code or ""),
         "duration": duration,
     }
