@@ -56,7 +56,7 @@ def broker():
     import redis
 
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    queues = ("media", "asr", "burn")
+    queues = ("media", "asr", "burn", "hooks")
     client.delete(*queues)
     yield client
     client.delete(*queues)

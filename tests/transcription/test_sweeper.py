@@ -4,6 +4,7 @@ On the real PostgreSQL and Redis: the sweeper's re-queued tasks are read back fr
 queues. Killing real workers is in tests/e2e/test_killed_worker.py.
 """
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -145,3 +146,15 @@ def test_a_worker_whose_claim_was_taken_over_leaves_the_new_claim_alone(account)
             )
         stalled.release()
     assert Job.objects.get(pk=job.pk).lease_until == other.until, "neither renewed nor released by the old holder"
+
+
+def test_beat_sends_the_sweep_to_a_queue_no_download_holds_up(broker):
+    """On `media` the sweep waited behind every queued download (the fleet test saw a dead worker's
+    job re-queued 28 s after its claim lapsed, with sweeps every 5 s); `hooks` runs only short tasks."""
+    from celery import current_app
+
+    sweep = settings.CELERY_BEAT_SCHEDULE["sweep-stalled-jobs"]["task"]
+    current_app.send_task(sweep)
+    [message] = broker.lrange("hooks", 0, -1)
+    assert json.loads(message)["headers"]["task"] == sweep
+    assert broker.llen("media") == 0
