@@ -103,7 +103,6 @@ TEMPLATES = [
     },
 ]
 
-EMBEDDED = not env.str("DATABASE_URL", default="")
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}"),
 }

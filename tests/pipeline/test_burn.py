@@ -16,7 +16,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transcription.pipeline import burn as burn_mod
 from transcription.pipeline.burn import (
     FONT_SCALE,
     MARGIN_H,
@@ -25,9 +24,11 @@ from transcription.pipeline.burn import (
     VideoInfo,
     burn,
     burn_command,
+    encode,
     filter_escape,
     fit_lines,
     font_for,
+    fonts,
     output_size,
     probe_video,
     write_ass,
@@ -270,7 +271,7 @@ def test_font_for():
 
 def test_every_font_family_is_installed():
     families = _fc_families()
-    wanted = set(burn_mod.SCRIPT_FONTS.values()) | set(burn_mod._REGION_FONTS.values()) | {burn_mod.DEFAULT_FONT}
+    wanted = set(fonts.SCRIPT_FONTS.values()) | set(fonts._REGION_FONTS.values()) | {fonts.DEFAULT_FONT}
     assert wanted - families == set()
 
 
@@ -348,11 +349,11 @@ def test_burn_command():
 
 
 def test_filter_escape():
-    assert burn_mod.filter_escape("/tmp/plain.ass") == "/tmp/plain.ass"
+    assert filter_escape("/tmp/plain.ass") == "/tmp/plain.ass"
     # option level: \ ' : get a backslash; graph level: \ ' [ ] , ; get one (so level-one ones double)
-    assert burn_mod.filter_escape("a:b") == "a\\\\:b"
-    assert burn_mod.filter_escape("a,b[c];d") == "a\\,b\\[c\\]\\;d"
-    assert burn_mod.filter_escape("it's") == "it\\\\\\'s"
+    assert filter_escape("a:b") == "a\\\\:b"
+    assert filter_escape("a,b[c];d") == "a\\,b\\[c\\]\\;d"
+    assert filter_escape("it's") == "it\\\\\\'s"
 
 
 # --------------------------------------------------------------------------- outputs
@@ -508,7 +509,7 @@ def test_ffmpeg_failure_reports_the_cause(media, tmp_path):
         media["short"], tmp_path / "missing.ass", tmp_path / "o.mp4", width=1280, height=720, has_audio=False
     )
     with pytest.raises(BurnError) as e:
-        burn_mod._run_ffmpeg(cmd, 2.0, None, 60)
+        encode._run_ffmpeg(cmd, 2.0, None, 60)
     assert str(e.value) == f"Drawing subtitles failed: Unable to open {tmp_path / 'missing.ass'}"
 
 

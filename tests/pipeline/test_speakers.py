@@ -176,7 +176,9 @@ def test_long_regions_are_read_in_pieces():
 def test_wav_is_read_in_blocks(tmp_path):
     path = tmp_path / "a.wav"
     sa.write_wav(path, np.zeros(16000 * 3, dtype=np.float32))
-    blocks = list(speech._read_blocks(path, 16000))
+    from transcription.pipeline import wav
+
+    blocks = list(wav.read_blocks(path, 16000))
     assert [len(b) for b in blocks] == [16000, 16000, 16000]
 
 

@@ -17,7 +17,7 @@ from tests.support import queued, wait_until
 from transcription import services, sweeper
 from transcription.claims import JobClaim
 from transcription.models import Job
-from transcription.stages import burn
+from transcription.stages import burning
 
 pytestmark = pytest.mark.django_db
 
@@ -96,7 +96,7 @@ def test_a_second_delivery_while_a_worker_runs_the_job_does_nothing(account, tmp
     scratch.parent.mkdir(parents=True)
     scratch.write_bytes(b"half an encode")
     with override_settings(WORK_DIR=work):
-        assert burn.run(job.id) is False
+        assert burning.run_burn_stage(job.id) is False
     assert scratch.read_bytes() == b"half an encode", "the running worker's files are left alone"
     job.refresh_from_db()
     assert job.state == "burning" and job.lease_until > timezone.now()
@@ -104,7 +104,7 @@ def test_a_second_delivery_while_a_worker_runs_the_job_does_nothing(account, tmp
 
 def test_a_claim_is_released_when_the_stage_ends(account):
     job = _job(account, "burning", lease=None)  # no source video in storage: the stage fails at once
-    burn.run(job.id)
+    burning.run_burn_stage(job.id)
     job.refresh_from_db()
     assert job.state == "failed" and job.lease_until is None
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .ffmpeg_commands import ffmpeg, ffprobe
 from .wav import SAMPLE_RATE, open_wav, read_samples
 
 __all__ = ["AudioError", "probe_audio", "to_wav", "plan_chunks", "cut_media"]
@@ -46,16 +47,7 @@ def probe_audio(path: str | os.PathLike, timeout: float = 60) -> float:
     stream, ``AudioError("The file could not be read as audio or video.")`` when
     ffprobe cannot read it (or takes longer than ``timeout``).
     """
-    cmd = [
-        "ffprobe",
-        "-v",
-        "error",
-        "-show_entries",
-        "format=duration:stream=codec_type,duration",
-        "-of",
-        "json",
-        os.fspath(path),
-    ]
+    cmd = ffprobe("-show_entries", "format=duration:stream=codec_type,duration", "-of", "json", os.fspath(path))
     try:
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -99,13 +91,7 @@ def to_wav(
     stderr when it fails); a partial ``dst`` is removed.
     """
     dst = Path(dst)
-    cmd = [
-        "ffmpeg",
-        "-nostdin",
-        "-hide_banner",
-        "-loglevel",
-        "error",
-        "-y",
+    cmd = ffmpeg(
         "-i",
         os.fspath(src),
         "-map",
@@ -119,7 +105,7 @@ def to_wav(
         str(SAMPLE_RATE),
         "-c:a",
         "pcm_s16le",
-    ]
+    )
     if max_seconds is not None:
         cmd += ["-t", f"{float(max_seconds):.3f}"]
     cmd += ["-f", "wav", os.fspath(dst)]
@@ -210,13 +196,7 @@ def cut_media(src: str | os.PathLike, dst: str | os.PathLike, *, seconds: float,
     that costs nothing, as the preview's subtitles end at ``seconds``. Raises ``AudioError``.
     """
     dst = Path(dst)
-    cmd = [
-        "ffmpeg",
-        "-nostdin",
-        "-hide_banner",
-        "-loglevel",
-        "error",
-        "-y",
+    cmd = ffmpeg(
         "-i",
         os.fspath(src),
         "-t",
@@ -228,7 +208,7 @@ def cut_media(src: str | os.PathLike, dst: str | os.PathLike, *, seconds: float,
         "-c",
         "copy",
         os.fspath(dst),
-    ]
+    )
     try:
         res = subprocess.run(
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout

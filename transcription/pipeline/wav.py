@@ -32,6 +32,16 @@ def read_samples(w: wave.Wave_read, count: int) -> np.ndarray:
     return np.frombuffer(w.readframes(count), dtype="<i2").astype(np.float32) / 32768.0
 
 
+def read_span(w: wave.Wave_read, start: int, end: int) -> np.ndarray:
+    """Samples ``[start, end)`` (sample indices, clipped to the file) of an open WAV."""
+    start = max(0, start)
+    end = min(end, w.getnframes())
+    if end <= start:
+        return np.zeros(0, dtype=np.float32)
+    w.setpos(start)
+    return read_samples(w, end - start)
+
+
 def read_slice(path: str | os.PathLike, start: float = 0.0, end: float | None = None) -> np.ndarray:
     """Samples ``[start, end)`` (seconds); ``end`` past the end of the file (or None) means "to the
     end". Only the slice is read, a minute at a time."""
