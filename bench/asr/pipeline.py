@@ -159,8 +159,8 @@ def main() -> None:
     from django.test import Client
 
     from accounts.services import account_create, token_issue
-    from tests.media_server import MediaServer
-    from tests.worker import running_worker
+    from harness.media_server import MediaServer
+    from harness.processes import running_worker
     from transcription.models import Job
     from transcription.pipeline import asr, audio, speakers, whisper_model
     from transcription.pipeline.results import build_results

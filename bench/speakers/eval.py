@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
-from tests.pipeline import speaker_audio as sa  # noqa: E402
+from harness import speaker_audio as sa  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 
 

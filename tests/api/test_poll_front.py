@@ -13,7 +13,7 @@ import redis
 from django.core.wsgi import get_wsgi_application
 
 from accounts.services import token_issue, token_revoke
-from tests.servers import running_web
+from harness.processes import running_web
 from transcription import poll_cache, services, states
 from transcription.api import ratelimit
 from transcription.api.poll_front import PollFront

@@ -28,10 +28,8 @@ CLAIM_SECONDS), twice over. While any stage runs its heartbeat moves a claim eve
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
-import socket
 import subprocess
 import time
 from pathlib import Path
@@ -40,7 +38,8 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.worker import ROOT, database_url
+from harness import processes
+from harness.processes import ROOT, database_url
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
@@ -51,12 +50,6 @@ STALLED_SECONDS = 20  # STALLED_AFTER_SECONDS
 STANDSTILL_BOUND = 2 * (STALLED_SECONDS + SWEEP_SECONDS + CLAIM_SECONDS)
 STOP_BOUND = 2 + 20  # WORKER_SHUTDOWN_GRACE_SECONDS here + WORKER_SHUTDOWN_UNWIND_SECONDS
 FINAL = ("done", "failed")
-
-
-def spare_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Fleet:
@@ -89,21 +82,8 @@ class Fleet:
     def start(self, name: str, command: list[str], ready: str | None = None, **env: str) -> subprocess.Popen:
         self.starts[name] = self.starts.get(name, 0) + 1
         log_path = self.folder / f"{name}.{self.starts[name]}.log"
-        process = subprocess.Popen(
-            command,
-            cwd=ROOT,
-            env={**self.env, **env},
-            stdout=log_path.open("w"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        self.processes[name] = process
-        deadline = time.monotonic() + 90
-        while ready and ready not in log_path.read_text():
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"{name} did not start:\n{log_path.read_text()[-3000:]}")
-            time.sleep(0.2)
-        return process
+        self.processes[name] = processes.start(command, log_path, ready=ready, env={**self.env, **env})
+        return self.processes[name]
 
     def redis(self) -> None:
         self.start(
@@ -113,9 +93,7 @@ class Fleet:
         )
 
     def worker(self, queue: str) -> None:
-        command = [str(ROOT / "bin" / "worker"), "--queues", queue, "--concurrency", "1"]
-        command += ["--without-gossip", "--without-mingle", "--loglevel", "INFO", "--hostname", f"{queue}@fleet"]
-        self.start(queue, command, ready="ready.")
+        self.start(queue, processes.worker_command(queue, hostname=f"{queue}@fleet"), ready="ready.")
 
     def web(self, name: str, port: int) -> None:
         self.start(name, [str(ROOT / "bin" / "web")], ready="Booting worker", PORT=str(port))
@@ -128,10 +106,7 @@ class Fleet:
         return time.monotonic() - asked
 
     def kill(self, name: str) -> None:
-        process = self.processes[name]
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
+        processes.kill(self.processes[name])
 
     def stop_all(self) -> None:
         for name in list(self.processes):
@@ -225,7 +200,7 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
 
     began = time.monotonic()
     folder = tmp_path_factory.mktemp("fleet")
-    fleet = Fleet(folder, spare_port())
+    fleet = Fleet(folder, processes.free_port())
     clip = media_server.url("/files/speech.mp4")
     playlist = [(f"Talk {i}", media_server.url(f"/files/speech.mp4?talk={i}"), 5) for i in range(5)]
     media_server.routes["/feeds/fleet.xml"] = lambda req: req.send_bytes(feed(playlist, "Five"), "application/rss+xml")
@@ -237,7 +212,7 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
     faults: dict[str, float] = {}
     try:
         fleet.redis()
-        webs = [spare_port(), spare_port()]
+        webs = [processes.free_port(), processes.free_port()]
         fleet.web("web1", webs[0])
         fleet.web("web2", webs[1])
         for queue in ("media", "asr", "burn", "hooks"):

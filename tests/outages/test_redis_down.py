@@ -9,9 +9,8 @@ import sys
 import pytest
 
 from config import shared_cache
-from tests.servers import free_port, request, running_redis, running_web
+from harness.processes import ROOT, database_url, free_port, request, running_redis, running_web, running_worker
 from tests.support import ends_within, wait_for
-from tests.worker import ROOT, database_url, running_worker
 
 # The most a request spends on an unreachable Redis: one connect and one read timeout (the shared
 # cache's, which the rate limits and the broker check use too), before it answers from PostgreSQL.

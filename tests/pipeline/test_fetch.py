@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from tests.media_server import media_duration
+from harness.media import media_duration
 from tests.support import ends_within
 from transcription.pipeline import audio, fetch
 from transcription.pipeline.fetch import FetchError, errors, guard
@@ -454,7 +454,7 @@ def rebinding(media_server, monkeypatch):
     answers 127.0.0.2, which the test lets through as if it were public and where the media is
     served; any other resolver (ffprobe's own, in another process) answers the loopback address,
     where a trap stands on the same port. `flip_after` makes this process's answer change too."""
-    from tests.media_server import MediaServer
+    from harness.media_server import MediaServer
 
     public = MediaServer(media_server.folder, host="127.0.0.2").start()
     traps = [_Trap("127.0.0.1", public.port)]

@@ -13,13 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
 from transcription.pipeline.speakers import clustering, embedding, speech, weights
 from transcription.pipeline.speakers import encoder as encoding
 from transcription.pipeline.speakers import turns as speaker_turns
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
-
-from . import speaker_audio as sa
 
 # The recordings and tools come from Debian packages that `make test` installs
 # (bin/install-system-packages); a missing one fails these tests rather than skipping them.
