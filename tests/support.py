@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import subprocess
 import time
 
 # A wall-clock assertion in a test bounds an operation by its own timeout, never by a speed figure
@@ -133,3 +134,9 @@ def feed(items: list[tuple[str, str, int | None]], title="Test podcast") -> byte
         '<?xml version="1.0"?><rss version="2.0" xmlns:itunes="http://www.itunes.com/dtds/podcast-1.0.dtd">'
         f"<channel><title>{title}</title><link>http://127.0.0.1/</link>{entries}</channel></rss>"
     ).encode()
+
+
+def font_families() -> set[str]:
+    """The font families fontconfig knows on this machine (what libass can draw with)."""
+    out = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True, check=True).stdout
+    return {name.strip() for line in out.splitlines() for name in line.split(",") if name.strip()}
