@@ -1,7 +1,9 @@
 """The website: the landing page, and the account holder's jobs (list, one job, a batch, the form
-that queues one). Views parse and answer: the job form is checked by the API's own serializers,
-counted by the API's rate limit and queued by the same services, so a job queued here is the job
-the API would have queued.
+that queues one). Views parse and answer. The website is a door of the front door
+(transcription.api.front_door): the signed-in person's Caller, the job form performed as the API's
+operation of the same name (counted in the same limits, checked by the same serializers, queued by
+the same services), the progress poller counted as a poll; so a job queued here is the job the API
+would have queued, and refusals are shown on the form in the website's own shape.
 
 Every page works under a Content-Security-Policy of same-origin scripts and styles only: no
 inline script or style; the progress poller is website/static/website/jobs.js.
@@ -27,10 +29,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from accounts.models import Account
 from billing import pricing
 from billing.selectors import account_balance, charged_seconds
-from transcription import services
-from transcription.api import ratelimit
+from transcription.api import front_door, ratelimit
 from transcription.api.errors import Busy, RequestValidationError, json_not_found
-from transcription.api.operations import playlist_listing, validate
 from transcription.artifacts import signed_path
 from transcription.dispatch import QueueUnavailable
 from transcription.models import Batch, Job, JobType, Quality, Translation
@@ -255,10 +255,9 @@ def job_file(request, job_id, name: str):
     return response
 
 
-def _rate_limited(request, account: Account, bucket: str):
-    """Count the request on the account's shared counters (REST, MCP and the website alike)."""
-    state = ratelimit.hit(account.pk, bucket)
-    return None if state.allowed else state
+def _caller(request) -> front_door.Caller | None:
+    """The website's Caller: the signed-in person's account (front_door.caller_from_session)."""
+    return front_door.caller_from_session(request.user, ratelimit.client_address(request))
 
 
 @never_cache
@@ -267,13 +266,14 @@ def _rate_limited(request, account: Account, bucket: str):
 def job_status(request):
     """State and progress of the account's jobs named by ?id=, for the pages' progress poller.
     Counts as one poll of the account's rate limit, whatever the number of ids."""
-    account = _account_or_404(request)
-    limited = _rate_limited(request, account, ratelimit.POLLS)
-    if limited is not None:
-        response = JsonResponse({"detail": f"Rate limit exceeded; try again in {limited.retry_after} seconds."})
-        response.status_code = 429
-        response["Retry-After"] = str(limited.retry_after)
-        return response
+    caller = _caller(request)
+    if caller is None:
+        raise Http404("This login has no account.")
+    try:
+        front_door.admit(caller, ratelimit.POLLS)
+    except front_door.RateLimited as error:
+        answer = front_door.error_answer(error)
+        return JsonResponse(answer.body, status=answer.status, headers=answer.headers)
     ids = []
     for value in request.GET.getlist("id")[:JOBS_PER_PAGE]:
         try:
@@ -281,7 +281,7 @@ def job_status(request):
         except ValueError:  # a malformed id names no job of this account
             continue
     jobs = _with_charges(
-        list(Job.objects.filter(account=account, pk__in=ids).only("id", "state", "progress", "duration"))
+        list(Job.objects.filter(account_id=caller.account_id, pk__in=ids).only("id", "state", "progress", "duration"))
     )
     return JsonResponse(
         {
@@ -310,23 +310,26 @@ def job_new(request):
     form = JobForm(request.POST or None, initial={"url": request.GET.get("url", "")})
     status = 200
     if request.method == "POST" and form.is_valid():
-        limited = _rate_limited(request, account, ratelimit.JOBS)
-        if limited is not None:
+        name, body = form.api_request()
+        try:
+            queued = front_door.perform(_caller(request), name, body)
+        except front_door.RateLimited as error:
             form.add_error(
                 None,
-                f"Too many job requests this minute (the limit is {limited.limit} a minute, shared with the API); "
-                f"try again in {limited.retry_after} seconds.",
+                f"Too many job requests this minute (the limit is {error.state.limit} a minute, shared with the API); "
+                f"try again in {error.state.retry_after} seconds.",
             )
             status = 429
+        except RequestValidationError as error:
+            form.add_api_errors(error.errors)
+            status = 422
+        except (Busy, QueueUnavailable) as error:  # the queue or the playlist lister, for a moment
+            form.add_error(None, str(error.detail if isinstance(error, Busy) else error))
+            status = 503
         else:
-            try:
-                return redirect(_queue(account, form))
-            except RequestValidationError as error:
-                form.add_api_errors(error.errors)
-                status = 422
-            except (Busy, QueueUnavailable) as error:  # the queue or the playlist lister, for a moment
-                form.add_error(None, str(error.detail if isinstance(error, Busy) else error))
-                status = 503
+            if "batch_id" in queued:
+                return redirect(reverse("website:batch", args=[queued["batch_id"]]))
+            return redirect(reverse("website:job", args=[queued["id"]]))
     elif request.method == "POST":
         status = 422
     return render(
@@ -348,28 +351,6 @@ def job_new(request):
         },
         status=status,
     )
-
-
-def _queue(account: Account, form: JobForm) -> str:
-    """Validate the request as the API would and queue it; the page to go to next."""
-    serializer, body = form.api_request()
-    options = validate(serializer, body)
-    if form.cleaned_data["playlist"]:
-        listing = playlist_listing(options["url"])
-        batch = services.batch_create(
-            account,
-            title=listing.title,
-            total=listing.total,
-            skipped=listing.skipped,
-            video_urls=[video.url for video in listing.videos],
-            **options,
-        )
-        return reverse("website:batch", args=[batch.pk])
-    job_type = form.cleaned_data["type"]
-    if job_type == JobType.SUBTITLES:
-        options["subtitle_format"] = options.pop("format")
-    job = services.job_create(account, type=job_type, **options)
-    return reverse("website:job", args=[job.pk])
 
 
 def not_found(request, exception=None):

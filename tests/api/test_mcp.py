@@ -119,6 +119,7 @@ def test_a_client_of_either_revision_lists_the_tools_with_the_rest_fields(web, t
 
 
 BAD_SUBTITLES = {"url": "not a url", "format": "ass"}
+BAD_BURN = {"url": "https://videos.example.com/talk.mp4", "quality": "8k", "verbatim": "yes"}
 
 
 @live
@@ -130,9 +131,16 @@ def test_bad_arguments_and_foreign_ids_are_tool_errors_with_the_rest_messages(we
     async def work(client):
         bad = await client.call_tool("create_subtitles", BAD_SUBTITLES)
         missing = await client.call_tool("get_transcription", {"id": str(foreign.id)})
-        return bad, missing
+        burn = await client.call_tool("burn_subtitles", BAD_BURN)
+        return bad, missing, burn
 
-    bad, missing = mcp_call(web, token, work)
+    bad, missing, burn = mcp_call(web, token, work)
+    assert burn.is_error and burn.structured_content == rest(web, token, "POST", "/v1/api/burn-subtitles", BAD_BURN)[2]
+    assert {tuple(entry["loc"]) for entry in burn.structured_content["detail"]} == {
+        ("body", "quality"),
+        ("body", "verbatim"),
+    }  # every offending argument named at once
+    assert "quality: " in burn.content[0].text and "verbatim: " in burn.content[0].text
     status, _, body = rest(web, token, "POST", "/v1/api/subtitles", BAD_SUBTITLES)
     assert status == 422 and bad.is_error and bad.structured_content == body
     assert {tuple(entry["loc"]) for entry in body["detail"]} == {("body", "url"), ("body", "format")}

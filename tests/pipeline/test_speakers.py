@@ -259,6 +259,33 @@ def test_two_actors_taking_turns(encoder, audio_cache, seed, order, gap):
     assert score["missed"] < 0.3 and score["false_alarm"] < 0.1, score
 
 
+def test_a_voice_print_matches_its_speaker_and_not_the_other(encoder, audio_cache):
+    fx = sa.conversation(
+        audio_cache / "two-print.wav",
+        {"m": NL["m"](), "v": NL["v"]()},
+        n_clips=16,
+        seed=3,
+        order="alternate",
+        cache=audio_cache / "clips",
+    )
+    spans = {who: [(s, e) for s, e, w in fx.turns if w == who] for who in "mv"}
+    halves = {
+        who: (
+            sp.voice_print(fx.path, spans[who][::2], encoder=encoder),
+            sp.voice_print(fx.path, spans[who][1::2], encoder=encoder),
+        )
+        for who in "mv"
+    }
+    for print_a, print_b in halves.values():
+        assert print_a.shape == print_b.shape == (encoder.dim,)
+        assert abs(float(np.linalg.norm(print_a)) - 1.0) < 1e-5
+    same = min(float(a @ b) for a, b in halves.values())
+    other = float(halves["m"][0] @ halves["v"][0])
+    assert same - other > 0.05, (same, other)
+    with pytest.raises(ValueError, match="too little speech"):
+        sp.voice_print(fx.path, [(spans["m"][0][0], spans["m"][0][0] + 0.2)], encoder=encoder)
+
+
 @pytest.mark.parametrize("who", ["m", "v"])
 def test_one_voice_is_one_speaker(encoder, audio_cache, who):
     fx = sa.conversation(

@@ -42,7 +42,7 @@ def worker(django_db_setup, django_db_blocker, tmp_path_factory):
 
 def confirm_email_if_asked(page, email: str) -> None:
     """Sign-up may ask the new holder to confirm their address first: follow the link it mailed
-    (Django's outbox: the live server runs in this process)."""
+    (Django's outbox: the live server runs in this process) and press its page's button."""
     from django.core import mail
 
     for message in mail.outbox:
@@ -50,6 +50,11 @@ def confirm_email_if_asked(page, email: str) -> None:
             link = re.search(r"https?://\S+", message.body)
             assert link, message.body
             page.goto(link.group(0))
+            button = page.get_by_role("button", name="Confirm and sign in")
+            if button.count():
+                page.get_by_label("Password").fill(PASSWORD)
+                button.click()
+                page.wait_for_load_state()
             return
 
 

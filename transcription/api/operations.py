@@ -17,7 +17,8 @@ import uuid
 from django.conf import settings
 from rest_framework import exceptions
 
-from billing.selectors import quote
+from billing import pricing
+from billing.selectors import account_balance, quote
 from config import shared_cache
 from transcription import services
 from transcription.models import Batch, JobType
@@ -150,6 +151,30 @@ def preview_playlist(account_id, query: dict, location: str = "query") -> dict:
         "fits": cost.fits and not unknown,
         "unknown_durations": unknown,
     }
+
+
+def pricing_rules() -> str:
+    """What each kind of job costs, in plain words (billing.pricing's figures)."""
+    burned = ", ".join(
+        f"{pricing.base_multiplier('burned', quality)}x at quality {quality}" for quality in ("default", "hd", "uhd")
+    )
+    burned_translation = ", ".join(
+        f"+{pricing.translation_multiplier('burned', quality)}x at {quality}" for quality in ("default", "hd", "uhd")
+    )
+    return (
+        "Jobs are paid from the balance in seconds of the video's length. "
+        f"A transcript costs {pricing.base_multiplier('transcript')}x the length; subtitles "
+        f"{pricing.base_multiplier('subtitles')}x, +{pricing.translation_multiplier('subtitles')}x per target "
+        f"language; a burned-in video {burned}, per target language {burned_translation}. A playlist costs the "
+        "sum over its queued videos. The charge is made when the length is known; if the balance covers only "
+        "part of a video, the job makes a preview of the first whole minutes covered (is_preview, "
+        "preview_minutes); a failed job is refunded."
+    )
+
+
+def get_balance(account_id) -> dict:
+    """Seconds left on the account, and the pricing rules in plain words (MCP's get_balance)."""
+    return {"remaining_seconds": account_balance(account_id), "pricing": pricing_rules()}
 
 
 # A playlist's listing is kept this long (in Redis, shared by the web processes): a client that

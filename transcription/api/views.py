@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, viewsets
+from rest_framework import viewsets
 from rest_framework.response import Response
 
-from . import operations, ratelimit
+from . import front_door, ratelimit
 from . import serializers as s
 from .errors import RequestValidationError
-from .throttles import AccountRateThrottle, rate_limit_headers
 
 
 def body(request) -> dict:
@@ -60,27 +59,35 @@ def _ref(name: str) -> dict:
 
 
 class ContractViewSet(viewsets.ViewSet):
-    throttle_classes = [AccountRateThrottle]
+    """The REST door, an adapter of the front door (transcription.api.front_door): the Caller is
+    built from the bearer token after content negotiation (so ?format= of an unknown renderer is a
+    404 first, as DRF answers it), the request is counted by its method (the four POSTs are job
+    requests, every GET a poll, whatever the view then says), and refusals are answered by
+    errors.exception_handler in the contract's shape. DRF's own authentication, permission and
+    throttle steps are not used; authentication_classes stays for the OpenAPI document."""
 
-    def initial(self, request, *args, **kwargs):
-        try:
-            super().initial(request, *args, **kwargs)
-        except (exceptions.NotAuthenticated, exceptions.AuthenticationFailed):
-            # No valid token: no account to count against, so the client's address is counted
-            # (token guessing and floods of anonymous requests are throttled too).
-            state = ratelimit.hit_address(ratelimit.client_address(request))
-            if not state.allowed:
-                raise exceptions.Throttled(wait=state.retry_after) from None
-            raise
+    throttle_classes = []
+    permission_classes = []
 
-    def throttled(self, request, wait):
-        raise exceptions.Throttled(wait=request.rate_limit.retry_after)
+    def perform_authentication(self, request):
+        request.caller = front_door.caller_from_token(
+            request.META.get("HTTP_AUTHORIZATION"), ratelimit.client_address(request), front_door.REST
+        )
+        front_door.admit(request.caller, ratelimit.JOBS if request.method == "POST" else ratelimit.POLLS)
+
+    def get_authenticate_header(self, request):
+        return "Bearer"
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
-        for name, value in rate_limit_headers(request).items():
+        caller = getattr(request, "caller", None)
+        for name, value in front_door.rate_limit_headers(caller.rate if caller is not None else None).items():
             response[name] = value
         return response
+
+
+def perform(request, name: str, arguments=None) -> Response:
+    return Response(front_door.perform(request.caller, name, arguments, request))
 
 
 class JobViewSet(ContractViewSet):
@@ -97,7 +104,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def transcribe(self, request):
-        return Response(operations.transcribe(request.user, body(request)))
+        return perform(request, "transcribe", lambda: body(request))
 
     @extend_schema(
         operation_id="subtitles",
@@ -116,7 +123,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def subtitles(self, request):
-        return Response(operations.create_subtitles(request.user, body(request)))
+        return perform(request, "create_subtitles", lambda: body(request))
 
     @extend_schema(
         operation_id="burn_subtitles",
@@ -136,7 +143,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def burn_subtitles(self, request):
-        return Response(operations.burn_subtitles(request.user, body(request)))
+        return perform(request, "burn_subtitles", lambda: body(request))
 
     @extend_schema(
         operation_id="get_transcription",
@@ -148,7 +155,7 @@ class JobViewSet(ContractViewSet):
         responses={200: s.TranscriptionApiResponseSerializer},
     )
     def retrieve(self, request, id: str):
-        return Response(operations.get_transcription(request.user.pk, id, request))
+        return perform(request, "get_transcription", {"id": id})
 
 
 class BatchViewSet(ContractViewSet):
@@ -174,7 +181,7 @@ class BatchViewSet(ContractViewSet):
         ],
     )
     def create(self, request):
-        return Response(operations.transcribe_playlist(request.user, body(request)))
+        return perform(request, "transcribe_playlist", lambda: body(request))
 
     @extend_schema(
         operation_id="get_batch",
@@ -185,7 +192,7 @@ class BatchViewSet(ContractViewSet):
         responses={200: s.BatchStatusSerializer},
     )
     def retrieve(self, request, id: str):
-        return Response(operations.get_batch(request.user.pk, id, request))
+        return perform(request, "get_batch", {"id": id})
 
 
 class PlaylistViewSet(ContractViewSet):
@@ -219,4 +226,4 @@ class PlaylistViewSet(ContractViewSet):
         responses={200: s.PlaylistPreviewSerializer},
     )
     def preview(self, request):
-        return Response(operations.preview_playlist(request.user.pk, query(s.PlaylistQuerySerializer, request)))
+        return perform(request, "preview_playlist", query(s.PlaylistQuerySerializer, request))

@@ -28,7 +28,7 @@ from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
 from .clustering import MERGE_SIMILARITY, centroids, cluster_embeddings
 from .embedding import Piece, Window, embed_regions
-from .encoder import VoiceEncoder, default_encoder
+from .encoder import VOICE_PRINT_MODEL, VoiceEncoder, default_encoder
 from .speech import find_speech
 from .turns import (
     SWITCH_COST_CONTINUOUS,
@@ -47,6 +47,8 @@ __all__ = [
     "assign_speakers",
     "diarize",
     "turns_from_embeddings",
+    "voice_print",
+    "VOICE_PRINT_MODEL",
 ]
 
 
@@ -100,6 +102,7 @@ def turns_from_embeddings(
     if not windows:
         # only fragments too short to embed: one speaker for all of it
         return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in extent]
+    emb = np.where(np.isfinite(emb), emb, 0.0)  # a silent window's embedding may be NaN
     weights = np.array([w.own_end - w.own_start for w in windows])
     labels = cluster_embeddings(emb, max_speakers=max_speakers, weights=weights, merge_similarity=merge_similarity)
     k = int(labels.max()) + 1
@@ -114,3 +117,25 @@ def turns_from_embeddings(
         labels = viterbi(scores, cost)
     # drawn over the speech with its soft ends; what was too short to embed takes the nearest voice
     return fit_to_regions(turns_from_labels(windows, labels), extent)
+
+
+def voice_print(
+    wav_path: str | os.PathLike,
+    spans: Sequence[tuple[float, float]],
+    *,
+    encoder: VoiceEncoder | None = None,
+    weights: str | os.PathLike | None = None,
+    threads: int | None = None,
+) -> np.ndarray:
+    """One voice's print: the L2-normalised mean of the encoder's window embeddings over ``spans``
+    (seconds of a 16 kHz mono WAV), weighted as clustering weighs them, so a print compares with
+    a speaker's centroid by a dot product. Raises ValueError when the spans hold no window long
+    enough to embed (under about 0.4 s of speech)."""
+    encoder = encoder or default_encoder(weights)
+    with single_threaded_blas():
+        emb, windows, _ = embed_regions(wav_path, spans, encoder, threads)
+        if not windows:
+            raise ValueError("too little speech to embed a voice")
+        emb = np.where(np.isfinite(emb), emb, 0.0).astype(np.float64)
+        share = np.array([w.own_end - w.own_start for w in windows])
+        return centroids(emb, np.zeros(len(windows), dtype=np.int64), share)[0].astype(np.float32)

@@ -27,7 +27,8 @@ def _kmeans(x: np.ndarray, k: int, *, n_init: int = 10, iters: int = 100, seed: 
         centres = [x[rng.integers(n)]]
         d2 = ((x - centres[0]) ** 2).sum(1)
         for _j in range(1, k):
-            p = d2 / d2.sum() if d2.sum() > 0 else np.full(n, 1.0 / n)
+            # all points alike (identical windows): any start is as good as another
+            p = d2 / d2.sum() if d2.sum() > 1e-12 else np.full(n, 1.0 / n)
             centres.append(x[rng.choice(n, p=p)])
             d2 = np.minimum(d2, ((x - centres[-1]) ** 2).sum(1))
         c = np.array(centres)
@@ -91,8 +92,12 @@ def _spectral(emb: np.ndarray, max_speakers: int) -> np.ndarray:
     return _kmeans(v, k)
 
 
-def centroids(emb: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    ks = int(labels.max()) + 1
+def centroids(
+    emb: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None, count: int | None = None
+) -> np.ndarray:
+    """One L2-normalised (weighted) mean per label 0..count-1 (default: the labels present); a label
+    with no member gets a zero row."""
+    ks = int(labels.max()) + 1 if count is None else count
     w = np.ones(len(emb)) if weights is None else weights
     c = np.zeros((ks, emb.shape[1]))
     for j in range(ks):
@@ -129,16 +134,22 @@ def _cluster(emb: np.ndarray, max_speakers: int, weights, merge_similarity: floa
     n = len(emb)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    # an encoder's output for silence may hold NaN or all zeros: such rows say nothing about a voice
+    emb = np.where(np.isfinite(emb), emb, 0.0)
     w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    w = np.where(np.isfinite(w) & (w > 0), w, 0.0)
+    if w.sum() <= 0:
+        w = np.ones(n)
     if n < MIN_WINDOWS_TO_SPLIT or max_speakers <= 1:
         return np.zeros(n, dtype=np.int64)
     if n < SMALL_N:
         # too few windows for a stable affinity graph: two speakers only when the two
         # halves of the best 2-means split are clearly different voices
+        # (identical windows, e.g. digital silence, leave one side of the split empty)
         labels = _kmeans(emb, 2)
-        centres = centroids(emb, labels)
+        centres = centroids(emb, labels, count=2)
         limit = SMALL_SPLIT_SIMILARITY[0] if n < 12 else SMALL_SPLIT_SIMILARITY[1]
-        if centres[0] @ centres[1] < limit and np.bincount(labels, minlength=2).min() >= 2:
+        if np.bincount(labels, minlength=2).min() >= 2 and centres[0] @ centres[1] < limit:
             return _compact(labels)
         return np.zeros(n, dtype=np.int64)
     sel = np.arange(n)

@@ -25,6 +25,8 @@ AUDIO_NORM_TARGET_DBFS = -30.0
 INT16_MAX = 2**15 - 1
 
 FRAME_S = HOP / SAMPLE_RATE  # 0.01 s
+# names the encoder whose space a voice print lies in: prints of two models never compare
+VOICE_PRINT_MODEL = "resemblyzer-0.1.4"
 
 
 # --------------------------------------------------------------------------
@@ -110,6 +112,8 @@ def normalize_volume(wav: np.ndarray, target_dbfs: float = AUDIO_NORM_TARGET_DBF
 
 class VoiceEncoder:
     """Resemblyzer's VoiceEncoder (LSTM 40->256 x3, linear 256, ReLU, L2 norm) in numpy."""
+
+    dim = HIDDEN
 
     def __init__(self, weights_path: str | os.PathLike | None = None):
         path = Path(weights_path) if weights_path else find_encoder_weights()
