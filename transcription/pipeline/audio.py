@@ -40,7 +40,7 @@ def _last_line(stderr: bytes | str | None) -> str:
     return lines[-1] if lines else ""
 
 
-def probe_audio(path: str | os.PathLike, timeout: float = 60) -> float:
+def probe_audio(path: str | os.PathLike[str], timeout: float = 60) -> float:
     """Duration in seconds of the (first) audio track of ``path``, via ffprobe.
 
     Raises ``AudioError("The file has no audio track.")`` when it has no audio
@@ -78,8 +78,8 @@ def probe_audio(path: str | os.PathLike, timeout: float = 60) -> float:
 
 
 def to_wav(
-    src: str | os.PathLike,
-    dst: str | os.PathLike,
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
     *,
     timeout: float,
     max_seconds: float | None = None,
@@ -143,7 +143,7 @@ def _rms_frames(w: wave.Wave_read, start: int, stop: int, frame: int) -> np.ndar
 
 
 def plan_chunks(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     *,
     max_chunk: float = ASR_CHUNK_SECONDS,
     search_window: float = 60.0,
@@ -189,7 +189,7 @@ def plan_chunks(
     return [(cuts[k] / rate, cuts[k + 1] / rate) for k in range(len(cuts) - 1)]
 
 
-def cut_media(src: str | os.PathLike, dst: str | os.PathLike, *, seconds: float, timeout: float) -> Path:
+def cut_media(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, seconds: float, timeout: float) -> Path:
     """Keep the first ``seconds`` of a video, streams copied as they are (a preview's burned video).
 
     Stream copy cuts at the keyframe after ``seconds``, so the result may run a little longer;

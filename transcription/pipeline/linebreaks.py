@@ -191,7 +191,9 @@ class _LineBreaking:
         bounds.reverse()
         return ["".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j)) for i, j in bounds]
 
-    def _next_line(self, cost: dict[tuple[int, int], float], line: int, count: int):
+    def _next_line(
+        self, cost: dict[tuple[int, int], float], line: int, count: int
+    ) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], tuple[int, int]]]:
         n, tokens = len(self.tokens), self.tokens
         last_line = line == count
         step: dict[tuple[int, int], float] = {}

@@ -40,7 +40,7 @@ def _ms(seconds: float) -> int:
 
 def write_ass(
     cues: Iterable[Cue],
-    path: str | os.PathLike,
+    path: str | os.PathLike[str],
     *,
     width: int,
     height: int,

@@ -21,7 +21,7 @@ VIDEO_ARGS = ["-c:v", "libx264", "-preset", "veryfast", "-crf", "21", "-pix_fmt"
 AUDIO_ARGS = ["-c:a", "aac", "-b:a", "128k"]
 
 
-def filter_escape(value: str | os.PathLike) -> str:
+def filter_escape(value: str | os.PathLike[str]) -> str:
     """``value`` as a filter option value inside an ``-vf`` graph, taken literally.
 
     ffmpeg unescapes twice (docs: "Notes on filtergraph escaping"): first the graph, where
@@ -35,14 +35,14 @@ def filter_escape(value: str | os.PathLike) -> str:
 
 
 def burn_command(
-    source: str | os.PathLike,
-    ass_path: str | os.PathLike,
-    output: str | os.PathLike,
+    source: str | os.PathLike[str],
+    ass_path: str | os.PathLike[str],
+    output: str | os.PathLike[str],
     *,
     width: int,
     height: int,
     has_audio: bool,
-    fonts_dir: str | os.PathLike | None = None,
+    fonts_dir: str | os.PathLike[str] | None = None,
     threads: int | None = None,
 ) -> list[str]:
     """The ffmpeg command line: scale to ``width`` x ``height``, draw ``ass_path``, encode.
@@ -91,9 +91,9 @@ def _progress_seconds(key: str, value: str) -> float | None:
 
 
 def burn(
-    source: str | os.PathLike,
+    source: str | os.PathLike[str],
     cues: Sequence[Cue],
-    output: str | os.PathLike,
+    output: str | os.PathLike[str],
     *,
     quality: str = "default",
     font_size: str = "default",
@@ -102,7 +102,7 @@ def burn(
     on_progress: Callable[[float], None] | None = None,
     timeout: float = 3 * 3600,
     threads: int | None = None,
-    fonts_dir: str | os.PathLike | None = None,
+    fonts_dir: str | os.PathLike[str] | None = None,
 ) -> Path:
     """Draw ``cues`` into ``source``, writing an MP4 to ``output``; return ``output``.
 

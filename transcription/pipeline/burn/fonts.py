@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import subprocess
+from collections.abc import Callable
 
 import langcodes
 
@@ -71,7 +72,7 @@ def font_for(language: str | None) -> str:
     except (ValueError, LookupError):
         return DEFAULT_FONT
     script, region = full.script, full.territory
-    return _REGION_FONTS.get((script, region)) or SCRIPT_FONTS.get(script or "", DEFAULT_FONT)
+    return _REGION_FONTS.get((script or "", region or "")) or SCRIPT_FONTS.get(script or "", DEFAULT_FONT)
 
 
 # --------------------------------------------------------------------------------------------
@@ -94,7 +95,7 @@ def _font_file(family: str) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def _measure(family: str, size: float):
+def _measure(family: str, size: float) -> Callable[[str], float]:
     """A function giving a line's width in pixels at ASS font size ``size`` in ``family``. libass
     sizes a font so that its ascent plus descent is ``size``; Pillow sizes the em, so the em is
     scaled by the font's own ascent + descent. Without the font file: 0.6 of the size a character,

@@ -8,6 +8,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from ..ffmpeg_commands import ffprobe
 from .errors import MSG_NO_FFMPEG, MSG_NO_PICTURE, MSG_UNREADABLE, BurnError, last_line
@@ -23,7 +24,7 @@ class VideoInfo:
     has_audio: bool
 
 
-def _rotation(stream: dict) -> int:
+def _rotation(stream: dict[str, Any]) -> int:
     for side in stream.get("side_data_list") or []:
         if "rotation" in side:
             try:
@@ -47,7 +48,7 @@ def _ratio(text: str | None) -> Fraction | None:
     return Fraction(num_i, den_i) if num_i > 0 and den_i > 0 else None
 
 
-def probe_video(path: str | os.PathLike, timeout: float = 60) -> VideoInfo:
+def probe_video(path: str | os.PathLike[str], timeout: float = 60) -> VideoInfo:
     """Displayed size, duration and whether there is sound, via ffprobe.
 
     The size is what a player shows, which is what ffmpeg's filters see: a 90/270 degree rotation
@@ -90,7 +91,7 @@ def probe_video(path: str | os.PathLike, timeout: float = 60) -> VideoInfo:
     duration = 0.0
     for value in ((data.get("format") or {}).get("duration"), v.get("duration")):
         try:
-            duration = float(value)
+            duration = float(value)  # type: ignore[arg-type]  # None is a TypeError, caught
         except (TypeError, ValueError):
             continue
         if duration > 0:

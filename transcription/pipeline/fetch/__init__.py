@@ -289,7 +289,7 @@ def probe(
 
 def download(
     url: str,
-    dest_dir: str | os.PathLike,
+    dest_dir: str | os.PathLike[str],
     *,
     allow_private: bool,
     timeout: float = 3 * 3600,

@@ -107,6 +107,11 @@ def _run_killable(command: list[str], stdin: str, timeout: float) -> tuple[int, 
     return process.returncode, stdout, stderr
 
 
+def _kept_marks(keep: set[str], mark: re.Match[str]) -> str:
+    """Of a run of Apertium's marks, the characters the customer wrote themselves."""
+    return "".join(ch for ch in mark.group(0) if ch in keep)
+
+
 class ApertiumTranslator:
     """One or more Apertium modes chained (``["eng-spa", "es-pt"]`` pivots through Spanish)."""
 
@@ -140,8 +145,7 @@ class ApertiumTranslator:
                 current = [_drop_pivot_words(text, source) for text, source in zip(current, (clean[i] for i in todo))]
         for index, text in zip(todo, current):
             # strip the marks, but not ones the customer wrote ("#hashtag", "@name")
-            keep = set(clean[index]) & set("*#@")
-            out[index] = _MARK.sub(lambda m, keep=keep: "".join(ch for ch in m.group(0) if ch in keep), text)
+            out[index] = _MARK.sub(functools.partial(_kept_marks, set(clean[index]) & set("*#@")), text)
             out[index] = _unknown_first_word_capital(re.sub(r"\s+", " ", out[index]).strip(), clean[index])
         return out
 

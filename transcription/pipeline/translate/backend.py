@@ -15,6 +15,9 @@ class TranslationUnavailable(Exception):
     ``TranslationUnavailable("en", "ja")`` writes it (``unavailable_message``), and
     ``TranslationUnavailable(message)`` takes one as it is."""
 
+    source: str | None
+    target: str | None
+
     def __init__(self, *args: str):
         if len(args) == 2:
             self.source, self.target = args

@@ -38,9 +38,9 @@ def _ct2_folder(source: str, target: str, ct2_models: dict[str, str] | None) -> 
         left, right = key.split("-", 1)
         if (short_code(left), short_code(right)) == (source, target):
             return folder
-    folder = (ct2_models or {}).get("*")
-    if folder and nllb_code(source) and nllb_code(target):
-        return folder
+    multilingual = (ct2_models or {}).get("*")
+    if multilingual and nllb_code(source) and nllb_code(target):
+        return multilingual
     return None
 
 

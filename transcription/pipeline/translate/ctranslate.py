@@ -8,6 +8,7 @@ import logging
 import re
 import threading
 from pathlib import Path
+from typing import Any
 
 import langcodes
 
@@ -80,11 +81,11 @@ def nllb_code(code: str) -> str | None:
     return f"{alpha3}_{script}" if script else None
 
 
-_MODELS: dict[str, tuple[object, object, object]] = {}  # folder -> (translator, source sp, target sp)
+_MODELS: dict[str, tuple[Any, Any, Any]] = {}  # folder -> (translator, source sp, target sp)
 _MODELS_LOCK = threading.Lock()
 
 
-def _ct2_load(folder: Path) -> tuple[object, object, object]:
+def _ct2_load(folder: Path) -> tuple[Any, Any, Any]:
     """(ctranslate2.Translator, source SentencePieceProcessor, target one), once per folder."""
     key = str(folder.resolve())
     with _MODELS_LOCK:
@@ -163,7 +164,7 @@ class CT2Translator:
         if not todo:
             return out
         batch = [source_sp.encode(clean[index], out_type=str) for index in todo]
-        options = dict(
+        options: dict[str, Any] = dict(
             beam_size=self.BEAM_SIZE, max_decoding_length=self.MAX_DECODING_LENGTH, max_batch_size=self.MAX_BATCH_SIZE
         )
         prefix_token = None
@@ -179,7 +180,7 @@ class CT2Translator:
             batch = [[source_code, *tokens, "</s>"] for tokens in batch]
             options["target_prefix"] = [[prefix_token]] * len(batch)
         try:
-            results = model.translate_batch(batch, **options)  # type: ignore[attr-defined]
+            results = model.translate_batch(batch, **options)
         except Exception as error:  # noqa: BLE001
             log.error("ctranslate2 %s: translate_batch failed: %r", self.folder, error)
             raise TranslationFailed(failed_message(self.source, self.target)) from error
@@ -187,5 +188,5 @@ class CT2Translator:
             tokens = list(result.hypotheses[0])
             if prefix_token is not None and tokens[:1] == [prefix_token]:
                 tokens = tokens[1:]
-            out[index] = re.sub(r"\s+", " ", target_sp.decode_pieces(tokens)).strip()  # type: ignore[attr-defined]
+            out[index] = re.sub(r"\s+", " ", target_sp.decode_pieces(tokens)).strip()
         return out

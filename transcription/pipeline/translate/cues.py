@@ -21,6 +21,12 @@ _DASH = "- "
 _DASH_LINE = re.compile(r"^\s*[-–—]\s*(.*)$")
 
 
+def _without_dash(line: str) -> str:
+    """A speaker's line without its leading dash (the backend may keep or drop it)."""
+    match = _DASH_LINE.match(line)
+    return match.group(1) if match else line
+
+
 def _speaker_lines(lines: list[str]) -> list[str] | None:
     """The speakers' texts when every line (two or more) is a "- text" line, else None."""
     if len(lines) < 2:
@@ -97,9 +103,7 @@ def translate_cues(cues: list[Cue], translator: Translator, *, language: str | N
     for (kind, indices), (first, count) in zip(groups, plans):
         parts = translated[first : first + count]
         if kind == "dash":
-            lines = [
-                _DASH + (_DASH_LINE.match(part).group(1) if _DASH_LINE.match(part) else part).strip() for part in parts
-            ]
+            lines = [_DASH + _without_dash(part).strip() for part in parts]
             out[indices[0]] = replace(cues[indices[0]], lines=lines)
         elif kind == "text":
             blocks.append((indices, units[first], capitalised_like(parts[0], units[first])))
