@@ -5,6 +5,8 @@ response of the POST that made it and stored nowhere (only its digest): it is se
 that can show a token are never cached.
 """
 
+import logging
+
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
@@ -21,6 +23,8 @@ from .confirmation import send_confirmation, signup_from_link
 from .forms import ConfirmForm, SignupConfirmForm, SignupForm
 from .models import Account, ApiToken
 from .services import SignupRefused, signup_confirm, signup_create, token_issue, token_revoke
+
+logger = logging.getLogger(__name__)
 
 RECENT_JOBS = 20
 LEDGER_ROWS = 50
@@ -68,7 +72,13 @@ def signup(request):
         except SignupRefused as refused:
             form.add_error(refused.field, str(refused))
             return render(request, "accounts/signup.html", {"form": form}, status=refused.status)
-        send_confirmation(request, pending, secret)
+        try:
+            send_confirmation(request, pending, secret)
+        except OSError:  # SMTP refused or unreachable (smtplib's errors are OSErrors)
+            logger.exception("Could not mail the confirmation link to %s", pending.email)
+            pending.delete()  # no mail went out: it neither counts nor holds a link
+            form.add_error(None, "We could not send the confirmation mail just now. Please try again in a few minutes.")
+            return render(request, "accounts/signup.html", {"form": form}, status=503)
         return render(request, "accounts/signup_sent.html", {"email": pending.email})
     return render(request, "accounts/signup.html", {"form": form})
 

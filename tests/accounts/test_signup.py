@@ -11,7 +11,7 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from accounts.models import Account
+from accounts.models import Account, Signup
 from accounts.services import account_create
 from billing.selectors import account_balance
 
@@ -207,3 +207,13 @@ def test_failed_sign_ins_lock_the_address_out_even_with_the_right_password(clien
 
     elsewhere = sign_in(client, "carol@example.com", REMOTE_ADDR="198.51.100.4")
     assert elsewhere.status_code == 302, "other addresses are not locked out"
+
+
+def test_a_mail_server_that_is_down_is_a_503_that_holds_nothing(client, settings):
+    from tests.servers import free_port
+
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 2  # nobody listens
+    response = signup(client, "dave@example.com")
+    assert response.status_code == 503 and "could not send the confirmation mail" in response.content.decode()
+    assert not Signup.objects.exists(), "it does not count against the limits, nor hold a link"

@@ -3,6 +3,7 @@ every door an adapter. Here: deactivation closing the doors at once, and the fas
 defects the hostile-client probe found (ids counted twice, %66ormat)."""
 
 import json
+import uuid
 
 import pytest
 import redis
@@ -100,3 +101,32 @@ def test_format_negotiation_is_the_same_however_the_query_spells_it(api):
     assert api.get(url + "?format=api").status_code == 404  # DRF: no such renderer
     assert api.get(url + "?%66ormat=api").status_code == 404  # the same parameter, percent-encoded
     assert api.get(url + "?format=json").status_code == 200
+
+
+def test_support_deactivates_in_the_admin_which_says_what_it_does(support_client, support_user, api, account):
+    changelist = "/admin/accounts/account/"
+    page = support_client.get(changelist).content.decode()
+    assert "Deactivate: refuse the API token, MCP and the website at once" in page
+    assert "Reactivate" in page
+    response = support_client.post(changelist, {"action": "deactivate", "_selected_action": [account.pk]}, follow=True)
+    messages = [str(message) for message in response.context["messages"]]
+    assert any("its API token, MCP and website sessions are refused" in message for message in messages)
+    assert api.get(f"/v1/api/transcription/{uuid.uuid4()}").status_code == 401
+    event = AuditEvent.objects.filter(account=account).first()
+    assert (event.action, event.actor) == (AuditEvent.Action.ACCOUNT_DEACTIVATED, support_user)
+    support_client.post(changelist, {"action": "reactivate", "_selected_action": [account.pk]})
+    assert api.get(f"/v1/api/transcription/{uuid.uuid4()}").status_code == 404  # the same token works again
+
+
+def test_the_website_job_form_is_counted_and_queued_as_the_api_would(client, account, api):
+    """The website performs the API's operation: the same job, the same counter as REST."""
+    client.force_login(account.user)
+    response = client.post(
+        "/jobs/new/", {"url": "https://videos.example.com/talk.mp4", "type": "transcript"}, follow=False
+    )
+    assert response.status_code == 302
+    job_id = response["Location"].rstrip("/").rsplit("/", 1)[1]
+    polled = api.get(f"/v1/api/transcription/{job_id}")
+    assert polled.status_code == 200 and polled.json()["type"] == "transcript"
+    counted = redis.Redis.from_url(settings.REDIS_URL).zcard(ratelimit.account_key(account.pk, ratelimit.JOBS))
+    assert counted == 1

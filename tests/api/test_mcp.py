@@ -119,11 +119,12 @@ def test_a_client_of_either_revision_lists_the_tools_with_the_rest_fields(web, t
 
 
 BAD_SUBTITLES = {"url": "not a url", "format": "ass"}
-BAD_BURN = {"url": "https://videos.example.com/talk.mp4", "quality": "8k", "verbatim": "yes"}
+BAD_BURN = {"quality": "8k", "verbatim": "yes"}
 
 
 @live
-def test_bad_arguments_and_foreign_ids_are_tool_errors_with_the_rest_messages(web, token, other_account):
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_bad_arguments_and_foreign_ids_are_tool_errors_with_the_rest_messages(web, token, other_account, mode):
     from tests.factories import JobFactory
 
     foreign = JobFactory(account=other_account)
@@ -134,9 +135,10 @@ def test_bad_arguments_and_foreign_ids_are_tool_errors_with_the_rest_messages(we
         burn = await client.call_tool("burn_subtitles", BAD_BURN)
         return bad, missing, burn
 
-    bad, missing, burn = mcp_call(web, token, work)
+    bad, missing, burn = mcp_call(web, token, work, mode)
     assert burn.is_error and burn.structured_content == rest(web, token, "POST", "/v1/api/burn-subtitles", BAD_BURN)[2]
     assert {tuple(entry["loc"]) for entry in burn.structured_content["detail"]} == {
+        ("body", "url"),
         ("body", "quality"),
         ("body", "verbatim"),
     }  # every offending argument named at once
