@@ -311,6 +311,7 @@ SPECTACULAR_SETTINGS = {
         "Quality": "transcription.models.Quality",
         "FontSize": "transcription.models.FontSize",
         "SubtitleFormat": "transcription.models.SubtitleFormat",
+        "VoiceState": "transcription.models.VoiceState",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

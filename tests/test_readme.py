@@ -18,7 +18,8 @@ NOT_RUN = {
     "make run": "the server this test starts itself (bin/run, after make's install step)",
     "make test": "the suite this test is part of",
     "make lint": "run by make test before the suite",
-    "make bench-polls": "a benchmark: minutes of load",
+    "make install": "installs Debian and PyPI packages (root and the network); make test has installed them",
+    "make bench-": "a benchmark: minutes of load",
     ".venv/bin/python bench/": "a benchmark: minutes to hours",
     ".venv/bin/pip install": "changes the installed environment (and needs the network)",
     "claude mcp add": "a third-party client, not installed here",
@@ -96,3 +97,27 @@ def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):
         f"{shell.stderr[-3000:]}\n--- stdout ---\n{shell.stdout[-2000:]}\n--- lines ---\n" + "\n".join(to_run)
     )
     assert "whsec_" in shell.stdout  # set_webhook printed its secret: the private receiver was allowed
+
+
+def test_bin_manage_finds_the_embedded_key_but_invents_none_for_production(tmp_path):
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
+    }
+    env["DATA_DIR"] = str(tmp_path / "var")
+    embedded = subprocess.run(
+        [str(ROOT / "bin" / "manage"), "check"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert embedded.returncode == 0, embedded.stderr
+    key_file = tmp_path / "var" / "secret-key"
+    assert key_file.stat().st_mode & 0o777 == 0o600 and len(key_file.read_text().strip()) > 50
+    production = subprocess.run(
+        [str(ROOT / "bin" / "manage"), "check"],
+        cwd=tmp_path,
+        env={**env, "DATABASE_URL": "postgres://root@127.0.0.1:5432/front"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert production.returncode != 0 and "SECRET_KEY is not set" in production.stderr

@@ -9,6 +9,7 @@ for what it passes on) and the DRF view alone (tests/front_door_urls.py). Status
 from __future__ import annotations
 
 import json
+import os
 import uuid
 
 import pytest
@@ -177,7 +178,7 @@ def through_fast_lane(path, query, headers) -> tuple:
 
 
 @hypothesis_settings(
-    max_examples=int(__import__("os").environ.get("POLL_EQUIVALENCE_EXAMPLES", "120")),
+    max_examples=int(os.environ.get("POLL_EQUIVALENCE_EXAMPLES", "120")),
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )

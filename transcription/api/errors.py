@@ -125,6 +125,13 @@ class ErrorAnswer:
     headers: dict[str, str]
 
 
+class NotDone(exceptions.APIException):
+    """409: the job has no text (yet) whose speakers could be named."""
+
+    status_code = 409
+    default_code = "not_done"
+
+
 def error_answer(error: Exception) -> ErrorAnswer | None:
     """The contract's answer to a refusal of the front door, whatever the door: 401 with
     WWW-Authenticate, 404, 413, 422 (one entry per offending field), 429 and 503 with
@@ -143,7 +150,7 @@ def error_answer(error: Exception) -> ErrorAnswer | None:
         return ErrorAnswer(
             429, {"detail": f"Rate limit exceeded; try again in {wait} seconds."}, {"Retry-After": str(wait)}
         )
-    if isinstance(error, (exceptions.NotFound, BodyTooLarge)):
+    if isinstance(error, (exceptions.NotFound, BodyTooLarge, NotDone)):
         return ErrorAnswer(error.status_code, {"detail": str(error.detail)}, {})
     return None
 

@@ -139,7 +139,20 @@ OPERATIONS: dict[str, Operation] = {
     "get_batch": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_batch(c.account_id, a.get("id"), r)),
     "preview_playlist": Operation(ratelimit.POLLS, lambda c, a, r: operations.preview_playlist(c.account_id, a)),
     "get_balance": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_balance(c.account_id)),
+    # Extensions (docs/decisions.md): speakers' names and enrolled voices; writes count as job requests.
+    "rename_speakers": Operation(
+        ratelimit.JOBS,
+        lambda c, a, r: operations.rename_speakers(c.account_id, a.get("id"), _without_id(a), r),
+    ),
+    "create_voice": Operation(ratelimit.JOBS, lambda c, a, r: operations.create_voice(c.account, a)),
+    "list_voices": Operation(ratelimit.POLLS, lambda c, a, r: operations.list_voices(c.account_id)),
+    "delete_voice": Operation(ratelimit.JOBS, lambda c, a, r: operations.delete_voice(c.account_id, a.get("id"))),
 }
+
+
+def _without_id(arguments: dict) -> dict:
+    """An operation's body when the door passed the path's id beside it."""
+    return {name: value for name, value in arguments.items() if name != "id"}
 
 
 def perform(caller: Caller, name: str, arguments: dict | Callable[[], dict] | None = None, request=None) -> dict:

@@ -310,6 +310,13 @@ def _id(value):
     return None if value is NOT_GIVEN else value
 
 
+async def rename_speakers(ctx: Context, id=NOT_GIVEN, names=NOT_GIVEN) -> CallToolResult:  # noqa: A002
+    def summary(body):
+        return f"Job {body['id']}: speakers renamed. Its txt now reads:\n{body['txt'] or ''}"
+
+    return await _call(ctx, "rename_speakers", {"id": _id(id), **_given(names=names)}, summary)
+
+
 async def preview_playlist(
     ctx: Context,
     url=NOT_GIVEN,
@@ -405,6 +412,16 @@ BALANCE_SCHEMA = {
     "required": ["remaining_seconds", "pricing"],
 }
 
+
+def _rename_schema() -> dict:
+    schema = _id_schema("job")
+    body = component("SpeakerNamesRequest")
+    schema["properties"]["names"] = body["properties"]["names"]
+    schema["required"] = ["id", "names"]
+    return schema
+
+
+RENAMING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 QUEUEING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
 READING = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
@@ -462,6 +479,17 @@ def tool_table() -> list[tuple]:
             _id_schema("job"),
             component("TranscriptionApiResponse"),
             READING,
+        ),
+        (
+            rename_speakers,
+            "Call a done job's speakers by their names: `names` maps the N of `Speaker N` in its `txt` to a name "
+            '(`{"1": "Alice", "2": "Bob"}`; null gives a speaker back its number). `txt` then reads '
+            "`[00:00:03] Alice: ...` and every WebVTT voice span `<v Alice>`, translations too. A name is 1 to 40 "
+            "characters without line breaks, `:`, `<` or `>`. Free of minutes; counts as a job request. Returns the "
+            "job as get_transcription does.",
+            _rename_schema(),
+            component("TranscriptionApiResponse"),
+            RENAMING,
         ),
         (
             get_batch,

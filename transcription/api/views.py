@@ -73,7 +73,9 @@ class ContractViewSet(viewsets.ViewSet):
         request.caller = front_door.caller_from_token(
             request.META.get("HTTP_AUTHORIZATION"), ratelimit.client_address(request), front_door.REST
         )
-        front_door.admit(request.caller, ratelimit.JOBS if request.method == "POST" else ratelimit.POLLS)
+        # what changes something (a POST, DELETE /v1/api/voices/{id}) is a job request, a read a poll
+        reads = ("GET", "HEAD", "OPTIONS")
+        front_door.admit(request.caller, ratelimit.POLLS if request.method in reads else ratelimit.JOBS)
 
     def get_authenticate_header(self, request):
         return "Bearer"
@@ -156,6 +158,73 @@ class JobViewSet(ContractViewSet):
     )
     def retrieve(self, request, id: str):
         return perform(request, "get_transcription", {"id": id})
+
+    @extend_schema(
+        operation_id="rename_speakers",
+        summary="Call a job's speakers by their names (extension)",
+        description="An extension of this server, not in the v1 contract. Names the speakers of a job by the `N` of "
+        "`Speaker N` in its `txt`: `txt` then reads `[00:00:03] Alice: …` and every WebVTT voice span (the job's "
+        "and its translations') `<v Alice>`. Names given before are kept unless given again; `null` gives a "
+        "speaker back its number. Answers the job as `GET /v1/api/transcription/{id}` does. Free of minutes; "
+        "counts as a job request. A number the job's transcript does not hold, or a bad name, is a 422 naming it; "
+        "a job that is not `done` is a 409.",
+        parameters=[_id_parameter("job")],
+        request=s.SpeakerNamesRequestSerializer,
+        responses={200: s.TranscriptionApiResponseSerializer, 409: s.ErrorResponseSerializer},
+        examples=[_example("Two speakers named", {"names": {"1": "Alice", "2": "Bob"}})],
+        extensions={"x-extension": True},
+    )
+    def rename_speakers(self, request, id: str):
+        return perform(request, "rename_speakers", lambda: {**body(request), "id": id})
+
+
+_VOICES = (
+    "An extension of this server, not in the v1 contract. An enrolled voice names the speaker who sounds like it "
+    "in every later job of the account (others keep `Speaker N`); it never names a speaker of another account. "
+    "Only the voice's embedding is kept, never the sample's audio: it is personal data, kept until the voice "
+    "or the account is deleted."
+)
+
+
+class VoiceViewSet(ContractViewSet):
+    @extend_schema(
+        operation_id="create_voice",
+        summary="Enrol a voice from a sample (extension)",
+        description=_VOICES + " The sample at `url` must be 10 to 120 seconds of that one person speaking; it is "
+        "fetched and read like a job and charged as a transcript of the sample (1× its length; refunded if it "
+        "fails). The answer comes at once with `state` `processing`; list the voices to see it `ready`, or "
+        "`failed` with the reason in `error` (a sample with two voices, too short or too long, not fetched). "
+        "Counts as a job request.",
+        request=s.VoiceRequestSerializer,
+        responses={200: s.QueuedVoiceSerializer},
+        examples=[_example("Alice's voice", {"name": "Alice", "url": "https://videos.example.com/alice-intro.mp4"})],
+        extensions={"x-extension": True},
+    )
+    def create(self, request):
+        return perform(request, "create_voice", lambda: body(request))
+
+    @extend_schema(
+        operation_id="list_voices",
+        summary="The account's enrolled voices (extension)",
+        description=_VOICES + " Oldest first. Counts as a poll.",
+        responses={200: s.VoiceSerializer(many=True)},
+        extensions={"x-extension": True},
+    )
+    def list(self, request):
+        return perform(request, "list_voices")
+
+    @extend_schema(
+        operation_id="delete_voice",
+        summary="Forget an enrolled voice (extension)",
+        description="An extension of this server. Deletes the voice and its embedding; a sample still being read "
+        "is stopped and refunded. Names it gave earlier jobs stay until renamed. Counts as a job request.",
+        parameters=[_id_parameter("voice")],
+        responses={204: None},
+        extensions={"x-extension": True},
+    )
+    def destroy(self, request, id: str):
+        front_door.perform(request.caller, "delete_voice", {"id": id}, request)
+        return Response(status=204)
 
 
 class BatchViewSet(ContractViewSet):
