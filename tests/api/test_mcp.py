@@ -145,8 +145,18 @@ def test_a_client_of_either_revision_lists_the_tools_with_the_rest_fields(web, t
         }
         assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
     transcribe = by_name["transcribe"].input_schema
-    assert set(transcribe["properties"]) == {"url", "language_code", "verbatim", "tag_audio_events"}
-    assert transcribe["required"] == ["url"] and transcribe["properties"]["verbatim"]["default"] is False
+    assert set(transcribe["properties"]) == {
+        "url",
+        "upload_id",
+        "language_code",
+        "verbatim",
+        "tag_audio_events",
+        "prompt",
+    }
+    assert (
+        transcribe["oneOf"] == [{"required": ["url"]}, {"required": ["upload_id"]}]
+        and transcribe["properties"]["verbatim"]["default"] is False
+    )
     burn = by_name["burn_subtitles"].input_schema["properties"]
     assert burn["quality"]["enum"] == ["default", "hd", "uhd"] and burn["quality"]["default"] == "default"
     assert set(by_name["get_transcription"].output_schema["properties"]) >= {"id", "state", "progress", "txt"}

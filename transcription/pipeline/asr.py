@@ -123,6 +123,7 @@ def transcribe(
     on_progress: ProgressCallback | None = None,
     recover_dropped: bool = True,
     speech: Sequence[tuple[float, float]] | None = None,
+    prompt: str = "",
 ) -> Transcript:
     """Transcribe (or, with ``task="translate"``, translate to English) part of a WAV.
 
@@ -141,6 +142,9 @@ def transcribe(
     ``Transcript.language_probability`` when detected (``language_id.detect_language``: an unsure
     first look is followed by several windows); ``Transcript.duration`` is the length of the slice
     actually read, in seconds.
+
+    ``prompt`` is the client's text the recogniser should lean towards (names, jargon, spellings):
+    Whisper's initial prompt, after the verbatim prompt when both are given.
 
     ``recover_dropped`` decodes again, plainly, any stretch of speech that came back without words
     and any segment caught in a repetition loop: batched decoding reads each VAD chunk once, and
@@ -181,7 +185,7 @@ def transcribe(
         beam_size=beam_size,
         word_timestamps=True,
         vad_filter=True,
-        initial_prompt=VERBATIM_PROMPT if verbatim else None,
+        initial_prompt=" ".join(part for part in (VERBATIM_PROMPT if verbatim else "", prompt.strip()) if part) or None,
     )
     if clips is not None:
         options["vad_filter"] = False
