@@ -15,7 +15,7 @@ from importlib import metadata
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from tests.worker import ROOT
+from harness.processes import ROOT
 
 PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 SERVICE_PACKAGES = PYPROJECT["tool"]["importlinter"]["root_packages"]
