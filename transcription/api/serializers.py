@@ -107,9 +107,16 @@ class SpeakerNamesRequestSerializer(serializers.Serializer):
     names = SpeakerNamesField()
 
 
-class VoiceRequestSerializer(serializers.Serializer):
+class VoiceRequestSerializer(TranscribeRequestSerializer):
+    """A name and one source, as a job takes it: a link (`url`) or an upload (`upload_id`)."""
+
     name = SpeakerNameField(help_text="What the voice's speaker is called in later transcripts")
-    url = UrlField(help_text="Address of a 10 to 120 second recording of that one voice")
+    url = UrlField(required=False, help_text="Address of a 10 to 120 second recording of that one voice")
+    # the sample is read for its voice alone: none of a transcript's options apply
+    language_code = None
+    verbatim = None
+    tag_audio_events = None
+    prompt = None
 
 
 # --- Responses -------------------------------------------------------------------------------
