@@ -107,7 +107,6 @@ TEMPLATES = [
     },
 ]
 
-EMBEDDED = not env.str("DATABASE_URL", default="")
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}"),
 }
@@ -240,11 +239,13 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "media"
 # media: download and ffmpeg; asr: speech recognition (put GPU workers here); burn: encoding;
-# hooks: webhook deliveries (short network waits, kept apart from long media work).
+# hooks: webhook deliveries (short network waits, kept apart from long media work) and the sweeper,
+# which on `media` waited behind every queued download before it could re-queue a dead worker's job.
 CELERY_TASK_ROUTES = {
     "transcription.tasks.start_job": {"queue": "media"},
     "transcription.tasks.transcribe_job": {"queue": "asr"},
     "transcription.tasks.burn_job": {"queue": "burn"},
+    "transcription.tasks.sweep_stalled_jobs": {"queue": "hooks"},
     "transcription.tasks.*": {"queue": "media"},
     "webhooks.tasks.*": {"queue": "hooks"},
 }

@@ -297,7 +297,7 @@ def job_cancel(job_id, by=None) -> Job | None:
     and not refunded yet. A job cancelled before it is done has delivered nothing, so that is
     exactly what it had not used (a translation that already failed was refunded on its own and
     is not returned twice). A worker busy with the job's current stage finishes that stage, then
-    finds the job final and stops (stages.run.run_stage ignores the InvalidTransition).
+    finds the job final and stops (stages.runner.run_stage ignores the InvalidTransition).
 
     Returns None, and changes nothing, when the job had already ended. Audited as job_cancelled.
     """

@@ -165,7 +165,7 @@ def main() -> None:
     args = parser.parse_args()
 
     ensure_database()
-    from tests.servers import free_port, running_redis
+    from harness.processes import free_port, running_redis
 
     port = free_port()
     with running_redis(port):

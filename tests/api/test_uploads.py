@@ -14,7 +14,7 @@ from django.core.files.storage import default_storage
 from tusclient import client as tus
 from tusclient.exceptions import TusCommunicationError
 
-from tests.servers import running_web
+from harness.processes import running_web
 from tests.support import wait_until
 from transcription import files
 from transcription.models import Upload

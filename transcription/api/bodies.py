@@ -105,61 +105,8 @@ async def read_multipart(
     boundary = params.get(b"boundary")
     if not boundary:
         raise MalformedBody("A multipart body needs a boundary in its Content-Type.")
-    fields: dict[str, list[str]] = {}
-    state = {"name": None, "filename": None, "header": b"", "value": b"", "headers": {}, "file": False}
-    found: dict = {"filename": None, "file": False}
-    pending: list[bytes] = []  # a form field's bytes, until its part ends
-
-    def on_part_begin():
-        state.update(headers={}, name=None, filename=None)
-        pending.clear()
-
-    def on_header_field(data, start, end):
-        state["header"] += data[start:end]
-
-    def on_header_value(data, start, end):
-        state["value"] += data[start:end]
-
-    def on_header_end():
-        state["headers"][state["header"].lower()] = state["value"]
-        state["header"] = state["value"] = b""
-
-    def on_headers_finished():
-        _, options = parse_options_header(state["headers"].get(b"content-disposition", b""))
-        state["name"] = options.get(b"name", b"").decode("utf-8", "replace")
-        filename = options.get(b"filename")
-        state["filename"] = None if filename is None else filename.decode("utf-8", "replace")
-        state["file"] = state["name"] == file_field and not found["file"]
-        if state["file"]:
-            found.update(file=True, filename=state["filename"] or "")
-
-    def on_part_data(data, start, end):
-        if state["file"]:
-            sink.add(data[start:end])
-        else:
-            pending.append(data[start:end])
-            if sum(map(len, pending)) > FIELD_MAX_BYTES:
-                raise MalformedBody(f"The form field {state['name']!r} is longer than {FIELD_MAX_BYTES} bytes.")
-
-    def on_part_end():
-        if not state["file"]:
-            if sum(map(len, fields.values()), 0) >= FIELDS_MAX:
-                raise MalformedBody(f"A form may carry at most {FIELDS_MAX} fields.")
-            fields.setdefault(state["name"], []).append(b"".join(pending).decode("utf-8", "replace"))
-        state["file"] = False
-
-    parser = MultipartParser(
-        boundary,
-        {
-            "on_part_begin": on_part_begin,
-            "on_part_data": on_part_data,
-            "on_part_end": on_part_end,
-            "on_header_field": on_header_field,
-            "on_header_value": on_header_value,
-            "on_header_end": on_header_end,
-            "on_headers_finished": on_headers_finished,
-        },
-    )
+    reader = _MultipartParts(sink, file_field)
+    parser = MultipartParser(boundary, reader.callbacks())
     try:
         async for chunk in _chunks(receive):
             parser.write(chunk)
@@ -169,4 +116,68 @@ async def read_multipart(
     except (ValueError, LookupError) as error:  # python-multipart's MultipartParseError is a ValueError
         raise MalformedBody(f"The multipart body could not be read: {error}") from None
     await sink.flush()
-    return fields, (found["filename"] if found["file"] else None)
+    return reader.fields, (reader.filename if reader.found_file else None)
+
+
+class _MultipartParts:
+    """python-multipart's callbacks: each part's headers, then its bytes to the sink (the file part)
+    or to a form field (the others, each at most FIELD_MAX_BYTES, at most FIELDS_MAX of them)."""
+
+    def __init__(self, sink: FileSink, file_field: str):
+        self.sink, self.file_field = sink, file_field
+        self.fields: dict[str, list[str]] = {}
+        self.found_file, self.filename = False, None
+        self.name: str | None = None
+        self.header = self.value = b""
+        self.headers: dict[bytes, bytes] = {}
+        self.is_file = False
+        self.pending: list[bytes] = []  # a form field's bytes, until its part ends
+
+    def callbacks(self) -> dict:
+        return {
+            "on_part_begin": self.on_part_begin,
+            "on_part_data": self.on_part_data,
+            "on_part_end": self.on_part_end,
+            "on_header_field": self.on_header_field,
+            "on_header_value": self.on_header_value,
+            "on_header_end": self.on_header_end,
+            "on_headers_finished": self.on_headers_finished,
+        }
+
+    def on_part_begin(self):
+        self.headers, self.name = {}, None
+        self.pending.clear()
+
+    def on_header_field(self, data, start, end):
+        self.header += data[start:end]
+
+    def on_header_value(self, data, start, end):
+        self.value += data[start:end]
+
+    def on_header_end(self):
+        self.headers[self.header.lower()] = self.value
+        self.header = self.value = b""
+
+    def on_headers_finished(self):
+        _, options = parse_options_header(self.headers.get(b"content-disposition", b""))
+        self.name = options.get(b"name", b"").decode("utf-8", "replace")
+        filename = options.get(b"filename")
+        part_filename = None if filename is None else filename.decode("utf-8", "replace")
+        self.is_file = self.name == self.file_field and not self.found_file
+        if self.is_file:
+            self.found_file, self.filename = True, part_filename or ""
+
+    def on_part_data(self, data, start, end):
+        if self.is_file:
+            self.sink.add(data[start:end])
+            return
+        self.pending.append(data[start:end])
+        if sum(map(len, self.pending)) > FIELD_MAX_BYTES:
+            raise MalformedBody(f"The form field {self.name!r} is longer than {FIELD_MAX_BYTES} bytes.")
+
+    def on_part_end(self):
+        if not self.is_file:
+            if sum(map(len, self.fields.values()), 0) >= FIELDS_MAX:
+                raise MalformedBody(f"A form may carry at most {FIELDS_MAX} fields.")
+            self.fields.setdefault(self.name or "", []).append(b"".join(self.pending).decode("utf-8", "replace"))
+        self.is_file = False

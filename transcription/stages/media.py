@@ -15,10 +15,10 @@ from .. import files, services, states
 from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch
 from ..pipeline.speakers import voices
-from .run import run_stage
+from .runner import run_stage
 
 
-def run(job_id) -> bool:
+def run_media_stage(job_id) -> bool:
     """True when the audio (and a burned job's video) is in storage for the next stage."""
     return run_stage(job_id, _media_stages)
 

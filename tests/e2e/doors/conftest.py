@@ -8,8 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.servers import running_web
-from tests.worker import running_worker
+from harness.processes import running_web, running_worker
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from accounts.services import account_create, token_issue
-from tests.servers import running_web
+from harness.processes import running_web
 from tests.support import normalize, wait_until, wer
 from transcription.api import ratelimit
 from transcription.models import Job

@@ -9,8 +9,7 @@ import sys
 import pytest
 
 from accounts.services import account_create
-from tests.servers import running_web
-from tests.worker import ROOT
+from harness.processes import ROOT, running_web
 from transcription.models import Job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

@@ -19,10 +19,10 @@ from ..pipeline.results import build_results
 from ..pipeline.speakers import voices
 from ..pipeline.types import Transcript
 from . import translation
-from .run import Throttled, run_stage
+from .runner import Throttled, run_stage
 
 
-def run(job_id) -> bool:
+def run_transcribe_stage(job_id) -> bool:
     """True when the job goes on to the burn worker."""
     return run_stage(job_id, _speech_stages)
 
