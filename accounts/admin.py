@@ -25,7 +25,7 @@ from transcription import states
 from transcription.models import Job
 
 from .models import Account
-from .services import token_issue, token_revoke
+from .services import account_deactivate, account_reactivate, token_issue, token_revoke
 
 
 def _subquery_total(queryset, expression):
@@ -74,6 +74,7 @@ class AccountAdmin(admin.ModelAdmin):
     form = AccountAdminForm
     list_display = [
         "email",
+        "active",
         "plan",
         "balance",
         "token_prefix",
@@ -90,7 +91,18 @@ class AccountAdmin(admin.ModelAdmin):
     fieldsets = [
         (
             None,
-            {"fields": ["email", "user", "plan", "renews_on", "plan_assigned_on", "plan_assigned_by", "created_at"]},
+            {
+                "fields": [
+                    "email",
+                    "active",
+                    "user",
+                    "plan",
+                    "renews_on",
+                    "plan_assigned_on",
+                    "plan_assigned_by",
+                    "created_at",
+                ]
+            },
         ),
         ("Minutes", {"fields": ["balance"]}),
         ("API token", {"fields": ["token_prefix", "token_created", "token_last_used"]}),
@@ -98,6 +110,7 @@ class AccountAdmin(admin.ModelAdmin):
     ]
     readonly_fields = [
         "email",
+        "active",
         "user",
         "plan_assigned_on",
         "plan_assigned_by",
@@ -112,7 +125,7 @@ class AccountAdmin(admin.ModelAdmin):
         "jobs_link",
     ]
     inlines = [LedgerEntryInline, AuditEventInline]
-    actions = ["issue_token", "replace_token", "revoke_token", "grant_minutes"]
+    actions = ["issue_token", "replace_token", "revoke_token", "deactivate", "reactivate", "grant_minutes"]
     change_form_template = "admin/accounts/account/change_form.html"
 
     # Accounts are created by sign-up or `manage.py create_account` (login + sign-up minutes),
@@ -148,6 +161,11 @@ class AccountAdmin(admin.ModelAdmin):
     @admin.display(description="Email", ordering="user__email")
     def email(self, account):
         return account.user.email
+
+    @admin.display(description="Active", boolean=True, ordering="user__is_active")
+    def active(self, account):
+        """Deactivated (the Deactivate action): its token, MCP and website are refused."""
+        return account.user.is_active
 
     @admin.display(description="Balance", ordering="balance_seconds")
     def balance(self, account):
@@ -236,6 +254,33 @@ class AccountAdmin(admin.ModelAdmin):
                 self.message_user(request, f"Revoked the API token of {account.user.email}.", messages.SUCCESS)
             else:
                 self.message_user(request, f"{account.user.email} had no token.", messages.WARNING)
+
+    # Deactivation, in its own words: staff see on the button what it stops and that it is undone
+    # by the next action (accounts.services.account_deactivate; audited).
+    @admin.action(
+        description="Deactivate: refuse the API token, MCP and the website at once (reversible; keeps token, "
+        "jobs and minutes)",
+        permissions=["change"],
+    )
+    def deactivate(self, request, queryset):
+        for account in queryset.select_related("user"):
+            if account_deactivate(account, by=request.user):
+                self.message_user(
+                    request,
+                    f"Deactivated {account.user.email}: its API token, MCP and website sessions are refused from "
+                    "the next request. Reactivate to undo.",
+                    messages.SUCCESS,
+                )
+            else:
+                self.message_user(request, f"{account.user.email} was already deactivated.", messages.WARNING)
+
+    @admin.action(description="Reactivate: the same API token, MCP and the website work again", permissions=["change"])
+    def reactivate(self, request, queryset):
+        for account in queryset.select_related("user"):
+            if account_reactivate(account, by=request.user):
+                self.message_user(request, f"Reactivated {account.user.email}.", messages.SUCCESS)
+            else:
+                self.message_user(request, f"{account.user.email} was active.", messages.WARNING)
 
     @admin.action(description="Grant minutes…", permissions=["grant"])
     def grant_minutes(self, request, queryset):

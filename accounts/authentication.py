@@ -1,3 +1,4 @@
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from django.utils import timezone
@@ -14,33 +15,108 @@ TOKEN_CACHE_SECONDS = 300
 
 
 def token_cache_key(digest: str) -> str:
-    # "v2": the value is plain text now (encode_cached_token), not a pickle.
-    return f"token:v2:{digest}"
+    # "v3": "<account>:<ms>:<user>", and only for a token whose login is active.
+    return f"token:v3:{digest}"
 
 
 def token_version_key(digest: str) -> str:
-    """Moved whenever the token is removed (accounts.services): a lookup that read the token from
-    the database before the removal committed cannot cache it afterwards (set_bytes_if_version)."""
+    """Moved whenever the token is removed or its login's status changes (accounts.services,
+    accounts.signals): a lookup that read the token from the database before that change committed
+    cannot cache it afterwards (set_bytes_if_version)."""
     return f"token:version:{digest}"
 
 
-def encode_cached_token(account_id: int, checked_at) -> bytes:
-    """The token cache's value: "<account id>:<unix ms of the last database check>". Plain text,
-    so the poll path's Lua script (transcription.api.polls) reads it in Redis itself."""
-    return f"{account_id}:{int(checked_at.timestamp() * 1000)}".encode()
+def encode_cached_token(account_id: int, checked_at, user_id: int) -> bytes:
+    """The token cache's value: "<account id>:<unix ms of the last database check>:<user id>".
+    Plain text, so the poll path's Lua script (transcription.api.polls) reads it in Redis itself."""
+    return f"{account_id}:{int(checked_at.timestamp() * 1000)}:{user_id}".encode()
 
 
 def decode_cached_token(value: bytes | None):
-    """(account_id, checked_at) or None for a missing or unreadable value."""
+    """(account_id, checked_at, user_id) or None for a missing or unreadable value."""
     try:
-        account_id, checked_ms = value.decode().split(":")
-        return int(account_id), datetime.fromtimestamp(int(checked_ms) / 1000, tz=UTC)
+        account_id, checked_ms, user_id = value.decode().split(":")
+        return int(account_id), datetime.fromtimestamp(int(checked_ms) / 1000, tz=UTC), int(user_id)
     except (AttributeError, ValueError, UnicodeDecodeError):
         return None
 
 
+@dataclass(frozen=True)
+class TokenHolder:
+    account_id: int
+    user_id: int
+    digest: str
+
+
+class TokenRefused(Exception):
+    """The header names no usable token; `missing` when there was no header at all."""
+
+    def __init__(self, message: str, *, missing: bool = False):
+        super().__init__(message)
+        self.missing = missing
+
+
+DEACTIVATED = "This account is deactivated; its API token does not work. Contact support."
+
+
+def token_from_header(authorization: str | bytes | None) -> str:
+    """The token of an `Authorization: Bearer <token>` value, or TokenRefused saying what is wrong."""
+    if not authorization:
+        raise TokenRefused("Missing API token.", missing=True)
+    if isinstance(authorization, bytes):
+        try:
+            authorization = authorization.decode("ascii")
+        except UnicodeDecodeError:
+            raise TokenRefused("Malformed Authorization header.") from None
+    if not authorization.isascii():
+        raise TokenRefused("Malformed Authorization header.")
+    parts = authorization.split()
+    if len(parts) != 2 or parts[0].lower() != "bearer":
+        raise TokenRefused("Authorization header must be 'Bearer <token>'.")
+    if not looks_like_token(parts[1]):
+        raise TokenRefused("Malformed API token.")
+    return parts[1]
+
+
+def token_holder(digest: str) -> TokenHolder:
+    """Whose token this is: its account and login, or TokenRefused (unknown, revoked, or its login
+    deactivated). Polls authenticate several times a second, so the answer is cached in Redis; the
+    entry is deleted whenever the token is replaced or revoked (accounts.services) or its login's
+    status changes (accounts.signals), and is re-checked against the database once a minute."""
+    value, version = cache.get_bytes_and_version(token_cache_key(digest), token_version_key(digest))
+    cached = decode_cached_token(value)
+    now = timezone.now()
+    if cached is None or now - cached[1] > LAST_USED_RESOLUTION:
+        api_token = (
+            ApiToken.objects.filter(digest=digest)
+            .select_related("account__user")
+            .only("id", "account_id", "last_used_at", "account__user_id", "account__user__is_active")
+            .first()
+        )
+        if api_token is None:
+            raise TokenRefused("Invalid or revoked API token.")
+        if not api_token.account.user.is_active:
+            raise TokenRefused(DEACTIVATED)
+        if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
+            ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
+        cached = (api_token.account_id, now, api_token.account.user_id)
+        cache.set_bytes_if_version(
+            token_cache_key(digest),
+            encode_cached_token(*cached),
+            TOKEN_CACHE_SECONDS,
+            token_version_key(digest),
+            version,
+        )
+    return TokenHolder(account_id=cached[0], user_id=cached[2], digest=digest)
+
+
+def token_holder_for_header(authorization: str | bytes | None) -> TokenHolder:
+    return token_holder(token_digest(token_from_header(authorization)))
+
+
 class BearerTokenAuthentication(authentication.BaseAuthentication):
-    """`Authorization: Bearer <token>`. request.user is the Account."""
+    """`Authorization: Bearer <token>`, for DRF views outside the v1 API's front door (which builds
+    its Caller itself, transcription.api.front_door). request.user is the Account."""
 
     keyword = "Bearer"
 
@@ -49,35 +125,10 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
         if not header:
             return None
         try:
-            parts = header.decode("ascii").split()
-        except UnicodeDecodeError:
-            raise exceptions.AuthenticationFailed("Malformed Authorization header.") from None
-        if len(parts) != 2 or parts[0].lower() != self.keyword.lower():
-            raise exceptions.AuthenticationFailed("Authorization header must be 'Bearer <token>'.")
-        token = parts[1]
-        if not looks_like_token(token):
-            raise exceptions.AuthenticationFailed("Malformed API token.")
-        digest = token_digest(token)
-        # Polls authenticate several times a second; the token's account is cached in Redis and
-        # the cache entry is deleted whenever the token is replaced or revoked (accounts.services).
-        value, version = cache.get_bytes_and_version(token_cache_key(digest), token_version_key(digest))
-        cached = decode_cached_token(value)
-        now = timezone.now()
-        if cached is None or now - cached[1] > LAST_USED_RESOLUTION:
-            api_token = ApiToken.objects.filter(digest=digest).only("id", "account_id", "last_used_at").first()
-            if api_token is None:
-                raise exceptions.AuthenticationFailed("Invalid or revoked API token.")
-            if api_token.last_used_at is None or now - api_token.last_used_at > LAST_USED_RESOLUTION:
-                ApiToken.objects.filter(pk=api_token.pk).update(last_used_at=now)
-            cached = (api_token.account_id, now)
-            cache.set_bytes_if_version(
-                token_cache_key(digest),
-                encode_cached_token(*cached),
-                TOKEN_CACHE_SECONDS,
-                token_version_key(digest),
-                version,
-            )
-        account = Account(pk=cached[0])  # views only need the account's id
+            holder = token_holder_for_header(header)
+        except TokenRefused as refused:
+            raise exceptions.AuthenticationFailed(str(refused)) from None
+        account = Account(pk=holder.account_id)  # views only need the account's id
         account.is_authenticated = True  # what DRF's IsAuthenticated asks of request.user
         return account, None
 

@@ -1,24 +1,70 @@
-"""The client's address, for the per-address limits on sign-ups and sign-ins.
+"""The client's address: the one rule behind every per-address control (sign-in lockout through
+django-axes, the sign-up and confirmation-mail limits, the API's limit on requests without a valid
+token, /metrics' allowed networks, and every door that counts by address).
 
-REMOTE_ADDR, unless TRUST_PROXY_HEADERS says a proxy in front rewrites X-Forwarded-For: then the
-address that proxy saw, the last one it appended (earlier entries are the client's own claims).
-None when there is no address (only requests made in tests lack one)."""
+- TRUST_PROXY_HEADERS off (the default): the TCP peer, whatever the request's headers say. bin/web
+  runs uvicorn with its proxy-header rewriting off (config.web_worker), so the peer really is the
+  peer: X-Forwarded-For is a header the client wrote.
+- TRUST_PROXY_HEADERS on: when the peer is one of TRUSTED_PROXIES, X-Forwarded-For is read from
+  the right (each proxy appends the address it saw), skipping our own proxies; the first address
+  that is not one of them is the client. Entries to its left are the client's own claims and are
+  never read. A peer that is not one of our proxies is the client itself, headers ignored.
+
+None when there is no usable address (only requests made in tests lack one).
+"""
+
+from __future__ import annotations
 
 import ipaddress
+from functools import lru_cache
 
 from django.conf import settings
 
 
-def _valid(address: str) -> str | None:
+def _parsed(address: str | None):
     try:
-        return str(ipaddress.ip_address(address.strip()))
+        return ipaddress.ip_address((address or "").strip())
     except ValueError:
         return None
 
 
+@lru_cache(maxsize=8)
+def _networks(networks: tuple[str, ...]):
+    return tuple(ipaddress.ip_network(network, strict=False) for network in networks)
+
+
+def _trusted(ip, networks) -> bool:
+    return any(ip in network for network in networks)
+
+
+def address_from(peer: str | None, forwarded_for: str | None) -> str | None:
+    """The client's address given the TCP peer and the X-Forwarded-For header (all its values,
+    joined with commas), under the current settings. What every door calls."""
+    ip = _parsed(peer)
+    if ip is None:
+        return None
+    if not settings.TRUST_PROXY_HEADERS:
+        return str(ip)
+    proxies = _networks(tuple(settings.TRUSTED_PROXIES))
+    for entry in reversed((forwarded_for or "").split(",") if _trusted(ip, proxies) else []):
+        hop = _parsed(entry)
+        if hop is None:
+            break  # not an address our proxy wrote: what lies beyond it cannot be believed
+        ip = hop
+        if not _trusted(ip, proxies):
+            break
+    return str(ip)
+
+
 def client_address(request) -> str | None:
-    if settings.TRUST_PROXY_HEADERS:
-        forwarded = _valid(request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")[-1])
-        if forwarded:
-            return forwarded
-    return _valid(request.META.get("REMOTE_ADDR") or "")
+    """The client's address of a Django request (also django-axes' AXES_CLIENT_IP_CALLABLE)."""
+    return address_from(request.META.get("REMOTE_ADDR"), request.META.get("HTTP_X_FORWARDED_FOR"))
+
+
+def scope_client_address(scope) -> str | None:
+    """The client's address of an ASGI request (a door outside Django, such as /mcp)."""
+    peer = (scope.get("client") or (None,))[0]
+    forwarded = [
+        value.decode("latin-1") for name, value in scope.get("headers") or () if name.lower() == b"x-forwarded-for"
+    ]
+    return address_from(peer, ",".join(forwarded))

@@ -1,47 +1,64 @@
-"""Email confirmation for self-service sign-ups: a one-time link (Django's password-reset token
-machinery, with its own salt) mailed through Django's email backend (settings: a file under
-var/mail in `make run`, SMTP when EMAIL_HOST is set).
+"""Email confirmation for self-service sign-ups: a link to a page whose button (a CSRF-protected
+POST, with the password chosen at sign-up) confirms; mailed through Django's email backend
+(settings: a file under var/mail in `make run`, SMTP when EMAIL_HOST is set).
 
-The token hashes the login's state, `is_active` included, so a link stops working once it has
-been used, and after PASSWORD_RESET_TIMEOUT seconds."""
+The link is /account/confirm/<sign-up id>/<secret>/: the secret is random, only its digest is
+stored (Signup.secret_digest), so the database does not hold working links. A link works once
+(Signup.used_at), for EMAIL_CONFIRMATION_SECONDS, and only while no login holds the address.
+"""
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.tokens import PasswordResetTokenGenerator
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from datetime import timedelta
+
+from django.conf import settings
 from django.core.mail import send_mail
 from django.template.loader import render_to_string
 from django.urls import reverse
-from django.utils.encoding import force_bytes
-from django.utils.http import urlsafe_base64_decode, urlsafe_base64_encode
+from django.utils import timezone
+
+from .models import Signup
 
 
-class EmailConfirmationTokenGenerator(PasswordResetTokenGenerator):
-    key_salt = "accounts.confirmation.EmailConfirmationTokenGenerator"
-
-    def _make_hash_value(self, user, timestamp):
-        return f"{super()._make_hash_value(user, timestamp)}{user.is_active}"
-
-
-confirmation_tokens = EmailConfirmationTokenGenerator()
+def new_secret() -> tuple[str, str]:
+    """(secret for the link, digest to store)."""
+    secret = secrets.token_urlsafe(32)
+    return secret, secret_digest(secret)
 
 
-def confirmation_link(request, user) -> str:
-    path = reverse(
-        "accounts:confirm",
-        kwargs={"uid": urlsafe_base64_encode(force_bytes(user.pk)), "token": confirmation_tokens.make_token(user)},
+def secret_digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def confirmation_link(request, signup: Signup, secret: str) -> str:
+    return request.build_absolute_uri(reverse("accounts:confirm", kwargs={"uid": str(signup.pk), "token": secret}))
+
+
+def send_confirmation(request, signup: Signup, secret: str) -> None:
+    link = confirmation_link(request, signup, secret)
+    hours = settings.EMAIL_CONFIRMATION_SECONDS // 3600
+    body = render_to_string(
+        "accounts/email/confirm.txt", {"link": link, "email": signup.email, "lifetime": _lifetime(hours)}
     )
-    return request.build_absolute_uri(path)
+    send_mail("Confirm your email address", body, None, [signup.email])
 
 
-def send_confirmation(request, user) -> None:
-    link = confirmation_link(request, user)
-    body = render_to_string("accounts/email/confirm.txt", {"link": link, "email": user.email})
-    send_mail("Confirm your email address", body, None, [user.email])
+def _lifetime(hours: int) -> str:
+    if hours >= 48 and hours % 24 == 0:
+        return f"{hours // 24} days"
+    return f"{hours} hours" if hours != 1 else "an hour"
 
 
-def user_from_link(uid: str, token: str):
-    """The login the link was made for, or None if the link is wrong, used or expired."""
-    try:
-        user = get_user_model().objects.get(pk=int(urlsafe_base64_decode(uid).decode()))
-    except (ValueError, TypeError, OverflowError, get_user_model().DoesNotExist):
+def signup_from_link(uid: str, token: str) -> Signup | None:
+    """The pending sign-up the link was made for, or None if the link is wrong, used or expired."""
+    if not uid.isdigit() or len(uid) > 18:
         return None
-    return user if confirmation_tokens.check_token(user, token) else None
+    signup = Signup.objects.filter(pk=int(uid), used_at__isnull=True).first()
+    if signup is None or not hmac.compare_digest(signup.secret_digest, secret_digest(token)):
+        return None
+    if signup.created_at < timezone.now() - timedelta(seconds=settings.EMAIL_CONFIRMATION_SECONDS):
+        return None
+    return signup

@@ -2,6 +2,8 @@ from django import forms
 from django.contrib.auth import get_user_model, password_validation
 from django.contrib.auth.forms import AuthenticationForm
 
+from .services import signup_pending_with
+
 
 class EmailAuthenticationForm(AuthenticationForm):
     """Django's sign-in form; the username of an account's login is its email address."""
@@ -16,12 +18,11 @@ class EmailAuthenticationForm(AuthenticationForm):
         try:
             return super().clean()
         except forms.ValidationError as error:
-            # Django says "wrong email or password" for a sign-up not yet confirmed, whose
-            # login is inactive; say what to do instead (only to someone who knows the password).
-            User = get_user_model()
-            user = User.objects.filter(username__iexact=self.cleaned_data.get("username") or "").first()
+            # Django says "wrong email or password" for an address with no login yet; to someone
+            # who knows the password of a sign-up still waiting for its link, say what to do.
+            email = self.cleaned_data.get("username") or ""
             password = self.cleaned_data.get("password") or ""
-            if user is not None and not user.is_active and user.last_login is None and user.check_password(password):
+            if email and password and self.get_user() is None and signup_pending_with(email, password):
                 raise forms.ValidationError(
                     "Confirm your email address first: open the link we sent you.", code="unconfirmed"
                 ) from error
@@ -37,20 +38,8 @@ class SignupForm(forms.Form):
         help_text="At least 8 characters, not like your email, not a common password, not only digits.",
     )
 
-    # A sign-up not confirmed yet with this email: the view mails its link again.
-    unconfirmed_user = None
-
     def clean_email(self):
-        User = get_user_model()
-        email = User.objects.normalize_email(self.cleaned_data["email"]).strip()
-        existing = (
-            User.objects.filter(username__iexact=email).first() or User.objects.filter(email__iexact=email).first()
-        )
-        if existing is not None and not existing.is_active and existing.last_login is None:
-            self.unconfirmed_user = existing
-        elif existing is not None:
-            raise forms.ValidationError("An account with this email already exists. Sign in instead.")
-        return email
+        return get_user_model().objects.normalize_email(self.cleaned_data["email"]).strip()
 
     def clean(self):
         cleaned = super().clean()
@@ -64,6 +53,18 @@ class SignupForm(forms.Form):
             except forms.ValidationError as error:
                 self.add_error("password", error)
         return cleaned
+
+
+class SignupConfirmForm(forms.Form):
+    """The confirmation page's button: the password chosen at sign-up, so that whoever confirms
+    holds both the mailbox and the password (a link someone else asked for confirms nothing)."""
+
+    password = forms.CharField(
+        label="Password",
+        strip=False,
+        widget=forms.PasswordInput(attrs={"autocomplete": "current-password", "autofocus": True}),
+        help_text="The password you chose when you signed up.",
+    )
 
 
 class ConfirmForm(forms.Form):

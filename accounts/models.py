@@ -1,5 +1,6 @@
 from django.conf import settings
 from django.db import models
+from django.db.models.functions import Upper
 
 
 class Account(models.Model):
@@ -17,6 +18,9 @@ class Account(models.Model):
     # The client address a self-service sign-up came from (sign-ups per address are limited);
     # empty for accounts made by operators.
     signup_address = models.GenericIPAddressField(null=True, blank=True, editable=False)
+    # Signed file links (transcription.artifacts) made up to this moment no longer work: set when
+    # the token is revoked or replaced (accounts.services), so a leaked link dies with its token.
+    file_links_revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
@@ -38,3 +42,28 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.prefix}…"
+
+
+class Signup(models.Model):
+    """A self-service sign-up waiting for its mailed link: the address, the password chosen (hashed)
+    and the digest of the link's secret. It holds no login and no account: those are made when the
+    link's page is confirmed (accounts.services.signup_confirm), with this row's password, and every
+    other pending sign-up of the address is discarded then. Rows are kept for an hour at least, since
+    they are also the count of confirmation mails sent (per recipient, per client address)."""
+
+    email = models.EmailField(max_length=254)
+    password = models.CharField(max_length=128, help_text="Hashed; emptied once the sign-up is used or discarded.")
+    secret_digest = models.CharField(max_length=64, unique=True)
+    client_address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    # Confirmed, or discarded because another sign-up of the address was: the link is dead.
+    used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(Upper("email"), "created_at", name="signup_email_created"),
+            models.Index(fields=["client_address", "created_at"], name="signup_address_created"),
+        ]
+
+    def __str__(self):
+        return self.email

@@ -5,15 +5,12 @@ response of the POST that made it and stored nowhere (only its digest): it is se
 that can show a token are never cached.
 """
 
-from datetime import timedelta
+import logging
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth import login
 from django.contrib.auth.decorators import login_required
-from django.db import IntegrityError
 from django.shortcuts import redirect, render
-from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods, require_POST
 
@@ -22,10 +19,12 @@ from billing.selectors import account_balance
 from transcription.models import Job
 
 from .client import client_address
-from .confirmation import send_confirmation, user_from_link
-from .forms import ConfirmForm, SignupForm
+from .confirmation import send_confirmation, signup_from_link
+from .forms import ConfirmForm, SignupConfirmForm, SignupForm
 from .models import Account, ApiToken
-from .services import account_confirm_email, account_create, signups_from, token_issue, token_revoke
+from .services import SignupRefused, signup_confirm, signup_create, token_issue, token_revoke
+
+logger = logging.getLogger(__name__)
 
 RECENT_JOBS = 20
 LEDGER_ROWS = 50
@@ -59,42 +58,56 @@ def _render_api_page(request, account: Account | None, *, new_token: str | None 
 @never_cache
 @require_http_methods(["GET", "POST"])
 def signup(request):
-    """Sign-up makes an inactive login and mails a confirmation link; the free minutes and the
-    API page come after the link (confirm_email). At most SIGNUPS_PER_HOUR from one address."""
+    """Sign-up records a pending sign-up and mails its link; the login, the free minutes and the
+    API page come after the link's page is confirmed (confirm_email). Limits per client address
+    and per recipient: accounts.services.signup_create."""
     if request.user.is_authenticated:
         return redirect("accounts:api")
     form = SignupForm(request.POST or None)
-    if request.method == "POST":
-        address = client_address(request)
-        if signups_from(address, timezone.now() - timedelta(hours=1)) >= settings.SIGNUPS_PER_HOUR:
-            form.add_error(None, "Too many sign-ups from your address. Try again in an hour.")
-            return render(request, "accounts/signup.html", {"form": form}, status=429)
-        if form.is_valid():
-            email = form.cleaned_data["email"]
-            user = form.unconfirmed_user  # signed up before, never confirmed: the same login, a new link
-            if user is None:
-                try:
-                    user = account_create(
-                        email, password=form.cleaned_data["password"], confirmed=False, signup_address=address
-                    ).user
-                except IntegrityError:  # the same email signed up a moment ago
-                    form.add_error("email", "An account with this email already exists. Sign in instead.")
-            if user is not None:
-                send_confirmation(request, user)
-                return render(request, "accounts/signup_sent.html", {"email": user.email})
+    if request.method == "POST" and form.is_valid():
+        try:
+            pending, secret = signup_create(
+                form.cleaned_data["email"], form.cleaned_data["password"], client_address=client_address(request)
+            )
+        except SignupRefused as refused:
+            form.add_error(refused.field, str(refused))
+            return render(request, "accounts/signup.html", {"form": form}, status=refused.status)
+        try:
+            send_confirmation(request, pending, secret)
+        except OSError:  # SMTP refused or unreachable (smtplib's errors are OSErrors)
+            logger.exception("Could not mail the confirmation link to %s", pending.email)
+            pending.delete()  # no mail went out: it neither counts nor holds a link
+            form.add_error(None, "We could not send the confirmation mail just now. Please try again in a few minutes.")
+            return render(request, "accounts/signup.html", {"form": form}, status=503)
+        return render(request, "accounts/signup_sent.html", {"email": pending.email})
     return render(request, "accounts/signup.html", {"form": form})
 
 
 @never_cache
-@require_http_methods(["GET"])
+@require_http_methods(["GET", "POST"])
 def confirm_email(request, uid, token):
-    user = user_from_link(uid, token)
-    if user is None:
+    """The mailed link's page: a GET only shows it; its button (a CSRF-protected POST with the
+    sign-up's password) confirms and signs the new login in. A browser already signed in is never
+    switched to another account by it (login CSRF): it is asked to sign out first."""
+    pending = signup_from_link(uid, token)
+    if pending is None:
         return render(request, "accounts/confirm_invalid.html", status=400)
-    account_confirm_email(user)
-    login(request, user, backend="django.contrib.auth.backends.ModelBackend")
-    messages.success(request, "Email confirmed. Your account is ready. Create an API token below to start.")
-    return redirect("accounts:api")
+    context = {"email": pending.email}
+    if request.user.is_authenticated:
+        return render(request, "accounts/confirm_signed_in.html", context, status=409)
+    form = SignupConfirmForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        try:
+            user = signup_confirm(pending, form.cleaned_data["password"])
+        except SignupRefused as refused:
+            if refused.field is None:
+                return render(request, "accounts/confirm_invalid.html", {"reason": str(refused)}, status=400)
+            form.add_error(refused.field, str(refused))
+            return render(request, "accounts/confirm.html", {**context, "form": form}, status=400)
+        login(request, user, backend="django.contrib.auth.backends.ModelBackend")  # a new session key
+        messages.success(request, "Email confirmed. Your account is ready. Create an API token below to start.")
+        return redirect("accounts:api")
+    return render(request, "accounts/confirm.html", {**context, "form": form}, status=400 if form.errors else 200)
 
 
 @never_cache

@@ -24,6 +24,8 @@ class AuditEvent(models.Model):
         WEBHOOK_ROTATED = "webhook_rotated", "Webhook secret rotated"
         WEBHOOK_REMOVED = "webhook_removed", "Webhook removed"
         WEBHOOK_RESENT = "webhook_resent", "Webhook event sent again"
+        ACCOUNT_DEACTIVATED = "deactivated", "Account deactivated"
+        ACCOUNT_REACTIVATED = "reactivated", "Account reactivated"
 
     actor = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT, related_name="audit_events"

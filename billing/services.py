@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import calendar
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, timedelta
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.models import Account
@@ -33,8 +36,41 @@ def grant_signup_minutes(account, minutes: int) -> LedgerEntry:
     )
 
 
+class GrantNeedsSuperuser(ValueError):
+    """A support user's grant above SUPPORT_GRANT_MAX_MINUTES, or one that takes what they granted
+    in the last 24 hours above SUPPORT_GRANT_DAILY_MINUTES: only a superuser may make it."""
+
+
+def _check_grant_limits(minutes: int, by) -> None:
+    """Support staff grant goodwill minutes; more than that is a superuser's decision
+    (docs/decisions.md, "What support may do"). A grant with no person (`manage.py grant_minutes`,
+    run by the operator on a server) and a superuser's are not limited."""
+    if by is None or getattr(by, "pk", None) is None or by.is_superuser:
+        return
+    if minutes > settings.SUPPORT_GRANT_MAX_MINUTES:
+        raise GrantNeedsSuperuser(
+            f"A grant above {settings.SUPPORT_GRANT_MAX_MINUTES:,} minutes needs a superuser: ask one to make it."
+        )
+    # One grant at a time per support user, so that two at once cannot both pass the daily total.
+    get_user_model().objects.select_for_update().filter(pk=by.pk).first()
+    since = timezone.now() - timedelta(hours=24)
+    granted = (
+        LedgerEntry.objects.filter(source=LedgerEntry.Source.STAFF, created_by=by, created_at__gte=since).aggregate(
+            total=Sum("seconds")
+        )["total"]
+        or 0
+    )
+    if granted + minutes * 60 > settings.SUPPORT_GRANT_DAILY_MINUTES * 60:
+        raise GrantNeedsSuperuser(
+            f"You have granted {granted // 60:,} minutes in the last 24 hours; support staff may grant at most "
+            f"{settings.SUPPORT_GRANT_DAILY_MINUTES:,} a day. A superuser can make this grant."
+        )
+
+
 def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> LedgerEntry:
-    """Staff's grant of `minutes`, with a reason; recorded as created by `by` and audited."""
+    """Staff's grant of `minutes`, with a reason; recorded as created by `by` and audited (the
+    holder is told by mail: audit.notices). Raises ValueError, GrantNeedsSuperuser above a
+    support user's limits."""
     if minutes <= 0:
         raise ValueError("A grant must be a positive number of minutes.")
     if not reason.strip():
@@ -42,6 +78,7 @@ def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> Ledge
     if len(reason.strip()) > 300:
         raise ValueError("A reason is at most 300 characters.")
     with transaction.atomic():
+        _check_grant_limits(minutes, by)
         entry = LedgerEntry.objects.create(
             account=account,
             kind=LedgerEntry.Kind.GRANT,

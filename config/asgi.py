@@ -17,13 +17,15 @@ from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
+from transcription.api.asgi_door import ChunkedBodies  # noqa: E402
 from transcription.api.mcp_server import MCP_PATH, asgi_app  # noqa: E402
 from transcription.api.poll_front import PollFront  # noqa: E402
 
 django_wsgi_application = get_wsgi_application()
 # Polls the Redis script answers go through Django in the event loop; the rest to the thread pool.
-django_application = PollFront(
-    django_wsgi_application, WSGIMiddleware(django_wsgi_application, workers=settings.WEB_THREADS)
+# A chunked body is read whole first (bounded), so Django's WSGI side sees it with its length.
+django_application = ChunkedBodies(
+    PollFront(django_wsgi_application, WSGIMiddleware(django_wsgi_application, workers=settings.WEB_THREADS))
 )
 mcp_sdk_application, mcp_application = asgi_app()
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.http import JsonResponse
+
+from transcription.api import front_door
 
 
 class RequestBodyLimitMiddleware:
@@ -15,22 +16,14 @@ class RequestBodyLimitMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
         except ValueError:
             length = 0
-        if limit is not None and length > limit:
-            return JsonResponse(
-                {"detail": f"The request body is larger than {_size(limit)}, the most this service accepts."},
-                status=413,
-            )
+        refusal = front_door.body_too_large(length)
+        if refusal is not None:
+            return JsonResponse({"detail": str(refusal.detail)}, status=refusal.status_code)
         return self.get_response(request)
-
-
-def _size(limit: int) -> str:
-    megabytes = limit / 1024 / 1024
-    return f"{megabytes:.1f} MB" if megabytes >= 0.1 else f"{limit:,} bytes"
 
 
 # Same-origin everything, no inline script or style, no framing. Swagger UI draws its icons from

@@ -28,15 +28,19 @@ ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "te
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 # Behind a reverse proxy that terminates TLS: believe its X-Forwarded-Proto and X-Forwarded-Host,
 # so that absolute links (burned_video_url) say https:// and the public host name.
-# Under it the rate limits also count a request by the last X-Forwarded-For address (the client
-# as our proxy saw it) instead of the proxy's own address.
+# Under it every per-address control (sign-in lockout, sign-up and mail limits, the API's limit on
+# bad tokens, /metrics) counts a request from one of TRUSTED_PROXIES by the X-Forwarded-For address
+# that proxy appended (accounts.client); without it, by the TCP peer whatever the headers say.
 TRUST_PROXY_HEADERS = env.bool("TRUST_PROXY_HEADERS", default=False)
+TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=["127.0.0.1/32", "::1/128"])
 if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
 # Production over HTTPS (README "Settings", "Production security"): all off by default, because
 # `make run` serves plain HTTP on 127.0.0.1; `manage.py check --deploy` is clean with them on.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+# Load balancers probe /health over plain HTTP on the private side: a 301 would fail the probe.
+SECURE_REDIRECT_EXEMPT = [r"^health$"]
 SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=False)
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
@@ -136,10 +140,16 @@ AXES_CLIENT_IP_CALLABLE = "accounts.client.client_address"
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
-# Sign-ups from one client address per hour (accounts.views.signup).
+# What support staff (not superusers) may grant: at most this many minutes in one grant, and in
+# all their grants of any 24 hours (billing.services.grant_staff_minutes); more needs a superuser.
+SUPPORT_GRANT_MAX_MINUTES = env.int("SUPPORT_GRANT_MAX_MINUTES", default=10_000)
+SUPPORT_GRANT_DAILY_MINUTES = env.int("SUPPORT_GRANT_DAILY_MINUTES", default=30_000)
+# Sign-ups (each one a confirmation mail) from one client address per hour (accounts.views.signup).
 SIGNUPS_PER_HOUR = env.int("SIGNUPS_PER_HOUR", default=5)
-# A sign-up's confirmation link lasts this long (Django's one-time token, as password resets).
-PASSWORD_RESET_TIMEOUT = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
+# Confirmation mails to one recipient per hour, whoever asks: a sign-up form cannot flood a mailbox.
+CONFIRMATION_MAILS_PER_HOUR = env.int("CONFIRMATION_MAILS_PER_HOUR", default=3)
+# A sign-up's confirmation link lasts this long, and works once.
+EMAIL_CONFIRMATION_SECONDS = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
 
 # Mail (sign-up confirmation links): SMTP when EMAIL_HOST is set; otherwise each message is
 # written as a file under DATA_DIR/mail (what `make run` uses: no mail server needed).
@@ -300,6 +310,7 @@ SPECTACULAR_SETTINGS = {
         "Quality": "transcription.models.Quality",
         "FontSize": "transcription.models.FontSize",
         "SubtitleFormat": "transcription.models.SubtitleFormat",
+        "VoiceState": "transcription.models.VoiceState",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -8,7 +8,9 @@ does not answer at all.
 `/metrics` is computed at scrape time from PostgreSQL and Redis (monitoring.metrics), so every
 web process answers the same figures however many there are. It is for the operator's Prometheus
 only: a request passes with `Authorization: Bearer <METRICS_TOKEN>` (when that is set) or from an
-address in METRICS_ALLOWED_NETWORKS (loopback by default); anything else is a 403.
+address in METRICS_ALLOWED_NETWORKS (loopback by default; the client's address as
+accounts.client reads it, so a forwarded header counts only from TRUSTED_PROXIES); anything else
+is a 403.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from accounts.client import client_address
 
 from .metrics import registry
 
@@ -70,7 +74,7 @@ def _allowed(request) -> bool:
         if hmac.compare_digest(header.encode(), f"Bearer {settings.METRICS_TOKEN}".encode()):
             return True
     try:
-        address = ipaddress.ip_address(request.META.get("REMOTE_ADDR", ""))
+        address = ipaddress.ip_address(client_address(request) or "")
     except ValueError:
         return False
     return any(address in ipaddress.ip_network(network, strict=False) for network in settings.METRICS_ALLOWED_NETWORKS)

@@ -265,6 +265,9 @@ class JobAdmin(admin.ModelAdmin):
             except dispatch.QueueUnavailable as error:
                 self.message_user(request, f"Job {job.id} not retried: {error}", messages.ERROR)
                 break
+            except ValueError as error:  # a voice sample's job
+                self.message_user(request, f"Job {job.id} not retried: {error}", messages.WARNING)
+                continue
             self.message_user(
                 request,
                 format_html(

@@ -9,6 +9,7 @@ machines. Burned videos stay under burned/<job id>/ and are handed out by signed
 from __future__ import annotations
 
 import shutil
+import uuid
 from pathlib import Path
 
 from django.core.files import File
@@ -29,6 +30,17 @@ def source_name(job_id) -> str:
 def burned_name(job_id, language: str | None) -> str:
     """Storage name of a burned video; the last part is the file name a browser saves."""
     return f"burned/{job_id}/video.{language}.mp4" if language else f"burned/{job_id}/video.mp4"
+
+
+def job_id_of(name: str) -> uuid.UUID | None:
+    """The job a burned video's storage name belongs to (burned_name), or None for any other name."""
+    parts = name.split("/")
+    if len(parts) != 3 or parts[0] != "burned":
+        return None
+    try:
+        return uuid.UUID(parts[1])
+    except ValueError:
+        return None
 
 
 def store(local: Path, name: str) -> str:

@@ -138,6 +138,11 @@ class Job(JobOptions):
     srt = models.TextField(null=True, blank=True)
     webvtt = models.TextField(null=True, blank=True)
     burned_video = models.CharField(max_length=500, null=True, blank=True, help_text="Storage name of the video.")
+    # {"1": "Alice"}: names of "Speaker N", given by the account holder or an enrolled voice; the text
+    # above keeps "Speaker N" and the names are laid over it when read (pipeline.speaker_names).
+    speaker_names = models.JSONField(default=dict, blank=True)
+    # The job reads a voice sample for an enrolled Voice: no recognition, no text; shown with the voice.
+    is_voice_sample = models.BooleanField(default=False, editable=False)
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
@@ -174,3 +179,32 @@ class Translation(models.Model):
 
     def __str__(self):
         return f"{self.language} ({self.state})"
+
+
+class VoiceState(models.TextChoices):
+    PROCESSING = "processing"
+    READY = "ready"
+    FAILED = "failed"
+
+
+class Voice(models.Model):
+    """An enrolled voice: a name and the embedding of its sample, which names the speaker of a later
+    job of the same account who sounds like it. The sample itself is read by a job of its own
+    (is_voice_sample) and never kept: the embedding is all that stays, until the voice or the
+    account is deleted. Its state follows from that job: `ready` once the embedding is stored,
+    `failed` (with the job's error) when the job failed, else `processing`."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    account = models.ForeignKey("accounts.Account", on_delete=models.CASCADE, related_name="voices")
+    name = models.CharField(max_length=40)
+    job = models.OneToOneField(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="voice")
+    embedding = models.BinaryField(null=True, blank=True, editable=False, help_text="float32 values.")
+    encoder = models.CharField(max_length=40, blank=True, help_text="The speaker encoder that made the embedding.")
+    seconds = models.PositiveIntegerField(null=True, blank=True, help_text="Length of the sample, rounded up.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["created_at"]
+
+    def __str__(self):
+        return self.name

@@ -19,7 +19,7 @@ from audit.services import audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
 from . import dispatch, poll_cache, signals, states
-from .models import Batch, FailureReason, Job, Translation
+from .models import Batch, FailureReason, Job, Translation, Voice
 from .pipeline.languages import normalize_language
 
 logger = logging.getLogger(__name__)
@@ -144,8 +144,15 @@ def job_charge(job: Job) -> ChargeResult:
 @transaction.atomic
 def job_finish(job_id, **results) -> Job:
     job = job_advance(job_id, states.DONE, 1.0, **results)
-    signals.job_ended.send(sender=Job, job=job)  # listeners write in this transaction (webhooks' outbox)
+    _announce_end(job)
     return job
+
+
+def _announce_end(job: Job) -> None:
+    """Tell the listeners (webhooks' outbox, which writes in this transaction) that a job ended. A
+    voice sample's job is not announced: the client knows it as the voice, never by a job id."""
+    if not job.is_voice_sample:
+        signals.job_ended.send(sender=Job, job=job)
 
 
 def job_fail(job_id, error: str, reason: str = FailureReason.OTHER) -> Job | None:
@@ -168,7 +175,7 @@ def job_fail(job_id, error: str, reason: str = FailureReason.OTHER) -> Job | Non
             translation.error = "The job failed before this translation was made."
             translation.save()
         job_refund(job, reason=f"Job failed: {error}")
-        signals.job_ended.send(sender=Job, job=job)
+        _announce_end(job)
     logger.info("job %s failed: %s", job_id, error)
     return job
 
@@ -300,6 +307,9 @@ def job_retry(job_id, by=None) -> Job:
         failed = Job.objects.select_related("account").get(pk=job_id)
         if failed.state != states.FAILED:
             raise ValueError(f"Only a failed job can be retried; this one is {failed.state}.")
+        if failed.is_voice_sample:
+            # its voice was failed with it; the holder enrols the voice again (POST /v1/api/voices)
+            raise ValueError("A voice sample's job is not retried: the account holder enrols the voice again.")
         options = {name: getattr(failed, name) for name in RETRY_OPTIONS}
         job = job_create(
             failed.account,
@@ -312,3 +322,50 @@ def job_retry(job_id, by=None) -> Job:
             failed.account, AuditEvent.Action.JOB_RETRIED, by=by, detail=f"Job {failed.id} retried as {job.id}"
         )
     return job
+
+
+# --- Speaker names and enrolled voices --------------------------------------------------------
+
+
+@transaction.atomic
+def job_rename_speakers(job_id, names: dict[str, str | None]) -> Job:
+    """Give speakers of a job names ({"2": "Bob"}), or take a name back (None: "Speaker 2" again).
+    The numbers were checked against the job's text by the caller; the save drops the cached poll."""
+    job = _locked(job_id)
+    merged = {**(job.speaker_names or {}), **names}
+    job.speaker_names = {number: name for number, name in sorted(merged.items(), key=lambda i: int(i[0])) if name}
+    job.save(update_fields=["speaker_names", "updated_at"])
+    return job
+
+
+@transaction.atomic
+def voice_create(account, *, name: str, url: str) -> Voice:
+    """Enrol a voice: its sample is read by a job of its own (fetched, converted, charged as a
+    transcript of the sample and diarized like any job), which stores the embedding. Raises
+    dispatch.QueueUnavailable, storing nothing, when the broker is down."""
+    job = job_create(account, url=url, type="transcript", is_voice_sample=True)
+    return Voice.objects.create(account=account, name=name, job=job)
+
+
+@transaction.atomic
+def voice_store(job_id, embedding: bytes, encoder: str) -> Voice | None:
+    """Keep the embedding a voice sample's job made (the job is then finished by its stage); None
+    when the voice was deleted meanwhile."""
+    voice = Voice.objects.select_for_update().select_related("job").filter(job_id=job_id).first()
+    if voice is None:
+        return None
+    voice.embedding, voice.encoder, voice.seconds = embedding, encoder, voice.job.duration
+    voice.save(update_fields=["embedding", "encoder", "seconds"])
+    return voice
+
+
+VOICE_DELETED_ERROR = "The voice was deleted before its sample was read."
+
+
+def voice_delete(voice: Voice) -> None:
+    """Forget a voice: its embedding goes with the row. A sample still being read is stopped (and
+    refunded), so that nothing of it is kept afterwards."""
+    with transaction.atomic():
+        if voice.job_id is not None:
+            job_fail(voice.job_id, VOICE_DELETED_ERROR, FailureReason.CANCELLED)
+        voice.delete()

@@ -6,7 +6,9 @@ from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
+from . import files
 from .artifacts import unsign
+from .models import Job
 
 _CHUNK = 64 * 1024
 _RANGE = re.compile(r"^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$")
@@ -60,19 +62,36 @@ def _read(handle, start: int, length: int):
         handle.close()
 
 
+def _holder(name: str):
+    """(whether the login of the account holding the file is active, when the account's links were
+    last revoked), or None when no job holds this name."""
+    job_id = files.job_id_of(name)
+    if job_id is None:
+        return None
+    return (
+        Job.objects.filter(pk=job_id).values_list("account__user__is_active", "account__file_links_revoked_at").first()
+    )
+
+
 def artifact(request, token: str):
     """A result file behind a signed, expiring link (no bearer token needed).
 
     Byte ranges are served (206), since video players seek with them and Safari will not play a
     video from a server that ignores them."""
     try:
-        name = unsign(token)
+        link = unsign(token)
     except signing.SignatureExpired:
         return JsonResponse({"detail": "This link has expired."}, status=410)
     except signing.BadSignature:
         return JsonResponse({"detail": "Not found."}, status=404)
-    if not default_storage.exists(name):
+    name = link.name
+    holder = _holder(name)
+    if holder is None or not default_storage.exists(name):
         return JsonResponse({"detail": "This file is no longer kept."}, status=410)
+    active, revoked_at = holder
+    if not active or (revoked_at is not None and link.made_at <= revoked_at):
+        # The account was deactivated, or its token revoked or replaced after the link was made.
+        return JsonResponse({"detail": "This link has been revoked. Ask the API for a new one."}, status=410)
     filename = name.rsplit("/", 1)[-1]
     size = default_storage.size(name)
     try:

@@ -86,7 +86,8 @@ def endpoint_set(account: Account, url: str, *, by=None) -> str | None:
     if endpoint is None:
         secret = new_secret()
         Endpoint.objects.create(account=account, url=url, secret=secret)
-        audit_record(account, AuditEvent.Action.WEBHOOK_SET, by=by, detail=f"Webhook URL set to {url}")
+        shown = f", signing secret shown to {by.get_username()}" if by is not None and by.pk != account.user_id else ""
+        audit_record(account, AuditEvent.Action.WEBHOOK_SET, by=by, detail=f"Webhook URL set to {url}{shown}")
         return secret
     detail = f"Webhook URL changed from {endpoint.url} to {url}" if endpoint.url != url else f"Webhook URL {url} saved"
     if not endpoint.enabled:
@@ -111,7 +112,8 @@ def endpoint_rotate_secret(account: Account, *, by=None) -> str:
         account,
         AuditEvent.Action.WEBHOOK_ROTATED,
         by=by,
-        detail=f"Signing secret {endpoint.previous_secret[:10]}… replaced by {secret[:10]}… (both sign for 24 h)",
+        detail=f"Signing secret {endpoint.previous_secret[:10]}… replaced by {secret[:10]}… (both sign for 24 h)"
+        + (f", shown to {by.get_username()}" if by is not None and by.pk != account.user_id else ""),
     )
     return secret
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from django import forms
 
-from transcription.api import serializers as s
 from transcription.models import FontSize, JobType, Quality, SubtitleFormat
 from transcription.pipeline.languages import speech_language_choices
 
@@ -72,8 +71,9 @@ class JobForm(forms.Form):
         super().__init__(*args, **kwargs)
         self.fields["language_code"].widget.choices = [("", "Detect it"), *speech_language_choices()]
 
-    def api_request(self) -> tuple[type, dict]:
-        """The API serializer for this request and the JSON body the API would have received."""
+    def api_request(self) -> tuple[str, dict]:
+        """The front door's operation for this request (transcription.api.front_door.OPERATIONS)
+        and the JSON body the API would have received."""
         data = self.cleaned_data
         targets = [item.strip() for item in data["target_languages"].split(",") if item.strip()]
         body = {
@@ -86,16 +86,16 @@ class JobForm(forms.Form):
             body.update(type=job_type, target_languages=targets or None)
             if job_type == JobType.BURNED:
                 body.update(quality=data["quality"], font_size=data["font_size"], background=data["background"])
-            return s.TranscribePlaylistRequestSerializer, body
+            return "transcribe_playlist", body
         body["tag_audio_events"] = data["tag_audio_events"]
         if job_type == JobType.TRANSCRIPT:
-            return s.TranscribeRequestSerializer, body
+            return "transcribe", body
         body["target_languages"] = targets or None
         if job_type == JobType.SUBTITLES:
             body["format"] = data["format"] or SubtitleFormat.SRT
-            return s.SubtitlesRequestSerializer, body
+            return "create_subtitles", body
         body.update(quality=data["quality"], font_size=data["font_size"], background=data["background"])
-        return s.BurnSubtitlesRequestSerializer, body
+        return "burn_subtitles", body
 
     def add_api_errors(self, errors: list[dict]) -> None:
         """Put the API's 422 entries on the fields they name (an item of a list by its number)."""

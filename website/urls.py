@@ -11,5 +11,6 @@ urlpatterns = [
     path("jobs/status/", views.job_status, name="job-status"),
     path("jobs/<uuid:job_id>/", views.job_detail, name="job"),
     path("jobs/<uuid:job_id>/files/<str:name>", views.job_file, name="job-file"),
+    path("jobs/<uuid:job_id>/speakers", views.job_speakers, name="job-speakers"),
     path("batches/<uuid:batch_id>/", views.batch_detail, name="batch"),
 ]

@@ -1,7 +1,9 @@
 """The website: the landing page, and the account holder's jobs (list, one job, a batch, the form
-that queues one). Views parse and answer: the job form is checked by the API's own serializers,
-counted by the API's rate limit and queued by the same services, so a job queued here is the job
-the API would have queued.
+that queues one). Views parse and answer. The website is a door of the front door
+(transcription.api.front_door): the signed-in person's Caller, the job form performed as the API's
+operation of the same name (counted in the same limits, checked by the same serializers, queued by
+the same services), the progress poller counted as a poll; so a job queued here is the job the API
+would have queued, and refusals are shown on the form in the website's own shape.
 
 Every page works under a Content-Security-Policy of same-origin scripts and styles only: no
 inline script or style; the progress poller is website/static/website/jobs.js.
@@ -22,20 +24,20 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.text import slugify
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from rest_framework import exceptions
 
 from accounts.models import Account
 from billing import pricing
 from billing.selectors import account_balance, charged_seconds
-from transcription import services
-from transcription.api import ratelimit
+from transcription.api import front_door, ratelimit
 from transcription.api.errors import Busy, RequestValidationError, json_not_found
-from transcription.api.operations import playlist_listing, validate
 from transcription.artifacts import signed_path
 from transcription.dispatch import QueueUnavailable
 from transcription.models import Batch, Job, JobType, Quality, Translation
 from transcription.pipeline.burn import QUALITY_HEIGHT
 from transcription.pipeline.languages import language_label
+from transcription.pipeline.speaker_names import name_txt, name_webvtt
 from transcription.states import FINAL_STATES
 
 from .forms import JobForm
@@ -45,7 +47,7 @@ JOBS_PER_PAGE = 25
 QUALITY_LABEL = {quality: "4K" if height == 2160 else f"{height}p" for quality, height in QUALITY_HEIGHT.items()}
 FONT_SIZE_LABEL = {"default": "standard-size", "large": "large", "xl": "extra-large"}
 # The txt layout of DESIGN.md section 2: "[HH:MM:SS] Speaker N: text", one paragraph each.
-PARAGRAPH = re.compile(r"^\[(\d\d:\d\d:\d\d)\] (Speaker \d+): (.*)$", re.S)
+PARAGRAPH = re.compile(r"^\[(\d\d:\d\d:\d\d)\] Speaker (\d+): (.*)$", re.S)
 FILE_TYPES = {"txt": "text/plain; charset=utf-8", "srt": "application/x-subrip; charset=utf-8", "vtt": "text/vtt"}
 
 
@@ -136,7 +138,12 @@ def job_list(request):
     account = _account(request)
     if account is None:
         return render(request, "website/no_account.html", status=404)
-    jobs = Job.objects.filter(account=account).select_related("batch").only(*_LISTED, "batch__title", "batch__url")
+    # a voice sample's job is shown as its voice, not as a transcript
+    jobs = (
+        Job.objects.filter(account=account, is_voice_sample=False)
+        .select_related("batch")
+        .only(*_LISTED, "batch__title", "batch__url")
+    )
     page = Paginator(jobs.order_by("-created_at", "-position"), JOBS_PER_PAGE).get_page(request.GET.get("page"))
     listed = _with_charges(list(page.object_list))
     return render(
@@ -173,8 +180,9 @@ def _job_or_404(request, job_id) -> Job:
     return job
 
 
-def transcript_paragraphs(txt: str | None) -> list[dict]:
-    """The txt result as paragraphs of time, speaker and text, for the page to lay out."""
+def transcript_paragraphs(txt: str | None, names: dict | None = None) -> list[dict]:
+    """The txt result as paragraphs of time, speaker (its number, and its name or "Speaker N") and
+    text, for the page to lay out."""
     paragraphs = []
     for block in (txt or "").split("\n\n"):
         block = block.strip()
@@ -182,16 +190,32 @@ def transcript_paragraphs(txt: str | None) -> list[dict]:
             continue
         match = PARAGRAPH.match(block)
         if match:
-            paragraphs.append({"time": match.group(1), "speaker": match.group(2), "text": match.group(3)})
+            number = match.group(2)
+            paragraphs.append(
+                {
+                    "time": match.group(1),
+                    "number": number,
+                    "speaker": (names or {}).get(number, f"Speaker {number}"),
+                    "text": match.group(3),
+                }
+            )
         else:
-            paragraphs.append({"time": None, "speaker": None, "text": block})
+            paragraphs.append({"time": None, "number": None, "speaker": None, "text": block})
     return paragraphs
+
+
+def _speakers(paragraphs: list[dict], names: dict) -> list[dict]:
+    """Each speaker of the transcript once, in order: number, default label and given name."""
+    numbers = sorted({int(p["number"]) for p in paragraphs if p["number"]})
+    return [{"number": n, "label": f"Speaker {n}", "name": names.get(str(n), "")} for n in numbers]
 
 
 @never_cache
 @login_required
 def job_detail(request, job_id):
     job = _job_or_404(request, job_id)
+    names = job.speaker_names or {}
+    paragraphs = transcript_paragraphs(job.txt, names)
     _with_charges([job])
     translations = list(job.translations.order_by("position"))
     videos = []
@@ -213,7 +237,8 @@ def job_detail(request, job_id):
             "job": job,
             "final": job.state in FINAL_STATES,
             "translations": translations,
-            "paragraphs": transcript_paragraphs(job.txt),
+            "paragraphs": paragraphs,
+            "speakers": _speakers(paragraphs, names),
             "videos": videos,
             "quality_label": QUALITY_LABEL.get(job.quality, job.quality),
             "font_size_label": FONT_SIZE_LABEL.get(job.font_size, job.font_size),
@@ -238,15 +263,16 @@ def job_file(request, job_id, name: str):
     if extension not in FILE_TYPES:
         raise Http404("No such file.")
     text, suffix = None, f".{extension}"
+    names = job.speaker_names or {}
     if stem == "transcript" and extension == "txt":
-        text = job.txt
+        text = name_txt(job.txt, names)
     elif stem == "subtitles" and extension in ("srt", "vtt"):
-        text = job.srt if extension == "srt" else job.webvtt
+        text = job.srt if extension == "srt" else name_webvtt(job.webvtt, names)
     elif stem.startswith("subtitles.") and extension in ("srt", "vtt"):
         code = stem.removeprefix("subtitles.")
         translation = Translation.objects.filter(job=job, language_code=code).first()
         if translation is not None:
-            text = translation.srt if extension == "srt" else translation.webvtt
+            text = translation.srt if extension == "srt" else name_webvtt(translation.webvtt, names)
             suffix = f".{code}.{extension}"
     if not text:
         raise Http404("This job has no such file (yet).")
@@ -255,10 +281,39 @@ def job_file(request, job_id, name: str):
     return response
 
 
-def _rate_limited(request, account: Account, bucket: str):
-    """Count the request on the account's shared counters (REST, MCP and the website alike)."""
-    state = ratelimit.hit(account.pk, bucket)
-    return None if state.allowed else state
+def _caller(request) -> front_door.Caller | None:
+    """The website's Caller: the signed-in person's account (front_door.caller_from_session)."""
+    return front_door.caller_from_session(request.user, ratelimit.client_address(request))
+
+
+@never_cache
+@login_required
+@require_POST
+def job_speakers(request, job_id):
+    """The job page's speaker names (website/static/website/speakers.js sends them and updates the
+    page in place; without script the form posts here and comes back to the page), performed
+    through the front door as POST /v1/api/transcription/{id}/speakers is: a job request, free of
+    minutes. An empty field gives the speaker back its number. Refusals answer the API's body."""
+    caller = _caller(request)
+    if caller is None:
+        raise Http404("This login has no account.")
+    prefix = "speaker-"
+    names = {
+        key.removeprefix(prefix): value.strip() or None for key, value in request.POST.items() if key.startswith(prefix)
+    }
+    try:
+        front_door.perform(caller, "rename_speakers", {"id": str(job_id), "names": names}, request)
+    except exceptions.NotFound:
+        raise Http404("No job with that id on this account.") from None
+    except exceptions.APIException as error:
+        answer = front_door.error_answer(error)
+        if answer is None:
+            raise
+        return JsonResponse(answer.body, status=answer.status, headers=answer.headers)
+    if "application/json" in request.headers.get("Accept", ""):
+        job = Job.objects.only("speaker_names").get(pk=job_id)
+        return JsonResponse({"names": job.speaker_names})
+    return redirect(reverse("website:job", args=[job_id]) + "#speakers")
 
 
 @never_cache
@@ -267,13 +322,14 @@ def _rate_limited(request, account: Account, bucket: str):
 def job_status(request):
     """State and progress of the account's jobs named by ?id=, for the pages' progress poller.
     Counts as one poll of the account's rate limit, whatever the number of ids."""
-    account = _account_or_404(request)
-    limited = _rate_limited(request, account, ratelimit.POLLS)
-    if limited is not None:
-        response = JsonResponse({"detail": f"Rate limit exceeded; try again in {limited.retry_after} seconds."})
-        response.status_code = 429
-        response["Retry-After"] = str(limited.retry_after)
-        return response
+    caller = _caller(request)
+    if caller is None:
+        raise Http404("This login has no account.")
+    try:
+        front_door.admit(caller, ratelimit.POLLS)
+    except front_door.RateLimited as error:
+        answer = front_door.error_answer(error)
+        return JsonResponse(answer.body, status=answer.status, headers=answer.headers)
     ids = []
     for value in request.GET.getlist("id")[:JOBS_PER_PAGE]:
         try:
@@ -281,7 +337,7 @@ def job_status(request):
         except ValueError:  # a malformed id names no job of this account
             continue
     jobs = _with_charges(
-        list(Job.objects.filter(account=account, pk__in=ids).only("id", "state", "progress", "duration"))
+        list(Job.objects.filter(account_id=caller.account_id, pk__in=ids).only("id", "state", "progress", "duration"))
     )
     return JsonResponse(
         {
@@ -310,23 +366,26 @@ def job_new(request):
     form = JobForm(request.POST or None, initial={"url": request.GET.get("url", "")})
     status = 200
     if request.method == "POST" and form.is_valid():
-        limited = _rate_limited(request, account, ratelimit.JOBS)
-        if limited is not None:
+        name, body = form.api_request()
+        try:
+            queued = front_door.perform(_caller(request), name, body)
+        except front_door.RateLimited as error:
             form.add_error(
                 None,
-                f"Too many job requests this minute (the limit is {limited.limit} a minute, shared with the API); "
-                f"try again in {limited.retry_after} seconds.",
+                f"Too many job requests this minute (the limit is {error.state.limit} a minute, shared with the API); "
+                f"try again in {error.state.retry_after} seconds.",
             )
             status = 429
+        except RequestValidationError as error:
+            form.add_api_errors(error.errors)
+            status = 422
+        except (Busy, QueueUnavailable) as error:  # the queue or the playlist lister, for a moment
+            form.add_error(None, str(error.detail if isinstance(error, Busy) else error))
+            status = 503
         else:
-            try:
-                return redirect(_queue(account, form))
-            except RequestValidationError as error:
-                form.add_api_errors(error.errors)
-                status = 422
-            except (Busy, QueueUnavailable) as error:  # the queue or the playlist lister, for a moment
-                form.add_error(None, str(error.detail if isinstance(error, Busy) else error))
-                status = 503
+            if "batch_id" in queued:
+                return redirect(reverse("website:batch", args=[queued["batch_id"]]))
+            return redirect(reverse("website:job", args=[queued["id"]]))
     elif request.method == "POST":
         status = 422
     return render(
@@ -348,28 +407,6 @@ def job_new(request):
         },
         status=status,
     )
-
-
-def _queue(account: Account, form: JobForm) -> str:
-    """Validate the request as the API would and queue it; the page to go to next."""
-    serializer, body = form.api_request()
-    options = validate(serializer, body)
-    if form.cleaned_data["playlist"]:
-        listing = playlist_listing(options["url"])
-        batch = services.batch_create(
-            account,
-            title=listing.title,
-            total=listing.total,
-            skipped=listing.skipped,
-            video_urls=[video.url for video in listing.videos],
-            **options,
-        )
-        return reverse("website:batch", args=[batch.pk])
-    job_type = form.cleaned_data["type"]
-    if job_type == JobType.SUBTITLES:
-        options["subtitle_format"] = options.pop("format")
-    job = services.job_create(account, type=job_type, **options)
-    return reverse("website:job", args=[job.pk])
 
 
 def not_found(request, exception=None):

@@ -182,6 +182,15 @@ def create_fixture(job_state: str = "done") -> dict:
 # --- Server ------------------------------------------------------------------------------------
 
 
+def poll_answer_bytes(fixture: dict) -> int:
+    """The size of the poll's answer (the cached body), for the bare ASGI answer of the same size."""
+    import uuid
+
+    from transcription.api.polls import cached_poll
+
+    return len(cached_poll(uuid.UUID(fixture["job_id"])).body)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -195,8 +204,13 @@ def start_gunicorn(port: int, args, logdir: Path) -> subprocess.Popen:
         # The production server as it ships: bin/web's own command (gunicorn with uvicorn workers
         # serving config.asgi), with
         # only the address, the number of workers and the logs chosen here.
-        command = [str(ROOT / "bin" / "web"), *logs]
-        env |= {"BIND": f"127.0.0.1:{port}", "WEB_WORKERS": str(args.workers)}
+        # -c: /bench/asgi-constant, a bare ASGI answer of the poll's size in the same workers.
+        command = [str(ROOT / "bin" / "web"), *logs, "-c", str(HERE / "asgi_constant.py")]
+        env |= {
+            "BIND": f"127.0.0.1:{port}",
+            "WEB_WORKERS": str(args.workers),
+            "BENCH_CONSTANT_BYTES": str(args.constant_bytes),
+        }
         log(f"starting bin/web (WEB_WORKERS={args.workers}) " + " ".join(logs))
         return subprocess.Popen(
             command, cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
@@ -504,6 +518,7 @@ def main() -> int:
 
     ensure_database()
     fixture = create_fixture(args.job_state)
+    args.constant_bytes = poll_answer_bytes(fixture)
     if args.profile or args.cpu:
         try:
             profile(fixture, args.profile) if args.profile else cpu_per_request(fixture, args.cpu)
@@ -521,7 +536,9 @@ def main() -> int:
         "poll": (f"{base}/v1/api/transcription/{fixture['job_id']}", fixture["token"]),
         "bare": (f"{base}/bench/constant", None),
     }
-    runs: dict[str, list[dict]] = {"poll": [], "bare": []}
+    if args.worker_class == "web":
+        targets["asgi"] = (f"{base}/bench/asgi-constant", None)
+    runs: dict[str, list[dict]] = {name: [] for name in targets}
     with tempfile.TemporaryDirectory(prefix="bench-polls-") as tmp:
         logdir = Path(tmp)
         server = start_gunicorn(port, args, logdir)
@@ -540,7 +557,8 @@ def main() -> int:
                 polls_served += warmup["requests"] if name == "poll" else 0
             order = []
             for i in range(args.rounds):  # ABBA: poll bare bare poll ..., so drift hits both alike
-                order += ["poll", "bare"] if i % 2 == 0 else ["bare", "poll"]
+                names = list(targets)
+                order += names if i % 2 == 0 else names[::-1]
             for name in order:
                 url, token = targets[name]
                 result = wrk(url, args.duration, args, token)
@@ -559,6 +577,7 @@ def main() -> int:
 
     poll, bare = summarize(runs["poll"]), summarize(runs["bare"])
     ratio = round(poll["rps"] / bare["rps"], 3)
+    asgi = summarize(runs["asgi"]) if runs.get("asgi") else None
     bad = [
         f"{name} run {i}"
         for name in runs
@@ -572,6 +591,10 @@ def main() -> int:
         "bare": bare,
         "ratio_rps": ratio,
         "ratio_rps_per_pair": [round(p["rps"] / b["rps"], 3) for p, b in zip(runs["poll"], runs["bare"])],
+        # The poll against a constant answer of its own size from a bare ASGI function on the same
+        # server (bench/polls/asgi_constant.py): how near the server's own limit the poll is.
+        "asgi_constant": asgi,
+        "ratio_rps_vs_asgi_constant": round(poll["rps"] / asgi["rps"], 3) if asgi else None,
         "goal": f"ratio_rps >= {GOAL}, p99 <= {P99_GOAL} x bare",
         "meets_goal": ratio >= GOAL and poll["p99_ms"] <= P99_GOAL * bare["p99_ms"],
         "valid": not bad,
@@ -590,6 +613,8 @@ def main() -> int:
             "job_state": args.job_state,
             "poll_response_bytes": len(body),
             "bare": "GET /bench/constant: plain Django view returning constant JSON (bench/polls/urls.py)",
+            "asgi_constant": f"GET /bench/asgi-constant: a bare ASGI function answering {args.constant_bytes} constant "
+            "bytes of JSON in the same bin/web workers (bench/polls/asgi_constant.py)",
             "server": (
                 f"bin/web: gunicorn config.asgi, uvicorn workers, {args.workers} workers"
                 if args.worker_class == "web"
@@ -611,7 +636,18 @@ def main() -> int:
     args.output.write_text(json.dumps(result, indent=2) + "\n")
     print(
         json.dumps(
-            {k: result[k] for k in ("ratio_rps", "p99_ratio", "goal", "meets_goal", "valid", "web_workers_rss_mb")}
+            {
+                k: result[k]
+                for k in (
+                    "ratio_rps",
+                    "ratio_rps_vs_asgi_constant",
+                    "p99_ratio",
+                    "goal",
+                    "meets_goal",
+                    "valid",
+                    "web_workers_rss_mb",
+                )
+            }
             | {n: {k: v for k, v in result[n].items() if k != "runs"} for n in ("poll", "bare")},
             indent=2,
         )

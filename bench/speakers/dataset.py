@@ -214,7 +214,9 @@ class Voices:
             else:
                 self.paths[v.name] = self._festival(v)
             if not self.paths[v.name]:
-                raise RuntimeError(f"no recordings of {v.name}: bench/speakers/install-packages installs them")
+                raise RuntimeError(
+                    f"no recordings of {v.name}: `make install-bench` installs them (bin/install-system-packages bench)"
+                )
         self._lengths: dict[Path, float] = {}
 
     def _festival(self, voice: Voice) -> list[Path]:

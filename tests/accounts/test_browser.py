@@ -68,6 +68,10 @@ def test_sign_up_create_a_token_use_it_and_revoke_it(live_server, new_page, sett
     expect(page.locator("#signup-sent")).to_contain_text("new.holder@example.com")
     shot(page, "signup_sent")
     page.goto(confirmation_link("new.holder@example.com"))
+    expect(page.get_by_role("heading", name="Confirm your sign-up")).to_be_visible()
+    shot(page, "signup_confirm")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Confirm and sign in").click()
 
     expect(page).to_have_url(f"{live_server.url}/account/api/")
     expect(page.locator("#balance")).to_have_text("10 minutes")

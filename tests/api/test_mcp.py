@@ -35,6 +35,7 @@ TOOLS = {
     "get_batch",
     "preview_playlist",
     "get_balance",
+    "rename_speakers",
 }
 
 
@@ -136,7 +137,12 @@ def test_a_client_of_either_revision_lists_the_tools_with_the_rest_fields(web, t
     by_name = {tool.name: tool for tool in tools}
     assert set(by_name) == TOOLS
     for tool in tools:
-        assert "2-3 s" in tool.description or tool.name in {"get_balance", "preview_playlist", "get_batch"}
+        assert "2-3 s" in tool.description or tool.name in {
+            "get_balance",
+            "preview_playlist",
+            "get_batch",
+            "rename_speakers",
+        }
         assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
     transcribe = by_name["transcribe"].input_schema
     assert set(transcribe["properties"]) == {"url", "language_code", "verbatim", "tag_audio_events"}
@@ -154,10 +160,12 @@ def test_a_client_of_either_revision_lists_the_tools_with_the_rest_fields(web, t
 
 
 BAD_SUBTITLES = {"url": "not a url", "format": "ass"}
+BAD_BURN = {"quality": "8k", "verbatim": "yes"}
 
 
 @live
-def test_bad_arguments_and_foreign_ids_are_tool_errors_with_the_rest_messages(web, token, other_account):
+@pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
+def test_bad_arguments_and_foreign_ids_are_tool_errors_with_the_rest_messages(web, token, other_account, mode):
     from tests.factories import JobFactory
 
     foreign = JobFactory(account=other_account)
@@ -165,14 +173,49 @@ def test_bad_arguments_and_foreign_ids_are_tool_errors_with_the_rest_messages(we
     async def work(client):
         bad = await client.call_tool("create_subtitles", BAD_SUBTITLES)
         missing = await client.call_tool("get_transcription", {"id": str(foreign.id)})
-        return bad, missing
+        burn = await client.call_tool("burn_subtitles", BAD_BURN)
+        return bad, missing, burn
 
-    bad, missing = mcp_call(web, token, work)
+    bad, missing, burn = mcp_call(web, token, work, mode)
+    assert burn.is_error and burn.structured_content == rest(web, token, "POST", "/v1/api/burn-subtitles", BAD_BURN)[2]
+    assert {tuple(entry["loc"]) for entry in burn.structured_content["detail"]} == {
+        ("body", "url"),
+        ("body", "quality"),
+        ("body", "verbatim"),
+    }  # every offending argument named at once
+    assert "quality: " in burn.content[0].text and "verbatim: " in burn.content[0].text
     status, _, body = rest(web, token, "POST", "/v1/api/subtitles", BAD_SUBTITLES)
     assert status == 422 and bad.is_error and bad.structured_content == body
     assert {tuple(entry["loc"]) for entry in body["detail"]} == {("body", "url"), ("body", "format")}
     url_message = next(entry["msg"] for entry in body["detail"] if entry["loc"] == ["body", "url"])
     assert bad.content[0].text.startswith(f"Invalid arguments: url: {url_message}")
+    assert missing.is_error and missing.content[0].text == "No job with that id on this account."
+
+
+@live
+def test_rename_speakers_names_them_as_rest_does_and_refuses_what_rest_refuses(web, token, account, other_account):
+    from tests.factories import JobFactory
+
+    txt = "[00:00:01] Speaker 1: Hello there.\n\n[00:00:04] Speaker 2: Hi.\n"
+    webvtt = "WEBVTT\n\n1\n00:00:01.000 --> 00:00:03.000\n<v Speaker 1>Hello there.</v>\n\n2\n00:00:04.000 --> 00:00:05.000\n<v Speaker 2>Hi.</v>\n"
+    job = JobFactory(account=account, state="done", progress=100, txt=txt, srt="", webvtt=webvtt)
+    foreign = JobFactory(account=other_account, state="done", txt=txt, webvtt=webvtt)
+
+    async def work(client):
+        named = await client.call_tool("rename_speakers", {"id": str(job.id), "names": {"1": "Alice", "2": "Bob"}})
+        bad = await client.call_tool("rename_speakers", {"id": str(job.id), "names": {"3": "Carol", "1": "A:B"}})
+        missing = await client.call_tool("rename_speakers", {"id": str(foreign.id), "names": {"1": "Alice"}})
+        return named, bad, missing
+
+    named, bad, missing = mcp_call(web, token, work)
+    assert not named.is_error, named.content[0].text
+    assert named.structured_content["txt"] == "[00:00:01] Alice: Hello there.\n\n[00:00:04] Bob: Hi.\n"
+    assert "<v Alice>Hello there.</v>" in named.structured_content["webvtt"]
+    status, _, polled = rest(web, token, "GET", f"/v1/api/transcription/{job.id}")
+    assert status == 200 and polled["txt"] == named.structured_content["txt"]
+    status, _, body = rest(web, token, "POST", f"/v1/api/transcription/{job.id}/speakers", {"names": {"1": "A:B"}})
+    assert status == 422 and bad.is_error
+    assert bad.content[0].text.startswith("Invalid arguments: names.1: A name may not hold")
     assert missing.is_error and missing.content[0].text == "No job with that id on this account."
 
 

@@ -41,14 +41,29 @@ def test_it_declares_openapi_3_1_and_version_1_0_0(document):
     assert document["info"]["version"] == "1.0.0"
 
 
-def test_it_has_exactly_the_contracts_operations(document):
+NAMES_EXTENSIONS = {
+    ("/v1/api/transcription/{id}/speakers", "post"),
+    ("/v1/api/voices", "post"),
+    ("/v1/api/voices", "get"),
+    ("/v1/api/voices/{id}", "delete"),
+}
+
+
+def test_it_has_exactly_the_contracts_operations_and_marks_every_other_as_an_extension(document):
     found = {
-        (path, method)
+        (path, method): operation
         for path, item in document["paths"].items()
-        for method in item
+        for method, operation in item.items()
         if method in {"get", "post", "put", "patch", "delete"}
     }
-    assert found == OPERATIONS
+    assert {key for key, operation in found.items() if not operation.get("x-extension")} == OPERATIONS
+    assert NAMES_EXTENSIONS <= set(found)
+    for path, method in NAMES_EXTENSIONS:
+        operation = found[(path, method)]
+        assert "extension" in operation["description"].lower() and operation["x-extension"] is True
+        assert {"401", "422", "429"} <= set(operation["responses"])
+        assert ("404" in operation["responses"]) == ("{id}" in path), (path, method)
+    assert "## Extensions of this server" in document["info"]["description"]
 
 
 def test_it_names_the_contracts_schemas(document):

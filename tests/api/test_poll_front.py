@@ -4,19 +4,17 @@ not tell it from the thread-pool path: same bytes, same headers, one count per a
 the same refusals; and it must never touch PostgreSQL (Django refuses database calls made from a
 running event loop, so a poll that tried would not be a 200 here)."""
 
-import asyncio
 import json
 import urllib.request
 
 import pytest
 import redis
-from django.core.wsgi import get_wsgi_application
 
 from accounts.services import token_issue, token_revoke
+from tests.front_lane import Front
 from tests.servers import running_web
 from transcription import poll_cache, services, states
 from transcription.api import ratelimit
-from transcription.api.poll_front import PollFront
 
 
 def queue(api) -> str:
@@ -32,51 +30,6 @@ def finish(job_id: str) -> None:
     services.job_advance(job_id, states.PROCESSING)
     services.job_advance(job_id, states.ALIGNING, txt="Hello there.", srt="1\n00:00:00,000 --> 00:00:01,000\nHi.\n")
     services.job_finish(job_id)
-
-
-class Front:
-    """PollFront over Django's WSGI application; whatever it passes on is recorded, not served."""
-
-    def __init__(self):
-        self.passed_on = []
-        self.app = PollFront(get_wsgi_application(), self.fallback)
-
-    async def fallback(self, scope, receive, send):
-        self.passed_on.append(scope["path"])
-        await send({"type": "http.response.start", "status": 599, "headers": []})
-        await send({"type": "http.response.body", "body": b""})
-
-    async def _get(self, path, headers, query):
-        scope = {
-            "type": "http",
-            "asgi": {"version": "3.0"},
-            "http_version": "1.1",
-            "method": "GET",
-            "scheme": "http",
-            "path": path,
-            "raw_path": path.encode(),
-            "query_string": query.encode(),
-            "root_path": "",
-            "headers": [(name.lower().encode(), value.encode()) for name, value in headers.items()],
-            "client": ("127.0.0.1", 50000),
-            "server": ("127.0.0.1", 8000),
-        }
-        messages = []
-
-        async def receive():
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        async def send(message):
-            messages.append(message)
-
-        await self.app(scope, receive, send)
-        headers = {name.decode(): value.decode() for name, value in messages[0]["headers"]}
-        return messages[0]["status"], headers, b"".join(m.get("body", b"") for m in messages[1:])
-
-    def get(self, path, token, query="", **headers):
-        """One GET through the front, in an event loop as uvicorn runs it: (status, headers, body)."""
-        headers = {"Host": "testserver", "Authorization": f"Bearer {token}", **headers}
-        return asyncio.run(self._get(path, headers, query))
 
 
 @pytest.fixture

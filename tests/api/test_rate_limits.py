@@ -175,8 +175,14 @@ def test_the_forwarded_address_counts_only_behind_a_trusted_proxy(client, settin
 
     assert [get("198.51.100.1"), get("198.51.100.2")] == [401, 429]  # both are the proxy's address
     settings.TRUST_PROXY_HEADERS = True
+    # 10.0.0.2 is not one of TRUSTED_PROXIES (loopback by default): its header is the client's own.
+    assert get("198.51.100.9") == 429
+    settings.TRUSTED_PROXIES = ["10.0.0.0/8"]
     # The last entry is what our proxy saw; the ones before it are whatever the client wrote.
     assert [get("198.51.100.3"), get("1.2.3.4, 198.51.100.4"), get("5.6.7.8, 198.51.100.4")] == [401, 401, 429]
+    # A chain of our own proxies is skipped from the right; an entry that is no address ends the walk.
+    assert [get("198.51.100.5, 10.0.0.9"), get("198.51.100.5, 10.1.2.3")] == [401, 429]
+    assert get("198.51.100.6, not-an-address, 10.0.0.7") == 401  # counted as our proxy 10.0.0.7
 
 
 def test_requests_go_through_uncounted_when_redis_is_down(settings):

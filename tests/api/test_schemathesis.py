@@ -78,6 +78,10 @@ include-operation-id = "get_transcription"
 parameters = {{ "path.id" = {{ dictionary = "jobs", probability = 0.5 }} }}
 
 [[operations]]
+include-operation-id = "rename_speakers"
+parameters = {{ "path.id" = {{ dictionary = "jobs", probability = 0.5 }} }}
+
+[[operations]]
 include-operation-id = "get_batch"
 parameters = {{ "path.id" = {{ dictionary = "batches", probability = 0.5 }} }}
 """

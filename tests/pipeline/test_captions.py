@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transcription.pipeline.captions import Cue, build_cues, to_srt, to_webvtt
+from transcription.pipeline.captions import Cue, build_cues, to_srt, to_webvtt, webvtt_voices, with_voices
 from transcription.pipeline.cleaning import clean_words
 from transcription.pipeline.paragraphs import transcript_text
 from transcription.pipeline.types import Segment, Word
@@ -95,7 +95,25 @@ def check_both(cues: list[Cue], words: list[tuple[str, int]]) -> tuple[str, str]
     assert vtt.startswith("WEBVTT")
     check_events(parse(srt, "srt"), words)
     check_events(parse(vtt, "vtt"), words)
+    check_voices(vtt, words)
     return srt, vtt
+
+
+def check_voices(vtt: str, words: list[tuple[str, int]]) -> None:
+    """Every WebVTT cue carries the voice span of its words' speaker, one a line when two share it."""
+    position = 0
+    blocks = [block for block in vtt.split("\n\n") if "-->" in block]
+    assert len(blocks) == len(webvtt_voices(vtt))
+    for block in blocks:
+        lines = block.split("\n")[2:] if "-->" in block.split("\n")[1] else block.split("\n")[1:]
+        spans = [re.match(r"^(?:<v Speaker (\d+)>)?(.*?)(?:</v>)?$", line) for line in lines]
+        assert spans[0].group(1), f"no voice span on {block!r}"
+        voices = [int(span.group(1)) for span in spans if span.group(1)]
+        count = len(" ".join(span.group(2).removeprefix("- ") for span in spans).split(" "))
+        speakers = [s for _, s in words[position : position + count]]
+        assert voices == list(dict.fromkeys(speakers)), block
+        position += count
+    assert position == len(words)
 
 
 def check_cues(cues: list[Cue]) -> None:
@@ -511,10 +529,29 @@ class TestCues:
             ffmpeg_reads(tmp_path / "e.vtt", 0)
         assert build_cues([Segment(0, 1, "  ", [], 1)]) == []
 
+    def test_webvtt_voices_come_back_for_the_cues_read_from_srt(self):
+        segments = [
+            seg("Hello there how are you today my friend.", 0.0, speaker=1),
+            seg("Fine.", 3.0, speaker=2),
+            seg("Good to hear.", 3.5, speaker=1),
+        ]
+        cues = build_cues(segments)
+        vtt = to_webvtt(cues)
+        assert "<v Speaker 1>Hello there" in vtt and "<v Speaker 2>Fine.</v>" in vtt
+        check_voices(vtt, expected_words(segments))
+        shared = to_webvtt([Cue(0.0, 1.5, ["- Coming?", "- Yes & no."], [2, 1])])
+        assert "<v Speaker 2>- Coming?</v>\n<v Speaker 1>- Yes &amp; no.</v>" in shared
+        from transcription.pipeline.captions import from_srt
+
+        read_back = with_voices(from_srt(to_srt(cues)), vtt)
+        assert [cue.speakers for cue in read_back] == [cue.speakers for cue in cues]
+        assert to_webvtt(read_back) == vtt
+        assert with_voices(from_srt(to_srt(cues)), "WEBVTT\n") == from_srt(to_srt(cues)), "older text: no voices"
+
     def test_one_word(self, tmp_path):
         segments = [Segment(2.0, 2.2, " Hi.", [Word(2.0, 2.2, " Hi.")], None)]
         cues = build_cues(segments)
-        assert cues == [Cue(start=2.0, end=3.0, lines=["Hi."])]
+        assert cues == [Cue(start=2.0, end=3.0, lines=["Hi."], speakers=[1])]
         srt, vtt = check_both(cues, expected_words(segments))
         if FFMPEG:
             (tmp_path / "a.srt").write_text(srt)

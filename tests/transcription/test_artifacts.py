@@ -11,11 +11,11 @@ from unittest import mock
 import pytest
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
-from django.test import override_settings
+from django.test import Client, override_settings
 from django.utils import timezone
 
 from tests.factories import JobFactory, TranslationFactory
-from transcription import retention, services
+from transcription import files, retention, services
 from transcription.artifacts import absolute_url
 from transcription.models import Job
 
@@ -37,13 +37,19 @@ def stored():
         default_storage.delete(name)
 
 
+def burned_name(account) -> str:
+    """The storage name of a new burned job's video (a link works only while its job's account may
+    have it)."""
+    return files.burned_name(JobFactory(account=account, type="burned", state="done").id, None)
+
+
 def _path(url: str) -> str:
     """The path of an absolute link, for Django's test client."""
     return "/" + url.split("://", 1)[1].split("/", 1)[1]
 
 
-def test_a_signed_link_serves_the_file_without_a_token(client, stored):
-    name = stored(f"burned/{uuid.uuid4()}/video.mp4", b"the burned video")
+def test_a_signed_link_serves_the_file_without_a_token(client, account, stored):
+    name = stored(burned_name(account), b"the burned video")
     url = absolute_url(name)
     assert url.startswith("http") and name not in url.split("/v1/files/")[0]
     response = client.get(_path(url))
@@ -52,9 +58,9 @@ def test_a_signed_link_serves_the_file_without_a_token(client, stored):
     assert 'filename="video.mp4"' in response["Content-Disposition"]
 
 
-def test_a_video_player_can_seek_with_byte_ranges(client, stored):
+def test_a_video_player_can_seek_with_byte_ranges(client, account, stored):
     content = bytes(range(256)) * 40  # 10,240 bytes
-    path = _path(absolute_url(stored(f"burned/{uuid.uuid4()}/video.mp4", content)))
+    path = _path(absolute_url(stored(burned_name(account), content)))
     whole = client.get(path)
     assert whole["Accept-Ranges"] == "bytes"
     for header, first, last in (
@@ -76,12 +82,12 @@ def test_a_video_player_can_seek_with_byte_ranges(client, stored):
     assert beyond.status_code == 416 and beyond["Content-Range"] == "bytes */10240"
 
 
-def test_a_tampered_link_is_refused(client, stored):
-    name = stored(f"burned/{uuid.uuid4()}/video.mp4")
+def test_a_tampered_link_is_refused(client, account, stored):
+    name = stored(burned_name(account))
     path = _path(absolute_url(name))
     token = path.rsplit("/", 1)[1]
     signed_value, signature = token.split(":", 1)
-    other = stored(f"burned/{uuid.uuid4()}/video.mp4")
+    other = stored(burned_name(account))
     forged = f"/v1/files/{absolute_url(other).rsplit('/', 1)[1].split(':', 1)[0]}:{signature}"
     for bad in (path[:-2] + ("AA" if not path.endswith("AA") else "BB"), forged, "/v1/files/burned-video.mp4"):
         response = client.get(bad)
@@ -89,8 +95,8 @@ def test_a_tampered_link_is_refused(client, stored):
         assert response.json() == {"detail": "Not found."}
 
 
-def test_an_expired_link_is_refused(client, stored):
-    name = stored(f"burned/{uuid.uuid4()}/video.mp4")
+def test_an_expired_link_is_refused(client, account, stored):
+    name = stored(burned_name(account))
     made_an_hour_ago = time.time() - 3600
     with mock.patch("django.core.signing.time.time", return_value=made_an_hour_ago):
         path = _path(absolute_url(name))
@@ -188,9 +194,9 @@ def test_behind_a_tls_proxy_links_say_https_and_the_public_host(api, account, st
     assert api.get(_path(proxied)).status_code == 200
 
 
-def test_range_values_of_any_length_are_416_or_the_whole_file(client, stored):
+def test_range_values_of_any_length_are_416_or_the_whole_file(client, account, stored):
     content = b"0123456789" * 100
-    path = _path(absolute_url(stored(f"burned/{uuid.uuid4()}/video.mp4", content)))
+    path = _path(absolute_url(stored(burned_name(account), content)))
     huge = "9" * 5000
     past_the_end = client.get(path, HTTP_RANGE=f"bytes={huge}-")
     assert past_the_end.status_code == 416 and past_the_end["Content-Range"] == "bytes */1000"
@@ -200,3 +206,84 @@ def test_range_values_of_any_length_are_416_or_the_whole_file(client, stored):
         first = 5 if header.startswith("bytes=00") else 0
         assert response["Content-Range"] == f"bytes {first}-999/1000"
         assert b"".join(response.streaming_content) == content[first:]
+
+
+# --- revocation reaches links (issue 32) -----------------------------------------------------------
+
+
+def _polled_link(api, job) -> str:
+    return _path(api.get(f"/v1/api/transcription/{job.id}").json()["burned_video_url"])
+
+
+def _burned_job(account, stored):
+    job = JobFactory(account=account, type="burned", state="done")
+    job.burned_video = stored(files.burned_name(job.id, None), b"the burned video")
+    job.save(update_fields=["burned_video"])
+    return job
+
+
+def test_a_revoked_tokens_links_stop_working(api, client, account, stored):
+    from accounts.services import token_issue, token_revoke
+
+    job = _burned_job(account, stored)
+    leaked = _polled_link(api, job)
+    assert client.get(leaked).status_code == 200
+    token_revoke(account, by=account.user)
+    refused = client.get(leaked)
+    assert refused.status_code == 410 and refused.json() == {
+        "detail": "This link has been revoked. Ask the API for a new one."
+    }
+    fresh = Client(HTTP_AUTHORIZATION=f"Bearer {token_issue(account, by=account.user)}")
+    assert client.get(_polled_link(fresh, job)).status_code == 200, "the new token's links work"
+
+
+def test_a_replaced_tokens_links_stop_working(api, client, account, stored):
+    from accounts.services import token_issue
+
+    job = _burned_job(account, stored)
+    leaked = _polled_link(api, job)
+    token_issue(account, by=account.user)  # replaces the token `api` uses
+    assert client.get(leaked).status_code == 410
+
+
+def test_a_deactivated_accounts_links_stop_working(api, client, account, stored):
+    job = _burned_job(account, stored)
+    leaked = _polled_link(api, job)
+    account.user.is_active = False
+    account.user.save(update_fields=["is_active"])
+    assert client.get(leaked).status_code == 410
+    account.user.is_active = True
+    account.user.save(update_fields=["is_active"])
+    assert client.get(leaked).status_code == 200, "re-activated: what was not revoked works again"
+
+
+def test_links_made_before_links_carried_their_moment_are_revoked_too(client, account, stored, token):
+    from django.core import signing
+    from django.urls import reverse
+
+    from accounts.services import token_revoke
+
+    name = stored(burned_name(account))
+    old = reverse(
+        "artifact", kwargs={"token": signing.TimestampSigner(salt="transcription.artifacts").sign_object(name)}
+    )
+    assert client.get(old).status_code == 200
+    token_revoke(account)
+    assert client.get(old).status_code == 410
+
+
+def test_a_link_to_a_file_no_job_holds_is_gone(client, stored):
+    name = stored(f"burned/{uuid.uuid4()}/video.mp4")
+    assert client.get(_path(absolute_url(name))).status_code == 410
+
+
+def test_links_of_a_deactivated_account_stay_dead_after_reactivation(api, client, account, stored):
+    from accounts.services import account_deactivate, account_reactivate
+
+    job = _burned_job(account, stored)
+    leaked = _polled_link(api, job)
+    account_deactivate(account)
+    assert client.get(leaked).status_code == 410
+    account_reactivate(account)
+    assert client.get(leaked).status_code == 410
+    assert client.get(_polled_link(api, job)).status_code == 200, "the same token's new links work"

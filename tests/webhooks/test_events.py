@@ -30,7 +30,7 @@ def files_named(document: dict) -> dict:
     """The document with each signed link replaced by the storage name it opens."""
 
     def name(link):
-        return link and unsign(link.rsplit("/", 1)[1])
+        return link and unsign(link.rsplit("/", 1)[1]).name
 
     return {
         **document,

@@ -96,7 +96,7 @@ def test_a_job_page_shows_the_transcript_downloads_and_videos(client, holder):
     japanese.state, japanese.error = "failed", "Translation from English to Japanese is not available on this server."
     japanese.save()
     page = html(client.get(f"/jobs/{job.pk}/"))
-    assert '<span class="time">00:00:07</span> <span class="speaker">Speaker 2</span>' in page
+    assert '<span class="time">00:00:07</span> <span class="speaker" data-speaker="2">Speaker 2</span>' in page
     for name in ("transcript.txt", "subtitles.srt", "subtitles.vtt", "subtitles.es.srt", "subtitles.es.vtt"):
         assert f'href="/jobs/{job.pk}/files/{name}"' in page, name
     assert japanese.error in page

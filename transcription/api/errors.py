@@ -7,6 +7,7 @@ one entry per offending field. DRF's own errors are translated here so no view h
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from django.http import JsonResponse
 from rest_framework import exceptions, status
@@ -92,9 +93,71 @@ def validation_errors(detail, location: str) -> list[dict]:
     return errors[:MAX_ERRORS]
 
 
+MISSING_TOKEN = "Missing API token: send 'Authorization: Bearer <token>'."
+
+
+class BodyTooLarge(exceptions.APIException):
+    """A 413: the body is over MAX_REQUEST_BODY_BYTES (transcription.api.front_door.body_too_large)."""
+
+    status_code = 413
+
+    def __init__(self, limit: int):
+        super().__init__(f"The request body is larger than {_size(limit)}, the most this service accepts.")
+
+
+def _size(limit: int) -> str:
+    megabytes = limit / 1024 / 1024
+    return f"{megabytes:.1f} MB" if megabytes >= 0.1 else f"{limit:,} bytes"
+
+
+class RateLimited(exceptions.Throttled):
+    """A 429: the account's window (or the address's, for requests without a valid token) is full."""
+
+    def __init__(self, state):
+        self.state = state
+        super().__init__(wait=state.retry_after)
+
+
+@dataclass(frozen=True)
+class ErrorAnswer:
+    status: int
+    body: dict
+    headers: dict[str, str]
+
+
+class NotDone(exceptions.APIException):
+    """409: the job has no text (yet) whose speakers could be named."""
+
+    status_code = 409
+    default_code = "not_done"
+
+
+def error_answer(error: Exception) -> ErrorAnswer | None:
+    """The contract's answer to a refusal of the front door, whatever the door: 401 with
+    WWW-Authenticate, 404, 413, 422 (one entry per offending field), 429 and 503 with
+    Retry-After. None for an exception that is not a refusal (a bug: the door's 500)."""
+    if isinstance(error, RequestValidationError):
+        return ErrorAnswer(422, {"detail": error.errors}, {})
+    if isinstance(error, exceptions.NotAuthenticated):
+        return ErrorAnswer(401, {"detail": MISSING_TOKEN}, {"WWW-Authenticate": "Bearer"})
+    if isinstance(error, exceptions.AuthenticationFailed):
+        return ErrorAnswer(401, {"detail": str(error.detail)}, {"WWW-Authenticate": "Bearer"})
+    if isinstance(error, (Busy, QueueUnavailable)):
+        detail = str(error.detail if isinstance(error, Busy) else error)
+        return ErrorAnswer(503, {"detail": detail}, {"Retry-After": str(error.retry_after)})
+    if isinstance(error, exceptions.Throttled):
+        wait = int(error.wait or 1)
+        return ErrorAnswer(
+            429, {"detail": f"Rate limit exceeded; try again in {wait} seconds."}, {"Retry-After": str(wait)}
+        )
+    if isinstance(error, (exceptions.NotFound, BodyTooLarge, NotDone)):
+        return ErrorAnswer(error.status_code, {"detail": str(error.detail)}, {})
+    return None
+
+
 def exception_handler(exc, context):
-    if isinstance(exc, RequestValidationError):
-        return Response({"detail": exc.errors}, status=422)
+    """REST's answers: the front door's refusals as error_answer shapes them, and DRF's own parse
+    errors as the contract's 422."""
     if isinstance(exc, exceptions.ValidationError):
         return Response({"detail": validation_errors(exc.detail, "body")}, status=422)
     if isinstance(exc, exceptions.ParseError):
@@ -114,26 +177,9 @@ def exception_handler(exc, context):
             },
             status=422,
         )
-    if isinstance(exc, (exceptions.NotAuthenticated, exceptions.AuthenticationFailed)):
-        message = (
-            "Missing API token: send 'Authorization: Bearer <token>'."
-            if isinstance(exc, exceptions.NotAuthenticated)
-            else str(exc.detail)
-        )
-        return Response({"detail": message}, status=401, headers={"WWW-Authenticate": "Bearer"})
-    if isinstance(exc, (Busy, QueueUnavailable)):
-        return Response(
-            {"detail": str(exc.detail if isinstance(exc, Busy) else exc)},
-            status=503,
-            headers={"Retry-After": str(exc.retry_after)},
-        )
-    if isinstance(exc, exceptions.Throttled):
-        wait = int(exc.wait or 1)
-        return Response(
-            {"detail": f"Rate limit exceeded; try again in {wait} seconds."},
-            status=429,
-            headers={"Retry-After": str(wait)},
-        )
+    answer = error_answer(exc)
+    if answer is not None:
+        return Response(answer.body, status=answer.status, headers=answer.headers)
     response = drf_exception_handler(exc, context)
     if response is not None and isinstance(response.data, dict) and "detail" in response.data:
         response.data = {"detail": str(response.data["detail"])}

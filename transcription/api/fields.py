@@ -180,3 +180,90 @@ class UrlField(StrictCharField):
         if not is_absolute_uri(value):
             self.fail("not_a_uri")
         return value
+
+
+SPEAKER_NAME_MAX_CHARS = 40
+# A name goes where `txt` and WebVTT put "Speaker N": "[00:00:03] Alice: ..." and "<v Alice>", so it
+# holds no line break (any of those str.splitlines knows), ":", "<" or ">", and something besides
+# spaces. The same pattern is published in the document and checked here (ECMAScript and Python read
+# it alike); spaces at either end are then dropped.
+_NAME_CHAR = r"[^:<>\r\n\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]"
+_NAME_SOLID = r"[^:<>\s\u001c-\u001e\u0085\u2028\u2029]"
+SPEAKER_NAME_PATTERN = f"^{_NAME_CHAR}*{_NAME_SOLID}{_NAME_CHAR}*$"
+SPEAKER_NAME_SCHEMA = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": SPEAKER_NAME_MAX_CHARS,
+    "pattern": SPEAKER_NAME_PATTERN,
+}
+
+
+@extend_schema_field(
+    {
+        **SPEAKER_NAME_SCHEMA,
+        "description": "1 to 40 characters without line breaks, `:`, `<` or `>`; spaces at either end are dropped.",
+        "examples": ["Alice"],
+    }
+)
+class SpeakerNameField(StrictCharField):
+    """A speaker's name, as `txt` ("[00:00:03] Alice: ...") and WebVTT ("<v Alice>") can carry it."""
+
+    default_error_messages = {
+        "forbidden": "A name may not hold a line break, ':', '<' or '>'.",
+        "blank": "A name must have 1 to 40 characters.",
+        "max_length": "A name must have 1 to 40 characters.",
+    }
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("max_length", SPEAKER_NAME_MAX_CHARS)
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and data.strip() and not re.fullmatch(SPEAKER_NAME_PATTERN, data):
+            self.fail("forbidden")
+        return super().to_internal_value(data)
+
+
+@extend_schema_field(
+    {
+        "type": "object",
+        "propertyNames": {"pattern": "^[1-9][0-9]{0,3}$"},
+        "additionalProperties": {"anyOf": [SPEAKER_NAME_SCHEMA, {"type": "null"}]},
+        "minProperties": 1,
+        "description": 'Names by the `N` of `Speaker N` in the job\'s `txt`: `{"1": "Alice"}`. A name is 1 to 40 '
+        "characters without line breaks, `:`, `<` or `>`; null gives the speaker back its number.",
+        "examples": [{"1": "Alice", "2": "Bob"}],
+    }
+)
+class SpeakerNamesField(serializers.Field):
+    """{"1": "Alice", "2": null}: every entry checked, each error under its own key."""
+
+    default_error_messages = {
+        "not_an_object": 'Input should be an object of names by speaker number, such as {{"1": "Alice"}}.',
+        "empty": "Give at least one speaker a name.",
+        "not_a_number": "A key is the N of 'Speaker N' in the job's transcript: a whole number from 1.",
+    }
+
+    def to_internal_value(self, data):
+        if not isinstance(data, dict):
+            self.fail("not_an_object")
+        if not data:
+            self.fail("empty")
+        names, errors = {}, {}
+        for key, value in data.items():
+            if not (isinstance(key, str) and key.isascii() and key.isdigit() and 0 < int(key) < 10000):
+                errors[key] = [serializers.ErrorDetail(self.error_messages["not_a_number"], code="not_a_number")]
+                continue
+            if value is None:
+                names[str(int(key))] = None
+                continue
+            try:
+                names[str(int(key))] = SpeakerNameField().run_validation(value)
+            except serializers.ValidationError as error:
+                errors[key] = error.detail
+        if errors:
+            raise serializers.ValidationError(errors)
+        return names
+
+    def to_representation(self, value):
+        return value

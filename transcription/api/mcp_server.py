@@ -1,10 +1,12 @@
 """The MCP server at /mcp: the v1 API's operations as tools for AI agents (Streamable HTTP, stateless,
 JSON answers), on the official SDK's MCPServer.
 
-One account, one token, one ledger, one pair of rate-limit counters with the REST API: every tool
-calls transcription.api.operations (the same serializers, services and presenters as the views),
-counts in transcription.api.ratelimit's counters, and the account comes from the same bearer-token
-code (accounts.authentication), checked by `McpGate` before the SDK sees the request.
+An adapter of the front door (transcription.api.front_door), as the REST views are: `McpGate`
+builds the Caller from the bearer token (and applies the protections every path has) before the
+SDK sees the request, and every tool is `front_door.perform` of the REST operation of the same
+name: one account, one token, one ledger, one pair of rate-limit counters. Refusals are answered
+as MCP answers them: tool errors carrying the REST body (docs/decisions.md, "What each door may
+do differently").
 
 Arguments are checked by the REST serializers, not by the SDK: each tool function takes its
 arguments untyped (so the SDK's pydantic model passes anything through) and the published
@@ -14,11 +16,10 @@ defaults, and a wrong value gets the 422's message naming the field.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
-import json
 import logging
 import warnings
-from types import SimpleNamespace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -31,14 +32,10 @@ from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types import CallToolResult, TextContent, ToolAnnotations
 from rest_framework import exceptions
 
-from accounts.authentication import BearerTokenAuthentication
-from accounts.models import Account
 from billing import pricing
-from billing.selectors import account_balance
-from transcription.dispatch import QueueUnavailable
 
-from . import operations, ratelimit
-from .errors import Busy, RequestValidationError
+from . import asgi_door, front_door, ratelimit
+from .errors import BodyTooLarge
 
 logger = logging.getLogger(__name__)
 
@@ -62,34 +59,43 @@ POLL_HINT = (
 )
 
 
-# --- Auth, Origin and Host: checked before the SDK sees the request -----------------------------
+# --- The door: Host, the protections of every path, Origin, the Caller ---------------------------
 
 
-def account_id_for(authorization: str | None):
-    """The account behind an `Authorization` header value, by the REST API's own authentication
-    (its token cache is dropped on revocation, so a revoked token stops working at once)."""
-    request = SimpleNamespace(headers={"authorization": authorization} if authorization else {})
+def origin_allowed(origin: str, request) -> bool:
+    """A browser's Origin must be this server, scheme included: the scheme and Host it called
+    (https behind a TLS proxy under TRUST_PROXY_HEADERS), or PUBLIC_BASE_URL's."""
+    return _origin(origin) in {_origin(f"{request.scheme}://{request.get_host()}"), _origin(settings.PUBLIC_BASE_URL)}
+
+
+def _origin(url: str) -> tuple[str, str] | None:
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        return None
+    default = 443 if parts.scheme == "https" else 80
+    try:
+        port = parts.port or default
+    except ValueError:
+        return None
+    return parts.scheme, f"{parts.hostname.lower()}:{port}"
+
+
+def caller_for(authorization: str | None, address: str) -> front_door.Caller:
     close_old_connections()
     try:
-        result = BearerTokenAuthentication().authenticate(request)
+        return front_door.caller_from_token(authorization, address, front_door.MCP)
     finally:
         close_old_connections()
-    if result is None:
-        raise exceptions.NotAuthenticated("Missing API token: send 'Authorization: Bearer <token>'.")
-    return result[0].pk
-
-
-def origin_allowed(origin: str, host: str) -> bool:
-    """A browser's Origin must be this server: the Host it called, or PUBLIC_BASE_URL's."""
-    netloc = urlsplit(origin).netloc.lower()
-    allowed = {host.lower(), urlsplit(settings.PUBLIC_BASE_URL).netloc.lower()}
-    return bool(netloc) and netloc in allowed
 
 
 class McpGate:
-    """ASGI middleware in front of the SDK's app: Host (DNS rebinding), Origin (the transport
-    section: a browser page from another origin gets 403), then the bearer token (401 with
-    `WWW-Authenticate: Bearer`). The account's id goes on in scope["state"]["account_id"]."""
+    """The MCP door, an adapter of the front door, in front of the SDK's app: the Host (DNS
+    rebinding; 400), the protections every Django path has (asgi_door.protections: the HTTPS
+    redirect, HSTS and the security headers on every answer, the body limit), a scheme-exact
+    Origin (403), the Caller from the bearer token (401 with `WWW-Authenticate: Bearer`, 429 with
+    Retry-After once an address sent too many bad tokens), then the body, read whole and bounded
+    (413, chunked too). The stateless JSON server has nothing to push, so GET (a stream that
+    would never end) is a 405. The Caller goes on in scope["state"]["caller"]."""
 
     def __init__(self, app):
         self.app = app
@@ -97,41 +103,51 @@ class McpGate:
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        headers = {key.decode("latin-1").lower(): value.decode("latin-1") for key, value in scope["headers"]}
-        host = headers.get("host", "")
-        domain, _port = split_domain_port(host)
+        request = asgi_door.django_request(scope)
+        domain, _port = split_domain_port(request.META.get("HTTP_HOST", ""))
         if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-            return await _answer(send, 400, "Invalid Host header.")
-        origin = headers.get("origin")
-        if origin and not origin_allowed(origin, host):
-            return await _answer(send, 403, "Origin not allowed.")
+            return await asgi_door.send_json(send, 400, {"detail": "Invalid Host header."})
+        refusal, protective = asgi_door.protections(request)
+        if refusal is not None:
+            return await asgi_door.send_django_response(send, refusal)
+
+        async def send_protected(message):
+            if message["type"] == "http.response.start":
+                present = {name.lower() for name, _ in message.get("headers", ())}
+                extra = [(name, value) for name, value in protective if name not in present]
+                message = {**message, "headers": [*message.get("headers", ()), *extra]}
+            await send(message)
+
+        origin = request.META.get("HTTP_ORIGIN")
+        if origin and not origin_allowed(origin, request):
+            return await asgi_door.send_json(send_protected, 403, {"detail": "Origin not allowed."})
         try:
-            account_id = await anyio.to_thread.run_sync(
-                account_id_for, headers.get("authorization"), limiter=database_threads()
+            caller = await anyio.to_thread.run_sync(
+                caller_for,
+                request.META.get("HTTP_AUTHORIZATION"),
+                ratelimit.client_address(request),
+                limiter=database_threads(),
             )
         except exceptions.APIException as error:
-            return await _answer(send, 401, str(error.detail), [(b"www-authenticate", b"Bearer")])
-        state = {**scope.get("state", {}), "account_id": account_id}
-        await self.app({**scope, "state": state}, receive, send)
-
-
-async def _answer(send, status: int, detail: str, headers=()) -> None:
-    body = json.dumps({"detail": detail}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
+            answer = front_door.error_answer(error)
+            return await asgi_door.send_json(send_protected, answer.status, answer.body, answer.headers)
+        if scope["method"] == "GET":
+            return await asgi_door.send_json(
+                send_protected,
+                405,
+                {"detail": "This server answers POST only: it has no stream to open."},
+                {"Allow": "POST, DELETE"},
+            )
+        try:
+            body = await asgi_door.read_body(receive)
+        except BodyTooLarge as refusal:
+            return await asgi_door.send_json(send_protected, 413, {"detail": str(refusal.detail)})
+        state = {**scope.get("state", {}), "caller": caller}
+        scope = asgi_door.with_length({**scope, "state": state}, body)
+        await self.app(scope, asgi_door.replay(body), send_protected)
 
 
 # --- Tools ---------------------------------------------------------------------------------------
-
-
-def _account_id(ctx: Context) -> Any:
-    return ctx.request_context.request.state.account_id
 
 
 def _error(text: str, detail) -> CallToolResult:
@@ -150,38 +166,32 @@ def _validation_text(errors: list[dict]) -> str:
     return "Invalid arguments: " + "; ".join(parts)
 
 
-def _run(bucket: str, operation, summary) -> CallToolResult:
-    """Count the call (auth came first, in McpGate; then the rate limit; then the arguments, as
-    REST does), run the operation in this worker thread, and answer its body as structuredContent."""
+def _run(caller: front_door.Caller, name: str, data: dict, summary) -> CallToolResult:
+    """Perform the operation through the front door (the count, then the arguments, as REST does)
+    in this worker thread; its body as structuredContent, or its refusal as a tool error."""
     close_old_connections()
     try:
-        account_id, call = operation
-        state = ratelimit.hit(account_id, bucket)
-        if not state.allowed:
-            text = f"Rate limit exceeded; try again in {state.retry_after} seconds."
-            result = _error(text, text)
-            result.structured_content["retry_after"] = state.retry_after
-            return result
         try:
-            body = call()
-        except RequestValidationError as error:
-            return _error(_validation_text(error.errors), error.errors)
-        except exceptions.NotFound as error:
-            return _error(str(error.detail), str(error.detail))
-        except (Busy, QueueUnavailable) as error:  # listings full, or the broker down: nothing stored
-            text = str(error.detail if isinstance(error, Busy) else error)
-            result = _error(text, text)
-            result.structured_content["retry_after"] = error.retry_after
+            body = front_door.perform(caller, name, data)
+        except Exception as error:
+            answer = front_door.error_answer(error)
+            if answer is None:
+                raise
+            detail = answer.body["detail"]
+            text = _validation_text(detail) if answer.status == 422 else str(detail)
+            result = _error(text, detail)
+            if "Retry-After" in answer.headers:
+                result.structured_content["retry_after"] = int(answer.headers["Retry-After"])
             return result
         return CallToolResult(content=[TextContent(type="text", text=summary(body))], structured_content=body)
     finally:
         close_old_connections()
 
 
-async def _call(ctx: Context, bucket: str, call, summary) -> CallToolResult:
-    account_id = _account_id(ctx)
-    work = (account_id, functools.partial(call, account_id))
-    return await anyio.to_thread.run_sync(_run, bucket, work, summary, limiter=database_threads())
+async def _call(ctx: Context, name: str, data: dict, summary) -> CallToolResult:
+    # A Caller of its own per tool call: each call is counted once.
+    caller = dataclasses.replace(ctx.request_context.request.state.caller, rate=None)
+    return await anyio.to_thread.run_sync(_run, caller, name, data, summary, limiter=database_threads())
 
 
 def _given(**arguments) -> dict:
@@ -192,15 +202,11 @@ def _queued(body: dict) -> str:
     return f"Queued job {body['id']}. Poll get_transcription with this id every 2-3 s until state is done or failed."
 
 
-def _account(account_id) -> Account:
-    return Account(pk=account_id)
-
-
 async def transcribe(
     ctx: Context, url=NOT_GIVEN, language_code=NOT_GIVEN, verbatim=NOT_GIVEN, tag_audio_events=NOT_GIVEN
 ) -> CallToolResult:
     data = _given(url=url, language_code=language_code, verbatim=verbatim, tag_audio_events=tag_audio_events)
-    return await _call(ctx, ratelimit.JOBS, lambda a: operations.transcribe(_account(a), data), _queued)
+    return await _call(ctx, "transcribe", data, _queued)
 
 
 async def create_subtitles(
@@ -220,7 +226,7 @@ async def create_subtitles(
         format=format,
         target_languages=target_languages,
     )
-    return await _call(ctx, ratelimit.JOBS, lambda a: operations.create_subtitles(_account(a), data), _queued)
+    return await _call(ctx, "create_subtitles", data, _queued)
 
 
 async def burn_subtitles(
@@ -244,7 +250,7 @@ async def burn_subtitles(
         quality=quality,
         target_languages=target_languages,
     )
-    return await _call(ctx, ratelimit.JOBS, lambda a: operations.burn_subtitles(_account(a), data), _queued)
+    return await _call(ctx, "burn_subtitles", data, _queued)
 
 
 async def transcribe_playlist(
@@ -275,7 +281,7 @@ async def transcribe_playlist(
             "skipped. Poll get_batch with batch_id every 2-3 s, or each job with get_transcription."
         )
 
-    return await _call(ctx, ratelimit.JOBS, lambda a: operations.transcribe_playlist(_account(a), data), summary)
+    return await _call(ctx, "transcribe_playlist", data, summary)
 
 
 def _job_summary(body: dict) -> str:
@@ -288,7 +294,7 @@ def _job_summary(body: dict) -> str:
 
 
 async def get_transcription(ctx: Context, id=NOT_GIVEN) -> CallToolResult:  # noqa: A002
-    return await _call(ctx, ratelimit.POLLS, lambda a: operations.get_transcription(a, _id(id)), _job_summary)
+    return await _call(ctx, "get_transcription", {"id": _id(id)}, _job_summary)
 
 
 async def get_batch(ctx: Context, id=NOT_GIVEN) -> CallToolResult:  # noqa: A002
@@ -297,11 +303,18 @@ async def get_batch(ctx: Context, id=NOT_GIVEN) -> CallToolResult:  # noqa: A002
         counts = ", ".join(f"{states.count(state)} {state}" for state in sorted(set(states))) or "no jobs"
         return f"Batch {body['batch_id']} ({body['title']!r}): {counts}."
 
-    return await _call(ctx, ratelimit.POLLS, lambda a: operations.get_batch(a, _id(id)), summary)
+    return await _call(ctx, "get_batch", {"id": _id(id)}, summary)
 
 
 def _id(value):
     return None if value is NOT_GIVEN else value
+
+
+async def rename_speakers(ctx: Context, id=NOT_GIVEN, names=NOT_GIVEN) -> CallToolResult:  # noqa: A002
+    def summary(body):
+        return f"Job {body['id']}: speakers renamed. Its txt now reads:\n{body['txt'] or ''}"
+
+    return await _call(ctx, "rename_speakers", {"id": _id(id), **_given(names=names)}, summary)
 
 
 async def preview_playlist(
@@ -320,29 +333,7 @@ async def preview_playlist(
             f"needs {body['needed_seconds']} s of balance, {body['remaining_seconds']} s left: it {verdict}."
         )
 
-    return await _call(ctx, ratelimit.POLLS, lambda a: operations.preview_playlist(a, query), summary)
-
-
-def pricing_rules() -> str:
-    burned = ", ".join(
-        f"{pricing.base_multiplier('burned', quality)}x at quality {quality}" for quality in ("default", "hd", "uhd")
-    )
-    burned_translation = ", ".join(
-        f"+{pricing.translation_multiplier('burned', quality)}x at {quality}" for quality in ("default", "hd", "uhd")
-    )
-    return (
-        "Jobs are paid from the balance in seconds of the video's length. "
-        f"A transcript costs {pricing.base_multiplier('transcript')}x the length; subtitles "
-        f"{pricing.base_multiplier('subtitles')}x, +{pricing.translation_multiplier('subtitles')}x per target "
-        f"language; a burned-in video {burned}, per target language {burned_translation}. A playlist costs the "
-        "sum over its queued videos. The charge is made when the length is known; if the balance covers only "
-        "part of a video, the job makes a preview of the first whole minutes covered (is_preview, "
-        "preview_minutes); a failed job is refunded."
-    )
-
-
-def _balance(account_id) -> dict:
-    return {"remaining_seconds": account_balance(account_id), "pricing": pricing_rules()}
+    return await _call(ctx, "preview_playlist", query, summary)
 
 
 async def get_balance(ctx: Context) -> CallToolResult:
@@ -352,7 +343,7 @@ async def get_balance(ctx: Context) -> CallToolResult:
             + (body["pricing"])
         )
 
-    return await _call(ctx, ratelimit.POLLS, _balance, summary)
+    return await _call(ctx, "get_balance", {}, summary)
 
 
 # --- Schemas: the OpenAPI document's, with its references inlined ------------------------------
@@ -421,6 +412,16 @@ BALANCE_SCHEMA = {
     "required": ["remaining_seconds", "pricing"],
 }
 
+
+def _rename_schema() -> dict:
+    schema = _id_schema("job")
+    body = component("SpeakerNamesRequest")
+    schema["properties"]["names"] = body["properties"]["names"]
+    schema["required"] = ["id", "names"]
+    return schema
+
+
+RENAMING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
 QUEUEING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
 READING = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
 
@@ -478,6 +479,17 @@ def tool_table() -> list[tuple]:
             _id_schema("job"),
             component("TranscriptionApiResponse"),
             READING,
+        ),
+        (
+            rename_speakers,
+            "Call a done job's speakers by their names: `names` maps the N of `Speaker N` in its `txt` to a name "
+            '(`{"1": "Alice", "2": "Bob"}`; null gives a speaker back its number). `txt` then reads '
+            "`[00:00:03] Alice: ...` and every WebVTT voice span `<v Alice>`, translations too. A name is 1 to 40 "
+            "characters without line breaks, `:`, `<` or `>`. Free of minutes; counts as a job request. Returns the "
+            "job as get_transcription does.",
+            _rename_schema(),
+            component("TranscriptionApiResponse"),
+            RENAMING,
         ),
         (
             get_batch,

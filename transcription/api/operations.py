@@ -17,16 +17,18 @@ import uuid
 from django.conf import settings
 from rest_framework import exceptions
 
-from billing.selectors import quote
+from billing import pricing
+from billing.selectors import account_balance, quote
 from config import shared_cache
 from transcription import services
-from transcription.models import Batch, JobType
+from transcription.models import Batch, Job, JobType, Voice
 from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
+from transcription.pipeline.speaker_names import speakers_in
 
 from . import polls
 from . import serializers as s
-from .errors import Busy, RequestValidationError, validation_errors
-from .presenters import batch_payload
+from .errors import Busy, NotDone, RequestValidationError, validation_errors
+from .presenters import batch_payload, job_payload, translations_in_order, voice_document
 
 
 def validate(serializer_class, data: dict, location: str = "body") -> dict:
@@ -86,6 +88,59 @@ def transcribe_playlist(account, data: dict) -> dict:
     )
     ids = [str(job_id) for job_id in batch.jobs.order_by("position").values_list("id", flat=True)]
     return {"batch_id": str(batch.id), "title": batch.title, "count": len(ids), "skipped": batch.skipped, "ids": ids}
+
+
+# --- Speakers' names and enrolled voices (job requests, free of minutes but for a voice's sample) --
+
+
+def rename_speakers(account_id, raw_id, data: dict, request=None, location: str = "path") -> dict:
+    """POST /v1/api/transcription/{id}/speakers: names for the job's speakers ({"names": {"1":
+    "Alice"}}, keys the N of "Speaker N"); answers the job as GET does. A number the job's
+    transcript does not hold is a 422 naming it; another account's job a 404."""
+    job_id = parse_id(raw_id, location)
+    names = validate(s.SpeakerNamesRequestSerializer, data)["names"]
+    job = Job.objects.filter(pk=job_id, account_id=account_id).only("id", "state", "txt").first()
+    if job is None:
+        raise not_found("job")
+    if job.state != "done":
+        raise NotDone(f"This job is {job.state}: its speakers can be named once it is done.")
+    present = set(speakers_in(job.txt))
+    unknown = [number for number in names if int(number) not in present]
+    if unknown:
+        held = ", ".join(f"Speaker {n}" for n in sorted(present)) or "no speakers (no speech was found)"
+        raise RequestValidationError(
+            [
+                {
+                    # a number, as the other entries of `names` are located (api.errors.validation_errors)
+                    "loc": ["body", "names", int(number)],
+                    "msg": f"This job's transcript has no Speaker {number}; it has {held}.",
+                    "type": "unknown_speaker",
+                }
+                for number in unknown
+            ]
+        )
+    services.job_rename_speakers(job_id, names)
+    job = Job.objects.prefetch_related(translations_in_order()).get(pk=job_id)
+    return job_payload(job, request)
+
+
+def create_voice(account, data: dict) -> dict:
+    """POST /v1/api/voices: enrol a voice from a sample at `url`, read by a job of its own."""
+    options = validate(s.VoiceRequestSerializer, data)
+    voice = services.voice_create(account, name=options["name"], url=options["url"])
+    return {"id": str(voice.id), "name": voice.name, "state": "processing"}
+
+
+def list_voices(account_id) -> list[dict]:
+    return [voice_document(voice) for voice in Voice.objects.filter(account_id=account_id).select_related("job")]
+
+
+def delete_voice(account_id, raw_id, location: str = "path") -> None:
+    voice_id = parse_id(raw_id, location)
+    voice = Voice.objects.filter(pk=voice_id, account_id=account_id).first()
+    if voice is None:
+        raise not_found("voice")
+    services.voice_delete(voice)
 
 
 # --- Reading (polls) --------------------------------------------------------------------------
@@ -150,6 +205,30 @@ def preview_playlist(account_id, query: dict, location: str = "query") -> dict:
         "fits": cost.fits and not unknown,
         "unknown_durations": unknown,
     }
+
+
+def pricing_rules() -> str:
+    """What each kind of job costs, in plain words (billing.pricing's figures)."""
+    burned = ", ".join(
+        f"{pricing.base_multiplier('burned', quality)}x at quality {quality}" for quality in ("default", "hd", "uhd")
+    )
+    burned_translation = ", ".join(
+        f"+{pricing.translation_multiplier('burned', quality)}x at {quality}" for quality in ("default", "hd", "uhd")
+    )
+    return (
+        "Jobs are paid from the balance in seconds of the video's length. "
+        f"A transcript costs {pricing.base_multiplier('transcript')}x the length; subtitles "
+        f"{pricing.base_multiplier('subtitles')}x, +{pricing.translation_multiplier('subtitles')}x per target "
+        f"language; a burned-in video {burned}, per target language {burned_translation}. A playlist costs the "
+        "sum over its queued videos. The charge is made when the length is known; if the balance covers only "
+        "part of a video, the job makes a preview of the first whole minutes covered (is_preview, "
+        "preview_minutes); a failed job is refunded."
+    )
+
+
+def get_balance(account_id) -> dict:
+    """Seconds left on the account, and the pricing rules in plain words (MCP's get_balance)."""
+    return {"remaining_seconds": account_balance(account_id), "pricing": pricing_rules()}
 
 
 # A playlist's listing is kept this long (in Redis, shared by the web processes): a client that

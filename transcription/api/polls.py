@@ -7,16 +7,20 @@ answer's bytes are sent as they are. Every other request goes to the DRF view, s
 by construction:
 
 - Authentication first: a token that is not in the token cache, or whose last database check is
-  older than LAST_USED_RESOLUTION, is left to BearerTokenAuthentication (the database, then the
-  cache). Revoking or replacing a token deletes its cache entry (accounts.services), and the
-  script reads that entry on every poll: revocation is immediate.
+  older than LAST_USED_RESOLUTION, is left to the front door (accounts.authentication.token_holder:
+  the database, then the cache). The cache holds only tokens of active logins; revoking or
+  replacing a token, or a change of its login's status (deactivation), deletes its entry
+  (accounts.services, accounts.signals), and the script reads that entry on every poll: both are
+  immediate.
 - The counter is exact and shared: the script counts a poll only when it answers it (a cached
   answer of the token's own account, within the limit). Anything else (rate limited, another
   account's job, not cached) is counted by the DRF view's throttle, once, as any other request.
 - Same bytes, same headers: the cached body is what DRF's JSONRenderer made of the document, and
   the headers are those the DRF view adds (tests/api/test_poll_fast_path.py compares the two).
-  Requests that ask for something else (an Accept header other than JSON, ?format=) or that are
-  not GETs go to the DRF view, which negotiates as before.
+  Requests that ask for something else (an Accept header other than JSON, any query string) or
+  that are not GETs go to the DRF view, which negotiates as before. The fast lane serves only what
+  the front door would answer: tests/api/test_poll_equivalence.py drives both with random
+  tokens, ids, queries and Accept headers and compares status, body, headers and counters.
 - Redis down or absent (the embedded mode): everything goes to the DRF view, which knows what to
   do then.
 
@@ -64,7 +68,7 @@ PLAIN_JSON_ACCEPTS = frozenset(["", "*/*", "application/json", "application/json
 # no request header can become (those are all HTTP_*).
 ANSWER_ENVIRON_KEY = "transcription.poll_answer"
 
-# KEYS[1]: the token cache entry ("<account id>:<ms of its last database check>"), KEYS[2]: the
+# KEYS[1]: the token cache entry ("<account id>:<ms of its last database check>:<user id>"), KEYS[2]: the
 # job's cached poll ("<account id> <links> <digest>\n<json>"). ARGV: now (ms), window (ms), limit,
 # a unique member, the token entry's max age (ms), the poll counters' key prefix, the tag of the
 # entry this process holds (or ""). Answers {0} when it cannot answer the poll (nothing counted),
@@ -76,7 +80,7 @@ POLL_SCRIPT = (
     + """
 local token = redis.call('GET', KEYS[1])
 if not token then return {0} end
-local account, checked = string.match(token, '^(%d+):(%d+)$')
+local account, checked = string.match(token, '^(%d+):(%d+):%d+$')
 if not account then return {0} end
 local now = tonumber(ARGV[1])
 if now - tonumber(checked) > tonumber(ARGV[5]) then return {0} end
@@ -175,7 +179,9 @@ class Answer(NamedTuple):
 def poll_for(method: str, accept: str, query_string: str, authorization: str, id: str) -> Poll | None:
     """The script call for a request, or None when the DRF view must answer it: anything but a
     plain GET with a well-formed bearer token and job id, or Redis down or absent."""
-    if method != "GET" or accept not in PLAIN_JSON_ACCEPTS or "format=" in query_string:
+    # Any query string goes to the DRF view: its negotiation reads the parsed query (?format=,
+    # and %66ormat= too), which a test on the raw string cannot match, and polls send none.
+    if method != "GET" or accept not in PLAIN_JSON_ACCEPTS or query_string:
         return None
     parts = authorization.split()
     if len(parts) != 2 or not authorization.isascii() or parts[0].lower() != "bearer":
@@ -251,6 +257,13 @@ def _answer(request, id: str) -> Answer | None:
     return answer_from(poll, reply)
 
 
+def _uuid_or_none(value: str) -> uuid.UUID | None:
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        return None
+
+
 def poll_view(drf_view):
     """`drf_view` (JobViewSet's retrieve) with the cached answer in front. The attributes of the
     DRF view are kept (functools.wraps), so the OpenAPI document still finds the operation."""
@@ -258,7 +271,7 @@ def poll_view(drf_view):
     @functools.wraps(drf_view)
     def view(request, id: str):
         answer = request.META.pop(ANSWER_ENVIRON_KEY, None)
-        if answer is None or str(answer.job_id) != id:
+        if answer is None or answer.job_id != _uuid_or_none(id):  # any spelling of the same id
             answer = _answer(request, id)
         if answer is not None:
             return response(answer, request)

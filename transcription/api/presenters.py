@@ -6,6 +6,7 @@ from django.db.models import Prefetch
 
 from transcription.artifacts import absolute_url
 from transcription.models import Translation
+from transcription.pipeline.speaker_names import name_txt, name_webvtt
 
 
 def translations_in_order():
@@ -15,12 +16,12 @@ def translations_in_order():
     return Prefetch("translations", queryset=Translation.objects.order_by("position"))
 
 
-def _translation_document(translation, *, with_text: bool) -> dict:
+def _translation_document(translation, names: dict, *, with_text: bool) -> dict:
     return {
         "language": translation.language,
         "state": translation.state,
         "srt": translation.srt if with_text else None,
-        "webvtt": translation.webvtt if with_text else None,
+        "webvtt": name_webvtt(translation.webvtt, names) if with_text else None,
         "burned_video_url": translation.burned_video,
         "error": translation.error,
     }
@@ -28,7 +29,9 @@ def _translation_document(translation, *, with_text: bool) -> dict:
 
 def job_document(job, *, with_text: bool = True) -> dict:
     """A Job (TranscriptionApiResponse) with storage names where the links go: it does not depend
-    on the request, so the poll view can cache it. Batch items leave the text out."""
+    on the request, so the poll view can cache it. Batch items leave the text out. Speakers the
+    account holder named are called by their names in `txt` and the WebVTT voice spans."""
+    names = job.speaker_names or {}
     return {
         "id": str(job.id),
         "state": job.state,
@@ -40,16 +43,16 @@ def job_document(job, *, with_text: bool = True) -> dict:
         "background": job.background,
         "created_at": job.created_at.isoformat().replace("+00:00", "Z"),
         "updated_at": job.updated_at.isoformat().replace("+00:00", "Z"),
-        "txt": job.txt if with_text else None,
+        "txt": name_txt(job.txt, names) if with_text else None,
         "srt": job.srt if with_text else None,
-        "webvtt": job.webvtt if with_text else None,
+        "webvtt": name_webvtt(job.webvtt, names) if with_text else None,
         "burned_video_url": job.burned_video,
         "video_url": job.url,
         "duration": job.duration,
         "error": job.error,
         "is_preview": job.is_preview,
         "preview_minutes": job.preview_minutes,
-        "translations": [_translation_document(t, with_text=with_text) for t in job.translations.all()],
+        "translations": [_translation_document(t, names, with_text=with_text) for t in job.translations.all()],
     }
 
 
@@ -75,4 +78,27 @@ def batch_payload(batch, request) -> dict:
         "batch_id": str(batch.id),
         "title": batch.title,
         "items": [job_payload(job, request, with_text=False) for job in jobs],
+    }
+
+
+def voice_state(voice) -> tuple[str, str | None]:
+    """(state, error) of a Voice: `ready` once its embedding is stored, `failed` with its sample's
+    job's error, else `processing`."""
+    if voice.embedding is not None:
+        return "ready", None
+    job = voice.job
+    if job is None or job.state == "failed":
+        return "failed", (job.error if job is not None else None) or "The sample could not be read."
+    return "processing", None
+
+
+def voice_document(voice) -> dict:
+    state, error = voice_state(voice)
+    return {
+        "id": str(voice.id),
+        "name": voice.name,
+        "state": state,
+        "error": error,
+        "seconds": voice.seconds if voice.seconds is not None else (voice.job.duration if voice.job else None),
+        "created_at": voice.created_at.isoformat().replace("+00:00", "Z"),
     }

@@ -37,7 +37,7 @@ class ContractAutoSchema(AutoSchema):
                     "are being listed): nothing was queued; try again after `Retry-After` seconds",
                 },
             )
-        if self.method == "GET" and "{id}" in self.path:
+        if "{id}" in self.path:
             responses.setdefault(
                 "404", {**self._get_response_for_code(s.ErrorResponseSerializer, "404"), "description": "Not found"}
             )
@@ -114,7 +114,7 @@ the request.
 | Status | When | Body |
 |---|---|---|
 | 401 | token missing, malformed or revoked (header `WWW-Authenticate: Bearer`) | `ErrorResponse` |
-| 404 | no job or batch with that id on your account | `ErrorResponse` |
+| 404 | no job, batch or voice with that id on your account | `ErrorResponse` |
 | 422 | the request does not validate: one entry per offending field, `loc` names it | `HTTPValidationError` |
 | 429 | rate limit exceeded (headers `Retry-After`, `X-RateLimit-Limit`, `X-RateLimit-Remaining`) | `ErrorResponse` |
 | 503 | the four POSTs and the playlist preview, for a moment: the job queue is unreachable, or too many playlists are being listed; nothing was queued or charged (header `Retry-After`) | `ErrorResponse` |
@@ -128,6 +128,15 @@ job ends `failed` with a readable `error`. A failed translation carries its own 
 polls (the three GETs) per minute per account, shared with the website and the MCP server; every
 answer carries `X-RateLimit-Limit` and `X-RateLimit-Remaining`. Up to 10 target languages per
 request, {settings.PLAYLIST_MAX_VIDEOS} videos per batch, videos up to {settings.MAX_VIDEO_SECONDS // 3600} hours.
+
+## Extensions of this server
+Operations marked `x-extension` are additions to the v1 contract; nothing of the contract changes
+with them. Speakers' names: `POST /v1/api/transcription/{{id}}/speakers` calls a job's `Speaker N`
+by a name in `txt` and in the WebVTT voice spans (`<v Alice>`). Enrolled voices: `POST /v1/api/voices`
+reads a 10 to 120 second sample of one person (charged as a transcript of it), and later jobs of the
+account name the speaker who sounds like it; `GET /v1/api/voices` lists them, `DELETE
+/v1/api/voices/{{id}}` forgets one. Only a voice's embedding is kept, never the sample: it is personal
+data, kept per account until the voice or the account is deleted.
 """
 
 

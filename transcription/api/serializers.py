@@ -2,9 +2,17 @@
 
 from rest_framework import serializers
 
-from transcription.models import FontSize, JobState, JobType, Quality, SubtitleFormat, TranslationState
+from transcription.models import FontSize, JobState, JobType, Quality, SubtitleFormat, TranslationState, VoiceState
 
-from .fields import LanguageCodeField, StrictBooleanField, StrictChoiceField, TargetLanguagesField, UrlField
+from .fields import (
+    LanguageCodeField,
+    SpeakerNameField,
+    SpeakerNamesField,
+    StrictBooleanField,
+    StrictChoiceField,
+    TargetLanguagesField,
+    UrlField,
+)
 
 # --- Requests --------------------------------------------------------------------------------
 
@@ -57,6 +65,15 @@ class PlaylistQuerySerializer(serializers.Serializer):
     type = StrictChoiceField(choices=JobType.choices, required=False, default=JobType.TRANSCRIPT)
     quality = StrictChoiceField(choices=Quality.choices, required=False, default=Quality.DEFAULT)
     target_languages = TargetLanguagesField()
+
+
+class SpeakerNamesRequestSerializer(serializers.Serializer):
+    names = SpeakerNamesField()
+
+
+class VoiceRequestSerializer(serializers.Serializer):
+    name = SpeakerNameField(help_text="What the voice's speaker is called in later transcripts")
+    url = UrlField(help_text="Address of a 10 to 120 second recording of that one voice")
 
 
 # --- Responses -------------------------------------------------------------------------------
@@ -146,6 +163,25 @@ class PlaylistPreviewSerializer(serializers.Serializer):
         help_text="Videos whose length could not be found (the listing gave none and reading the media's header "
         "failed or took too long): their `duration` is 0, they are not in `needed_seconds`, and `fits` is false.",
     )
+
+
+class QueuedVoiceSerializer(serializers.Serializer):
+    id = serializers.UUIDField(help_text="The voice's id: it is listed by GET /v1/api/voices")
+    name = serializers.CharField()
+    state = serializers.ChoiceField(choices=VoiceState.choices)
+
+
+class VoiceSerializer(serializers.Serializer):
+    id = serializers.UUIDField()
+    name = serializers.CharField()
+    state = serializers.ChoiceField(
+        choices=VoiceState.choices,
+        help_text="`processing` while the sample is read, `ready` once the voice names speakers, `failed` "
+        "(with `error`) when the sample could not be used",
+    )
+    error = serializers.CharField(allow_null=True, help_text="Why the sample could not be used; null unless failed")
+    seconds = serializers.IntegerField(allow_null=True, help_text="Length of the sample (what it was charged as)")
+    created_at = serializers.DateTimeField()
 
 
 class ErrorResponseSerializer(serializers.Serializer):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
-from rest_framework import exceptions, viewsets
+from rest_framework import viewsets
 from rest_framework.response import Response
 
-from . import operations, ratelimit
+from . import front_door, ratelimit
 from . import serializers as s
 from .errors import RequestValidationError
-from .throttles import AccountRateThrottle, rate_limit_headers
 
 
 def body(request) -> dict:
@@ -60,27 +59,37 @@ def _ref(name: str) -> dict:
 
 
 class ContractViewSet(viewsets.ViewSet):
-    throttle_classes = [AccountRateThrottle]
+    """The REST door, an adapter of the front door (transcription.api.front_door): the Caller is
+    built from the bearer token after content negotiation (so ?format= of an unknown renderer is a
+    404 first, as DRF answers it), the request is counted by its method (the four POSTs are job
+    requests, every GET a poll, whatever the view then says), and refusals are answered by
+    errors.exception_handler in the contract's shape. DRF's own authentication, permission and
+    throttle steps are not used; authentication_classes stays for the OpenAPI document."""
 
-    def initial(self, request, *args, **kwargs):
-        try:
-            super().initial(request, *args, **kwargs)
-        except (exceptions.NotAuthenticated, exceptions.AuthenticationFailed):
-            # No valid token: no account to count against, so the client's address is counted
-            # (token guessing and floods of anonymous requests are throttled too).
-            state = ratelimit.hit_address(ratelimit.client_address(request))
-            if not state.allowed:
-                raise exceptions.Throttled(wait=state.retry_after) from None
-            raise
+    throttle_classes = []
+    permission_classes = []
 
-    def throttled(self, request, wait):
-        raise exceptions.Throttled(wait=request.rate_limit.retry_after)
+    def perform_authentication(self, request):
+        request.caller = front_door.caller_from_token(
+            request.META.get("HTTP_AUTHORIZATION"), ratelimit.client_address(request), front_door.REST
+        )
+        # what changes something (a POST, DELETE /v1/api/voices/{id}) is a job request, a read a poll
+        reads = ("GET", "HEAD", "OPTIONS")
+        front_door.admit(request.caller, ratelimit.POLLS if request.method in reads else ratelimit.JOBS)
+
+    def get_authenticate_header(self, request):
+        return "Bearer"
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
-        for name, value in rate_limit_headers(request).items():
+        caller = getattr(request, "caller", None)
+        for name, value in front_door.rate_limit_headers(caller.rate if caller is not None else None).items():
             response[name] = value
         return response
+
+
+def perform(request, name: str, arguments=None) -> Response:
+    return Response(front_door.perform(request.caller, name, arguments, request))
 
 
 class JobViewSet(ContractViewSet):
@@ -97,7 +106,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def transcribe(self, request):
-        return Response(operations.transcribe(request.user, body(request)))
+        return perform(request, "transcribe", lambda: body(request))
 
     @extend_schema(
         operation_id="subtitles",
@@ -116,7 +125,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def subtitles(self, request):
-        return Response(operations.create_subtitles(request.user, body(request)))
+        return perform(request, "create_subtitles", lambda: body(request))
 
     @extend_schema(
         operation_id="burn_subtitles",
@@ -136,7 +145,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def burn_subtitles(self, request):
-        return Response(operations.burn_subtitles(request.user, body(request)))
+        return perform(request, "burn_subtitles", lambda: body(request))
 
     @extend_schema(
         operation_id="get_transcription",
@@ -148,7 +157,74 @@ class JobViewSet(ContractViewSet):
         responses={200: s.TranscriptionApiResponseSerializer},
     )
     def retrieve(self, request, id: str):
-        return Response(operations.get_transcription(request.user.pk, id, request))
+        return perform(request, "get_transcription", {"id": id})
+
+    @extend_schema(
+        operation_id="rename_speakers",
+        summary="Call a job's speakers by their names (extension)",
+        description="An extension of this server, not in the v1 contract. Names the speakers of a job by the `N` of "
+        "`Speaker N` in its `txt`: `txt` then reads `[00:00:03] Alice: …` and every WebVTT voice span (the job's "
+        "and its translations') `<v Alice>`. Names given before are kept unless given again; `null` gives a "
+        "speaker back its number. Answers the job as `GET /v1/api/transcription/{id}` does. Free of minutes; "
+        "counts as a job request. A number the job's transcript does not hold, or a bad name, is a 422 naming it; "
+        "a job that is not `done` is a 409.",
+        parameters=[_id_parameter("job")],
+        request=s.SpeakerNamesRequestSerializer,
+        responses={200: s.TranscriptionApiResponseSerializer, 409: s.ErrorResponseSerializer},
+        examples=[_example("Two speakers named", {"names": {"1": "Alice", "2": "Bob"}})],
+        extensions={"x-extension": True},
+    )
+    def rename_speakers(self, request, id: str):
+        return perform(request, "rename_speakers", lambda: {**body(request), "id": id})
+
+
+_VOICES = (
+    "An extension of this server, not in the v1 contract. An enrolled voice names the speaker who sounds like it "
+    "in every later job of the account (others keep `Speaker N`); it never names a speaker of another account. "
+    "Only the voice's embedding is kept, never the sample's audio: it is personal data, kept until the voice "
+    "or the account is deleted."
+)
+
+
+class VoiceViewSet(ContractViewSet):
+    @extend_schema(
+        operation_id="create_voice",
+        summary="Enrol a voice from a sample (extension)",
+        description=_VOICES + " The sample at `url` must be 10 to 120 seconds of that one person speaking; it is "
+        "fetched and read like a job and charged as a transcript of the sample (1× its length; refunded if it "
+        "fails). The answer comes at once with `state` `processing`; list the voices to see it `ready`, or "
+        "`failed` with the reason in `error` (a sample with two voices, too short or too long, not fetched). "
+        "Counts as a job request.",
+        request=s.VoiceRequestSerializer,
+        responses={200: s.QueuedVoiceSerializer},
+        examples=[_example("Alice's voice", {"name": "Alice", "url": "https://videos.example.com/alice-intro.mp4"})],
+        extensions={"x-extension": True},
+    )
+    def create(self, request):
+        return perform(request, "create_voice", lambda: body(request))
+
+    @extend_schema(
+        operation_id="list_voices",
+        summary="The account's enrolled voices (extension)",
+        description=_VOICES + " Oldest first. Counts as a poll.",
+        responses={200: s.VoiceSerializer(many=True)},
+        extensions={"x-extension": True},
+    )
+    def list(self, request):
+        return perform(request, "list_voices")
+
+    @extend_schema(
+        operation_id="delete_voice",
+        summary="Forget an enrolled voice (extension)",
+        description="An extension of this server. Deletes the voice and its embedding; a sample still being read "
+        "is stopped and refunded. Names it gave earlier jobs stay until renamed. Counts as a job request.",
+        parameters=[_id_parameter("voice")],
+        responses={204: None},
+        extensions={"x-extension": True},
+    )
+    def destroy(self, request, id: str):
+        front_door.perform(request.caller, "delete_voice", {"id": id}, request)
+        return Response(status=204)
 
 
 class BatchViewSet(ContractViewSet):
@@ -174,7 +250,7 @@ class BatchViewSet(ContractViewSet):
         ],
     )
     def create(self, request):
-        return Response(operations.transcribe_playlist(request.user, body(request)))
+        return perform(request, "transcribe_playlist", lambda: body(request))
 
     @extend_schema(
         operation_id="get_batch",
@@ -185,7 +261,7 @@ class BatchViewSet(ContractViewSet):
         responses={200: s.BatchStatusSerializer},
     )
     def retrieve(self, request, id: str):
-        return Response(operations.get_batch(request.user.pk, id, request))
+        return perform(request, "get_batch", {"id": id})
 
 
 class PlaylistViewSet(ContractViewSet):
@@ -219,4 +295,4 @@ class PlaylistViewSet(ContractViewSet):
         responses={200: s.PlaylistPreviewSerializer},
     )
     def preview(self, request):
-        return Response(operations.preview_playlist(request.user.pk, query(s.PlaylistQuerySerializer, request)))
+        return perform(request, "preview_playlist", query(s.PlaylistQuerySerializer, request))

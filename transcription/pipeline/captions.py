@@ -50,6 +50,9 @@ __all__ = [
     "to_srt",
     "to_webvtt",
     "from_srt",
+    "voice_label",
+    "webvtt_voices",
+    "with_voices",
 ]
 
 MAX_CPS = 20.0
@@ -72,6 +75,9 @@ class Cue:
     start: float  # seconds, whole milliseconds
     end: float
     lines: list[str] = field(default_factory=list)
+    # Who speaks: one number for the whole cue, or one per line when two speakers share it (each on
+    # a "- " line). WebVTT writes them as voice spans; SRT has no place for them.
+    speakers: list[int] = field(default_factory=list)
 
     @property
     def text(self) -> str:
@@ -316,6 +322,11 @@ class _Planner:
     def join(self, i: int, j: int) -> str:
         return "".join(("" if k == i or self.toks[k].glue else " ") + self.toks[k].text for k in range(i, j))
 
+    def speakers(self, i: int, j: int, layout: tuple[float, int | None, bool]) -> list[int]:
+        """The cue's speaker, or its two speakers' (one a line) when it has dashes."""
+        _, k, dashes = layout
+        return [self.toks[i].speaker, self.toks[k].speaker] if dashes and k is not None else [self.toks[i].speaker]
+
     def lines(self, i: int, j: int, layout: tuple[float, int | None, bool]) -> list[str]:
         _, k, dashes = layout
         if k is None:
@@ -377,8 +388,12 @@ def build_cues(segments: list[Segment], *, language: str | None = None) -> list[
     planner = _Planner(toks, *linebreaks.function_words(language_key(language) or guess_language(t.text for t in toks)))
     plan = planner.plan()
     texts = [planner.lines(i, j, layout) for i, j, layout in plan]
+    voices = [planner.speakers(i, j, layout) for i, j, layout in plan]
     spans = [(toks[i].start, toks[j - 1].end, len(" ".join(lines))) for (i, j, _), lines in zip(plan, texts)]
-    return [Cue(start=start / 1000, end=end / 1000, lines=lines) for (start, end), lines in zip(_timing(spans), texts)]
+    return [
+        Cue(start=start / 1000, end=end / 1000, lines=lines, speakers=speakers)
+        for (start, end), lines, speakers in zip(_timing(spans), texts, voices)
+    ]
 
 
 # --------------------------------------------------------------------------------------------
@@ -386,13 +401,25 @@ def build_cues(segments: list[Segment], *, language: str | None = None) -> list[
 # --------------------------------------------------------------------------------------------
 
 
-def _event_text(lines: list[str], *, vtt: bool) -> str:
+def voice_label(speaker: int) -> str:
+    """What a speaker is called until the account holder names them: "Speaker N", as in `txt`."""
+    return f"Speaker {speaker}"
+
+
+def _event_text(cue: Cue, *, vtt: bool) -> str:
     out = []
-    for line in lines:
+    for line in cue.lines:
         line = line.replace("\\", "\u2216")  # "\N", "\n", "\h" mean something to pysubs2
         if vtt:
             line = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
         out.append(line)
+    if vtt and cue.speakers and out:
+        # WebVTT's voice spans, "<v Speaker 1>...</v>": one a line when two speakers share the cue
+        # (and the lines are still theirs), else one around the whole cue
+        if len(cue.speakers) == len(out) > 1:
+            out = [f"<v {voice_label(speaker)}>{line}</v>" for speaker, line in zip(cue.speakers, out)]
+        else:
+            return f"<v {voice_label(cue.speakers[0])}>" + r"\N".join(out) + "</v>"
     return r"\N".join(out)
 
 
@@ -401,7 +428,7 @@ def _ssafile(cues: list[Cue], *, vtt: bool) -> pysubs2.SSAFile:
     for cue in cues:
         subs.append(
             pysubs2.SSAEvent(
-                start=int(round(cue.start * 1000)), end=int(round(cue.end * 1000)), text=_event_text(cue.lines, vtt=vtt)
+                start=int(round(cue.start * 1000)), end=int(round(cue.end * 1000)), text=_event_text(cue, vtt=vtt)
             )
         )
     return subs
@@ -413,8 +440,28 @@ def to_srt(cues: list[Cue]) -> str:
 
 
 def to_webvtt(cues: list[Cue]) -> str:
-    """WebVTT text, starting with "WEBVTT"; just the header for no cues. &, < and > are escaped."""
+    """WebVTT text, starting with "WEBVTT"; just the header for no cues. &, < and > are escaped; a
+    cue that knows its speakers carries their voice spans (``<v Speaker 1>``)."""
     return _ssafile(cues, vtt=True).to_string("vtt", keep_ssa_tags=True)
+
+
+_VOICE = re.compile(r"<v Speaker (\d+)>")
+
+
+def webvtt_voices(text: str) -> list[list[int]]:
+    """The speakers of each cue of WebVTT as ``to_webvtt`` writes it, in order (an empty list for
+    a cue without voice spans): how a translation keeps the voices of the cues it translates."""
+    blocks = re.split(r"\n\s*\n", text.strip())
+    return [[int(n) for n in _VOICE.findall(block)] for block in blocks if "-->" in block]
+
+
+def with_voices(cues: list[Cue], webvtt: str | None) -> list[Cue]:
+    """`cues` (read back from SRT) with the speakers the same cues carry in `webvtt`; as they are
+    when the two do not hold the same cues (a transcript made before cues carried voices)."""
+    voices = webvtt_voices(webvtt or "")
+    if len(voices) != len(cues):
+        return cues
+    return [Cue(cue.start, cue.end, cue.lines, speakers) for cue, speakers in zip(cues, voices)]
 
 
 def from_srt(text: str) -> list[Cue]:

@@ -3,10 +3,11 @@ stores, and what the benchmarks time as the steps after recognition."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from . import captions, cleaning, paragraphs, speakers
-from .types import Segment, SpeakerTurn
+from .types import Segment, SpeakerTurn, renumber_speakers
 
 
 def build_results(
@@ -16,14 +17,30 @@ def build_results(
     language: str | None,
     verbatim: bool = False,
     tag_audio_events: bool = False,
-) -> dict[str, str]:
-    """``{"txt", "srt", "webvtt"}``: speakers laid on the words, the words cleaned as the job asks,
-    then cut into paragraphs and cues."""
+    voice_names: Mapping[int, str] | None = None,
+) -> dict:
+    """``{"txt", "srt", "webvtt", "speaker_names"}``: speakers laid on the words, the words cleaned
+    as the job asks, then cut into paragraphs and cues. ``voice_names`` names speakers by their
+    number in ``turns`` (enrolled voices the speech stage recognised); ``speaker_names`` says the
+    same by the number "Speaker N" has in the text."""
     segments = speakers.assign_speakers(segments, turns)
     segments = cleaning.clean_words(segments, verbatim=verbatim, tag_audio_events=tag_audio_events, language=language)
+    segments, numbers = _numbered(segments)
     cues = captions.build_cues(segments, language=language)
     return {
         "txt": paragraphs.transcript_text(segments),
         "srt": captions.to_srt(cues),
         "webvtt": captions.to_webvtt(cues),
+        "speaker_names": {
+            str(numbers[speaker]): name for speaker, name in (voice_names or {}).items() if speaker in numbers
+        },
     }
+
+
+def _numbered(segments: list[Segment]) -> tuple[list[Segment], dict[int, int]]:
+    """Segments whose speakers are numbered as people read them (1, 2, ... in order of first
+    appearance among the segments with text), so that `txt`, the cues' voices and the names agree
+    on who "Speaker N" is; and that numbering, from the turns' speaker numbers."""
+    spoken = [1 if s.speaker is None else s.speaker for s in segments if s.text.strip()]
+    numbers = dict(zip(spoken, renumber_speakers(spoken)))
+    return [replace(s, speaker=numbers.get(1 if s.speaker is None else s.speaker)) for s in segments], numbers

@@ -14,6 +14,7 @@ from django.conf import settings
 from .. import files, services, states
 from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch
+from ..pipeline.speakers import voices
 from .run import run_stage
 
 
@@ -44,6 +45,8 @@ def _media_stages(job: Job, directory: Path) -> bool:
     )
     duration = math.ceil(info.duration) if info.duration else None
     services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500])
+    if job.is_voice_sample and duration is not None:
+        voices.check_sample_length(duration)  # before it is charged or downloaded
     if duration is not None and not _charge(job.id, states.PREPARING, duration):
         return False
 
@@ -68,6 +71,8 @@ def _media_stages(job: Job, directory: Path) -> bool:
         duration = math.ceil(seconds)
         if duration > settings.MAX_VIDEO_SECONDS:
             raise fetch.FetchError(fetch.too_long_message(duration, settings.MAX_VIDEO_SECONDS))
+        if job.is_voice_sample:
+            voices.check_sample_length(duration)
         if not _charge(job.id, states.CONVERTING, duration):
             return False
     job.refresh_from_db(fields=["is_preview", "preview_minutes"])

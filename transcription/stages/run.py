@@ -31,6 +31,7 @@ from .. import files, services, states
 from ..claims import JobClaim
 from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch, whisper_model
+from ..pipeline.speakers import voices
 
 logger = logging.getLogger(__name__)
 
@@ -43,6 +44,7 @@ CLIENT_ERRORS = {
     audio.AudioError: FailureReason.MEDIA,
     whisper_model.ModelUnavailable: FailureReason.MODEL,
     burn.BurnError: FailureReason.BURN,
+    voices.VoiceSampleError: FailureReason.MEDIA,
 }
 
 Stage = Callable[[Job, Path], bool]

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 
 from .. import files, services, states
-from ..models import Job
+from ..models import Job, Voice
 from ..pipeline import asr, audio, speakers, whisper_model
 from ..pipeline.results import build_results
+from ..pipeline.speakers import voices
 from ..pipeline.types import Transcript
 from . import translation
 from .run import Throttled, run_stage
@@ -29,6 +31,9 @@ def _speech_stages(job: Job, directory: Path) -> bool:
     if job.state == states.BURNING:  # a late re-delivery: the burn worker has it
         return False
     wav = files.fetch(files.audio_name(job.id), directory / "audio.wav")
+    if job.is_voice_sample:
+        _enrol(job, wav)
+        return False
     if job.state != states.TRANSLATING:
         _recognise(job, wav)
         job.refresh_from_db()
@@ -71,8 +76,53 @@ def _recognise(job: Job, wav: Path) -> None:
         language=transcript.language,
         verbatim=job.verbatim,
         tag_audio_events=job.tag_audio_events,
+        voice_names=_enrolled_voices_heard(job, wav, turns),
     )
     services.job_advance(job.id, states.ALIGNING, 1.0, **results)
+
+
+def _enrolled_voices_heard(job: Job, wav: Path, turns) -> dict[int, str]:
+    """{speaker of `turns`: name} for the speakers who sound like one of the account's enrolled
+    voices (only this account's, and only those the current encoder made)."""
+    enrolled = [
+        (voice.name, np.frombuffer(bytes(voice.embedding), dtype=np.float32))
+        for voice in Voice.objects.filter(
+            account_id=job.account_id, embedding__isnull=False, encoder=voices.VOICE_PRINT_MODEL
+        ).only("name", "embedding")
+    ]
+    if not enrolled:
+        return {}
+    # keyed by position: two voices may share a name
+    heard = voices.recognise_voices(
+        wav,
+        turns,
+        [(index, embedding) for index, (_, embedding) in enumerate(enrolled)],
+        weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
+        threads=settings.SPEAKER_THREADS or None,
+    )
+    return {speaker: enrolled[index][0] for speaker, index in heard.items()}
+
+
+def _enrol(job: Job, wav: Path) -> None:
+    """A voice sample's job: its one voice embedded and kept with the Voice; no recognition, no
+    text. A sample with more than one voice, or too little speech, fails the job (and the voice)."""
+    services.job_advance(job.id, states.PROCESSING)
+    activity = speakers.speech.find_speech(wav)
+    weights = settings.SPEAKER_ENCODER_WEIGHTS or None
+    threads = settings.SPEAKER_THREADS or None
+    sample = voices.voice_sample(
+        wav,
+        activity.for_diarization(),
+        activity.for_turns(),
+        diarize=lambda path, regions, extent: speakers.diarize(
+            path, regions=regions, extent=extent, weights=weights, threads=threads
+        ),
+        weights=weights,
+        threads=threads,
+    )
+    services.job_advance(job.id, states.ALIGNING)
+    services.voice_store(job.id, sample.embedding.astype(np.float32).tobytes(), voices.VOICE_PRINT_MODEL)
+    services.job_finish(job.id)
 
 
 def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript:

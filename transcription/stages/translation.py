@@ -38,7 +38,8 @@ def translate_all(job: Job, wav: Path) -> None:
     if not waiting:
         return
     services.job_advance(job.id, states.TRANSLATING)
-    source_cues = captions.from_srt(job.srt or "")
+    # the voices of the cues, which SRT cannot carry, come from the job's WebVTT
+    source_cues = captions.with_voices(captions.from_srt(job.srt or ""), job.webvtt)
     finished = states.TRANSLATION_TRANSLATING if job.type == "burned" else states.TRANSLATION_DONE
     for index, translation in enumerate(waiting):
         services.translation_advance(translation.id, states.TRANSLATION_TRANSLATING)

@@ -1,0 +1,133 @@
+"""The README works when typed as shown: every command line of its shell blocks, in its order, in
+one bash shell, after `make run` (here bin/run, what `make run` starts once it has installed, on an
+embedded default of its own: SQLite and a filesystem broker under a temporary DATA_DIR, a free
+PORT). The lines are read from whatever the README says now; only the kinds below are not run, each
+for its reason, and a line of neither sort is run, so a new command in the README is tested."""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import time
+
+from tests.servers import free_port
+from tests.worker import ROOT
+
+# What a line starts with -> why the test does not run it.
+NOT_RUN = {
+    "make run": "the server this test starts itself (bin/run, after make's install step)",
+    "make test": "the suite this test is part of",
+    "make lint": "run by make test before the suite",
+    "make install": "installs Debian and PyPI packages (root and the network); make test has installed them",
+    "make bench-": "a benchmark: minutes of load",
+    ".venv/bin/python bench/": "a benchmark: minutes to hours",
+    ".venv/bin/pip install": "changes the installed environment (and needs the network)",
+    "claude mcp add": "a third-party client, not installed here",
+    "bin/web": "a server that runs until stopped (bin/run started one)",
+    "BIND=": "a server that runs until stopped (bin/run started one)",
+    "bin/worker": "a worker that runs until stopped (bin/run started one)",
+    ".venv/bin/celery -A config beat": "a scheduler that runs until stopped (bin/run runs beat)",
+}
+
+
+def command_lines(readme: str) -> list[str]:
+    """The command lines of the README's sh/bash/shell blocks: continuations joined, comments
+    and blank lines dropped."""
+    lines = []
+    for block in re.findall(r"```(?:sh|bash|shell)\n(.*?)```", readme, re.S):
+        pending = ""
+        for raw in block.splitlines():
+            line = pending + raw
+            if line.rstrip().endswith("\\"):
+                pending = line.rstrip()[:-1] + " "
+                continue
+            pending = ""
+            stripped = strip_comment(line).strip()
+            if stripped:
+                lines.append(stripped)
+    return lines
+
+
+def strip_comment(line: str) -> str:
+    """The line without a trailing `# comment` outside quotes."""
+    quote = None
+    for index, char in enumerate(line):
+        if quote:
+            if char == quote:
+                quote = None
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (index == 0 or line[index - 1].isspace()):
+            return line[:index]
+    return line
+
+
+def not_run_reason(line: str) -> str | None:
+    return next((reason for prefix, reason in NOT_RUN.items() if line.startswith(prefix)), None)
+
+
+def test_the_readme_has_command_lines_and_says_make_run():
+    lines = command_lines((ROOT / "README.md").read_text())
+    assert "make run" in lines and any(not not_run_reason(line) for line in lines)
+
+
+def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):
+    lines = command_lines((ROOT / "README.md").read_text())
+    to_run = [line for line in lines if not not_run_reason(line)]
+    port = free_port()
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        # The embedded default, as a fresh shell has it: none of the suite's own settings.
+        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
+    }
+    env |= {"DATA_DIR": str(tmp_path / "var"), "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    log_path = tmp_path / "run.log"
+    with log_path.open("w") as log:
+        server = subprocess.Popen(
+            [str(ROOT / "bin" / "run")], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        try:
+            deadline = time.monotonic() + 180
+            while "Application startup complete" not in log_path.read_text():
+                assert server.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
+                time.sleep(0.5)
+            script = "set -euo pipefail\n" + "".join(
+                f"echo '>>> line {number}' >&2\n{line}\n" for number, line in enumerate(to_run, 1)
+            )
+            shell = subprocess.run(
+                ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
+            )
+        finally:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=60)
+    assert shell.returncode == 0, (
+        f"{shell.stderr[-3000:]}\n--- stdout ---\n{shell.stdout[-2000:]}\n--- lines ---\n" + "\n".join(to_run)
+    )
+    assert "whsec_" in shell.stdout  # set_webhook printed its secret: the private receiver was allowed
+
+
+def test_bin_manage_finds_the_embedded_key_but_invents_none_for_production(tmp_path):
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
+    }
+    env["DATA_DIR"] = str(tmp_path / "var")
+    embedded = subprocess.run(
+        [str(ROOT / "bin" / "manage"), "check"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert embedded.returncode == 0, embedded.stderr
+    key_file = tmp_path / "var" / "secret-key"
+    assert key_file.stat().st_mode & 0o777 == 0o600 and len(key_file.read_text().strip()) > 50
+    production = subprocess.run(
+        [str(ROOT / "bin" / "manage"), "check"],
+        cwd=tmp_path,
+        env={**env, "DATABASE_URL": "postgres://root@127.0.0.1:5432/front"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert production.returncode != 0 and "SECRET_KEY is not set" in production.stderr

@@ -1,0 +1,163 @@
+"""Enrolled voices: one embedding for a stretch of speech, a voice sample's checks, and which
+speakers of a recording are which enrolled voices.
+
+The speech stage embeds each speaker of a job (their longest turns, at most
+MAX_SECONDS_PER_SPEAKER) and compares them with the account's enrolled voices by cosine
+similarity: a speaker takes a voice's name only when the two are at least MATCH_SIMILARITY alike,
+each voice names at most one speaker and each speaker takes at most one name (the most alike pairs
+first). The threshold and its error rates come from bench/speakers/names.py (docs/decisions.md).
+
+Every embedding is a voice print (:func:`..speakers.voice_print`, the one function that embeds a
+stretch of speech); VOICE_PRINT_MODEL says which encoder made it, since prints of two encoders
+cannot be compared. Imported as a module of its own (``speakers.voices``), after the package.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..types import SpeakerTurn
+from . import VOICE_PRINT_MODEL, voice_print
+
+__all__ = ["VOICE_PRINT_MODEL", "VoiceSampleError", "check_sample_length", "recognise_voices", "voice_sample"]
+# The least cosine similarity at which a speaker takes an enrolled voice's name, per encoder (the
+# scale of the similarities is the encoder's own): fitted by bench/speakers/names.py on its
+# calibration voices, reported on its test voices (docs/decisions.md). An encoder without a
+# figure here names nobody until it is measured.
+MATCH_SIMILARITIES = {"resemblyzer-0.1.4": 0.93}
+MATCH_SIMILARITY = MATCH_SIMILARITIES.get(VOICE_PRINT_MODEL, float("inf"))
+MAX_SECONDS_PER_SPEAKER = 60.0
+
+# What a voice sample must be: the length of the file, and the speech heard in it.
+SAMPLE_MIN_SECONDS = 10
+SAMPLE_MAX_SECONDS = 120
+SAMPLE_MIN_SPEECH_SECONDS = 5.0
+
+
+class VoiceSampleError(Exception):
+    """A voice sample that cannot be enrolled; the message is for the client."""
+
+
+def embed_speech(
+    wav_path: str | os.PathLike,
+    regions: Sequence[tuple[float, float]],
+    *,
+    weights: str | os.PathLike | None = None,
+    threads: int | None = None,
+) -> np.ndarray | None:
+    """The voice print of the speech in ``regions``; None when they are too short to embed."""
+    try:
+        return voice_print(wav_path, regions, weights=weights, threads=threads)
+    except ValueError:
+        return None
+
+
+def speaker_regions(
+    turns: Sequence[SpeakerTurn], max_seconds: float = MAX_SECONDS_PER_SPEAKER
+) -> dict[int, list[tuple[float, float]]]:
+    """Each speaker's longest turns, at most ``max_seconds`` of them, in time order."""
+    by_speaker: dict[int, list[tuple[float, float]]] = {}
+    for turn in sorted(turns, key=lambda t: t.end - t.start, reverse=True):
+        kept = by_speaker.setdefault(turn.speaker, [])
+        room = max_seconds - sum(e - s for s, e in kept)
+        if room > 0.5:
+            kept.append((turn.start, min(turn.end, turn.start + room)))
+    return {speaker: sorted(regions) for speaker, regions in by_speaker.items()}
+
+
+def match_voices(
+    speakers: Mapping[int, np.ndarray],
+    voices: Sequence[tuple[Hashable, np.ndarray]],
+    threshold: float = MATCH_SIMILARITY,
+) -> dict[int, Hashable]:
+    """{speaker: voice key} for the speakers that sound like an enrolled voice: pairs at least
+    ``threshold`` alike (cosine of normalised embeddings), the most alike first, one voice to one
+    speaker."""
+    pairs = sorted(
+        (
+            (float(np.dot(embedding, voice)), speaker, key)
+            for speaker, embedding in speakers.items()
+            for key, voice in voices
+            if voice.shape == embedding.shape
+        ),
+        key=lambda pair: pair[0],
+        reverse=True,
+    )
+    named: dict[int, Hashable] = {}
+    taken: set = set()
+    for similarity, speaker, key in pairs:
+        if similarity < threshold:
+            break
+        if speaker not in named and key not in taken:
+            named[speaker] = key
+            taken.add(key)
+    return named
+
+
+def recognise_voices(
+    wav_path: str | os.PathLike,
+    turns: Sequence[SpeakerTurn],
+    voices: Sequence[tuple[Hashable, np.ndarray]],
+    *,
+    weights: str | os.PathLike | None = None,
+    threads: int | None = None,
+    threshold: float = MATCH_SIMILARITY,
+) -> dict[int, Hashable]:
+    """{speaker of ``turns``: voice key} for the speakers that are enrolled ``voices``."""
+    if not voices or not turns:
+        return {}
+    embeddings = {}
+    for speaker, regions in speaker_regions(turns).items():
+        embedding = embed_speech(wav_path, regions, weights=weights, threads=threads)
+        if embedding is not None:
+            embeddings[speaker] = embedding
+    return match_voices(embeddings, voices, threshold)
+
+
+@dataclass
+class VoiceSample:
+    embedding: np.ndarray
+    speech_seconds: float
+
+
+def check_sample_length(seconds: float) -> None:
+    """Raise VoiceSampleError for a sample outside SAMPLE_MIN_SECONDS..SAMPLE_MAX_SECONDS."""
+    if not SAMPLE_MIN_SECONDS <= seconds <= SAMPLE_MAX_SECONDS:
+        raise VoiceSampleError(
+            f"A voice sample must be {SAMPLE_MIN_SECONDS} to {SAMPLE_MAX_SECONDS} seconds long; "
+            f"this one is {seconds:.0f} s."
+        )
+
+
+def voice_sample(
+    wav_path: str | os.PathLike,
+    regions: Sequence[tuple[float, float]],
+    extent: Sequence[tuple[float, float]],
+    *,
+    diarize,
+    weights: str | os.PathLike | None = None,
+    threads: int | None = None,
+) -> VoiceSample:
+    """The embedding of a voice sample's one voice. ``diarize(wav, regions, extent)`` gives the
+    sample's speaker turns (the service's own diarization); a sample where it finds more than one
+    voice, or too little speech, raises VoiceSampleError."""
+    speech = sum(e - s for s, e in regions)
+    if speech < SAMPLE_MIN_SPEECH_SECONDS:
+        raise VoiceSampleError(
+            f"Only {speech:.1f} s of speech were heard in the sample; a voice sample needs at least "
+            f"{SAMPLE_MIN_SPEECH_SECONDS:.0f} s of one person speaking."
+        )
+    voices = {turn.speaker for turn in diarize(wav_path, regions, extent)}
+    if len(voices) > 1:
+        raise VoiceSampleError(
+            f"The sample holds {len(voices)} voices; a voice sample must hold one person's voice alone. "
+            "Send a recording where only that person speaks."
+        )
+    embedding = embed_speech(wav_path, regions, weights=weights, threads=threads)
+    if embedding is None:
+        raise VoiceSampleError("The sample's speech comes in pieces too short to recognise a voice by.")
+    return VoiceSample(embedding, speech)
