@@ -107,7 +107,6 @@ TEMPLATES = [
     },
 ]
 
-EMBEDDED = not env.str("DATABASE_URL", default="")
 DATABASES = {
     "default": env.db_url("DATABASE_URL", default=f"sqlite:///{DATA_DIR / 'db.sqlite3'}"),
 }
@@ -240,11 +239,13 @@ CELERY_TASK_ALWAYS_EAGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_DEFAULT_QUEUE = "media"
 # media: download and ffmpeg; asr: speech recognition (put GPU workers here); burn: encoding;
-# hooks: webhook deliveries (short network waits, kept apart from long media work).
+# hooks: webhook deliveries (short network waits, kept apart from long media work) and the sweeper,
+# which on `media` waited behind every queued download before it could re-queue a dead worker's job.
 CELERY_TASK_ROUTES = {
     "transcription.tasks.start_job": {"queue": "media"},
     "transcription.tasks.transcribe_job": {"queue": "asr"},
     "transcription.tasks.burn_job": {"queue": "burn"},
+    "transcription.tasks.sweep_stalled_jobs": {"queue": "hooks"},
     "transcription.tasks.*": {"queue": "media"},
     "webhooks.tasks.*": {"queue": "hooks"},
 }
@@ -334,6 +335,21 @@ LOGGING = {
 # --- Artifacts (burned videos) ---------------------------------------------------------------
 ARTIFACT_LINK_SECONDS = env.int("ARTIFACT_LINK_SECONDS", default=7 * 24 * 3600)
 ARTIFACT_RETENTION_DAYS = env.int("ARTIFACT_RETENTION_DAYS", default=30)
+
+# --- Uploads (transcription.api.uploads) and the OpenAI-compatible door (transcription.api.openai) ---
+# The largest file one upload may carry (a JSON 413 above it), by any route: plain POST, tus or
+# the OpenAI-compatible endpoints.
+UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=2 * 1024**3)
+# An upload is kept this long after it was last written or used by a job (and never while a job
+# that reads it runs); an unfinished tus upload this long after its last PATCH. Then the hourly
+# retention sweep deletes it, like the other inputs.
+UPLOAD_RETENTION_HOURS = env.int("UPLOAD_RETENTION_HOURS", default=24)
+# Where the bytes of an upload arrive before it is whole: a local folder of the web machine
+# (under MEDIA_ROOT by default, so a finished upload is renamed into storage, not copied).
+UPLOAD_INCOMING_DIR = Path(env.str("UPLOAD_INCOMING_DIR", default=str(MEDIA_ROOT / "incoming")))
+# How long POST /v1/audio/transcriptions waits for its job before answering an error that names
+# the job to poll (the job goes on).
+OPENAI_WAIT_TIMEOUT_SECONDS = env.float("OPENAI_WAIT_TIMEOUT_SECONDS", default=600.0)
 
 # --- Sweeper: jobs that stopped moving (a worker died) -----------------------------------------
 STALLED_AFTER_SECONDS = env.int("STALLED_AFTER_SECONDS", default=15 * 60)

@@ -56,7 +56,7 @@ def broker():
     import redis
 
     client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
-    queues = ("media", "asr", "burn")
+    queues = ("media", "asr", "burn", "hooks")
     client.delete(*queues)
     yield client
     client.delete(*queues)
@@ -92,8 +92,9 @@ def other_account(db):
 
 @pytest.fixture(scope="session")
 def media_server(tmp_path_factory):
-    """A MediaServer on 127.0.0.1 serving test media made once per session (see tests/media_server.py)."""
-    from tests.media_server import MediaServer, build_media
+    """A MediaServer on 127.0.0.1 serving test media made once per session (see harness/media.py)."""
+    from harness.media import build_media
+    from harness.media_server import MediaServer
 
     folder = tmp_path_factory.mktemp("media")
     build_media(folder)

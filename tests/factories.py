@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory
 
 from accounts.models import Account
-from transcription.models import Job, Translation
+from transcription.models import Job, Translation, Upload
 
 
 class UserFactory(DjangoModelFactory):
@@ -52,3 +52,17 @@ class TranslationFactory(DjangoModelFactory):
     job = factory.SubFactory(JobFactory)
     language = "Spanish"
     language_code = "es"
+
+
+class UploadFactory(DjangoModelFactory):
+    """An upload as the uploads' door leaves it once whole and checked (its bytes are not stored)."""
+
+    class Meta:
+        model = Upload
+
+    account = factory.SubFactory(AccountFactory)
+    filename = "interview.wav"
+    size = 227244
+    received = 227244
+    state = "ready"
+    duration = 8

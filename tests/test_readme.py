@@ -10,10 +10,8 @@ import os
 import re
 import signal
 import subprocess
-import time
 
-from tests.servers import free_port
-from tests.worker import ROOT
+from harness.processes import ROOT, free_port, start
 
 # What a line starts with -> why the test does not run it.
 NOT_RUN = {
@@ -84,25 +82,17 @@ def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):
         if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
     }
     env |= {"DATA_DIR": str(tmp_path / "var"), "PORT": str(port), "PYTHONUNBUFFERED": "1"}
-    log_path = tmp_path / "run.log"
-    with log_path.open("w") as log:
-        server = subprocess.Popen(
-            [str(ROOT / "bin" / "run")], cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    server = start(
+        [str(ROOT / "bin" / "run")], tmp_path / "run.log", ready="Application startup complete", env=env, timeout=180
+    )
+    try:
+        script = "set -euo pipefail\n" + "".join(
+            f"echo '>>> line {number}' >&2\n{line}\n" for number, line in enumerate(to_run, 1)
         )
-        try:
-            deadline = time.monotonic() + 180
-            while "Application startup complete" not in log_path.read_text():
-                assert server.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
-                time.sleep(0.5)
-            script = "set -euo pipefail\n" + "".join(
-                f"echo '>>> line {number}' >&2\n{line}\n" for number, line in enumerate(to_run, 1)
-            )
-            shell = subprocess.run(
-                ["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600
-            )
-        finally:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(timeout=60)
+        shell = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
     assert shell.returncode == 0, (
         f"{shell.stderr[-3000:]}\n--- stdout ---\n{shell.stdout[-2000:]}\n--- lines ---\n" + "\n".join(to_run)
     )

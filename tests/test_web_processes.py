@@ -14,8 +14,8 @@ import textwrap
 import pytest
 from django.conf import settings
 
+from harness.processes import ROOT, database_url
 from tests.support import queued
-from tests.worker import ROOT, database_url
 
 SPEECH_STACK = ("faster_whisper", "ctranslate2", "av", "numpy", "onnxruntime")
 

@@ -8,10 +8,12 @@ machines. Burned videos stay under burned/<job id>/ and are handed out by signed
 
 from __future__ import annotations
 
+import os
 import shutil
 import uuid
 from pathlib import Path
 
+from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 
@@ -30,6 +32,45 @@ def source_name(job_id) -> str:
 def burned_name(job_id, language: str | None) -> str:
     """Storage name of a burned video; the last part is the file name a browser saves."""
     return f"burned/{job_id}/video.{language}.mp4" if language else f"burned/{job_id}/video.mp4"
+
+
+def upload_name(upload_id) -> str:
+    """A whole upload in storage (transcription.api.uploads), read by the media stage."""
+    return f"uploads/{upload_id}"
+
+
+def incoming_path(upload_id) -> Path:
+    """Where an upload's bytes arrive until it is whole: a local file of the web machine."""
+    return Path(settings.UPLOAD_INCOMING_DIR) / f"{upload_id}.part"
+
+
+def store_moving(local: Path, name: str) -> str:
+    """Put a local file into storage under `name`, removing the local one: a rename when storage
+    is a folder on the same filesystem (a 2 GB upload is not copied again), a copy otherwise."""
+    try:
+        target = Path(default_storage.path(name))
+    except NotImplementedError:  # a bucket
+        stored = store(local, name)
+        local.unlink(missing_ok=True)
+        return stored
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.replace(local, target)
+    except OSError:  # another filesystem
+        shutil.move(local, target)
+    return name
+
+
+def local_copy(name: str, local: Path) -> Path:
+    """A path on this machine to read the stored file `name` from: the file itself when storage is
+    a local folder, else a copy fetched to `local`."""
+    try:
+        path = Path(default_storage.path(name))
+    except NotImplementedError:
+        return fetch(name, local)
+    if not path.exists():
+        raise FileNotFoundError(name)
+    return path
 
 
 def job_id_of(name: str) -> uuid.UUID | None:

@@ -65,6 +65,33 @@ class FailureReason(models.TextChoices):
     OTHER = "other", "another reason"
 
 
+class UploadState(models.TextChoices):
+    RECEIVING = "receiving"  # bytes are still arriving (a tus upload between two PATCHes)
+    READY = "ready"  # whole, and ffprobe found audio in it: jobs may name it
+
+
+class Upload(models.Model):
+    """A file an account sent us instead of a link (transcription.api.uploads): the media stage reads
+    it from storage where it would download a URL. Deleted by the retention sweep (retention.py)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="uploads")
+    filename = models.CharField(max_length=255, blank=True, help_text="As the client named it.")
+    size = models.PositiveBigIntegerField(help_text="Bytes the client announced.")
+    received = models.PositiveBigIntegerField(default=0, help_text="Bytes stored so far (tus Upload-Offset).")
+    state = models.CharField(max_length=10, choices=UploadState.choices, default=UploadState.RECEIVING)
+    duration = models.PositiveIntegerField(null=True, blank=True, help_text="Seconds of audio, rounded up.")
+    has_video = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self):
+        return self.filename or str(self.id)
+
+
 class JobOptions(models.Model):
     """What the client asked for; shared by a job and the batch that queued it."""
 
@@ -76,6 +103,9 @@ class JobOptions(models.Model):
     font_size = models.CharField(max_length=8, choices=FontSize.choices, default=FontSize.DEFAULT)
     background = models.BooleanField(default=False)
     target_languages = models.JSONField(default=list, blank=True, help_text="As the client sent them.")
+    prompt = models.TextField(
+        blank=True, default="", help_text="Names and spellings the recogniser should prefer (its initial prompt)."
+    )
 
     class Meta:
         abstract = True
@@ -105,7 +135,8 @@ class Job(JobOptions):
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="jobs")
     batch = models.ForeignKey(Batch, null=True, blank=True, on_delete=models.PROTECT, related_name="jobs")
     position = models.PositiveIntegerField(default=0, help_text="Queue order inside its batch.")
-    url = models.TextField()
+    url = models.TextField(help_text="The video's link, or upload:<id> for an uploaded file.")
+    upload = models.ForeignKey(Upload, null=True, blank=True, on_delete=models.SET_NULL, related_name="jobs")
     subtitle_format = models.CharField(max_length=8, choices=SubtitleFormat.choices, default=SubtitleFormat.SRT)
 
     state = models.CharField(max_length=12, choices=JobState.choices, default=JobState.WAITING, db_index=True)
@@ -156,6 +187,17 @@ class Job(JobOptions):
 
     def __str__(self):
         return f"{self.type} {self.id}"
+
+
+class JobSegments(models.Model):
+    """The recognised segments and words of a finished job, kept apart from the Job row (a long
+    video's words are megabytes that polls never read): the OpenAI-compatible door's verbose_json
+    and diarized_json answers are built from them."""
+
+    job = models.OneToOneField(Job, on_delete=models.CASCADE, primary_key=True, related_name="segments")
+    language = models.CharField(max_length=12, blank=True)
+    duration = models.FloatField(default=0.0, help_text="Seconds of audio recognised.")
+    segments = models.JSONField(default=list, help_text="[{start, end, text, speaker, words: [{start, end, word}]}]")
 
 
 class Translation(models.Model):

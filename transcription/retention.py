@@ -1,9 +1,12 @@
 """Artifact retention (hourly, from beat): burned videos are kept ARTIFACT_RETENTION_DAYS after
-their job ended; the audio and source copies handed between workers only while their job runs."""
+their job ended; the audio and source copies handed between workers only while their job runs;
+uploads UPLOAD_RETENTION_HOURS after they were last written or named by a job, and never while a
+job that reads them runs."""
 
 from __future__ import annotations
 
 from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -12,7 +15,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import files, services, states
-from .models import Job
+from .models import Job, Upload
 
 
 def delete_expired_artifacts(now=None) -> dict:
@@ -47,4 +50,32 @@ def delete_expired_artifacts(now=None) -> dict:
             if not running:
                 default_storage.delete(f"{folder}/{file_name}")
                 leftovers += 1
-    return {"videos": videos, "leftovers": leftovers}
+    return {"videos": videos, "leftovers": leftovers, "uploads": delete_expired_uploads(now)}
+
+
+def delete_expired_uploads(now=None) -> int:
+    """Delete the uploads (whole or not) untouched for UPLOAD_RETENTION_HOURS that no running job
+    reads, and the received or stored files no upload owns any more."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(hours=settings.UPLOAD_RETENTION_HOURS)
+    in_use = Job.objects.filter(upload__isnull=False).exclude(state__in=states.FINAL_STATES).values("upload_id")
+    expired = list(Upload.objects.filter(updated_at__lt=cutoff).exclude(pk__in=in_use).values_list("pk", flat=True))
+    for upload_id in expired:
+        services.upload_delete(upload_id)
+    orphans = 0
+    known = {str(pk) for pk in Upload.objects.values_list("pk", flat=True)}
+    incoming = Path(settings.UPLOAD_INCOMING_DIR)
+    for path in incoming.glob("*.part") if incoming.is_dir() else []:
+        # a file whose row is gone (deleted while its PATCH ran); young ones may be a creation in flight
+        if path.name.removesuffix(".part") not in known and path.stat().st_mtime < cutoff.timestamp():
+            path.unlink(missing_ok=True)
+            orphans += 1
+    try:
+        _, stored = default_storage.listdir("uploads")
+    except FileNotFoundError:
+        stored = []
+    for name in stored:
+        if name not in known:
+            default_storage.delete(files.upload_name(name))
+            orphans += 1
+    return len(expired) + orphans

@@ -8,8 +8,10 @@ job_finish and job_fail are the only two places where a job ends.
 from __future__ import annotations
 
 import logging
+import math
 from datetime import timedelta
 
+from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -18,8 +20,8 @@ from audit.models import AuditEvent
 from audit.services import audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
-from . import dispatch, poll_cache, signals, states
-from .models import Batch, FailureReason, Job, Translation, Voice
+from . import dispatch, files, job_endings, poll_cache, signals, states
+from .models import Batch, FailureReason, Job, JobSegments, Translation, Upload, UploadState, Voice
 from .pipeline.languages import normalize_language
 
 logger = logging.getLogger(__name__)
@@ -33,13 +35,27 @@ def _add_translations(job: Job, languages: list[str]) -> None:
 
 
 @transaction.atomic
-def job_create(account, *, url: str, type: str, target_languages: list[str] | None = None, **options) -> Job:
-    """Store a job and queue it once the row is committed. Raises dispatch.QueueUnavailable, and
-    stores nothing, when the broker is down."""
+def job_create(
+    account,
+    *,
+    type: str,
+    url: str = "",
+    upload: Upload | None = None,
+    target_languages: list[str] | None = None,
+    **options,
+) -> Job:
+    """Store a job and queue it once the row is committed: of a video's `url`, or of an `upload`
+    of the account (whose `url` is then upload:<id>, what the job's `video_url` shows). Raises
+    dispatch.QueueUnavailable, and stores nothing, when the broker is down."""
     dispatch.check_broker()
+    if upload is not None:
+        url = upload_url(upload.id)
+        # a job keeps its upload from the retention sweep for UPLOAD_RETENTION_HOURS from now
+        Upload.objects.filter(pk=upload.pk).update(updated_at=timezone.now())
     job = Job.objects.create(
         account=account,
         url=url,
+        upload=upload,
         type=type,
         target_languages=target_languages or [],
         timeline=[[states.WAITING, timezone.now().isoformat()]],
@@ -153,6 +169,7 @@ def _announce_end(job: Job) -> None:
     voice sample's job is not announced: the client knows it as the voice, never by a job id."""
     if not job.is_voice_sample:
         signals.job_ended.send(sender=Job, job=job)
+    job_endings.announce_on_commit(job.id)  # whoever awaits the answer (the OpenAI-compatible door)
 
 
 def job_fail(job_id, error: str, reason: str = FailureReason.OTHER) -> Job | None:
@@ -269,6 +286,7 @@ RETRY_OPTIONS = (
     "font_size",
     "background",
     "subtitle_format",
+    "prompt",
 )
 
 
@@ -279,7 +297,7 @@ def job_cancel(job_id, by=None) -> Job | None:
     and not refunded yet. A job cancelled before it is done has delivered nothing, so that is
     exactly what it had not used (a translation that already failed was refunded on its own and
     is not returned twice). A worker busy with the job's current stage finishes that stage, then
-    finds the job final and stops (stages.run.run_stage ignores the InvalidTransition).
+    finds the job final and stops (stages.runner.run_stage ignores the InvalidTransition).
 
     Returns None, and changes nothing, when the job had already ended. Audited as job_cancelled.
     """
@@ -314,6 +332,7 @@ def job_retry(job_id, by=None) -> Job:
         job = job_create(
             failed.account,
             url=failed.url,
+            upload=failed.upload,
             type=failed.type,
             target_languages=list(failed.target_languages or []),
             **options,
@@ -322,6 +341,54 @@ def job_retry(job_id, by=None) -> Job:
             failed.account, AuditEvent.Action.JOB_RETRIED, by=by, detail=f"Job {failed.id} retried as {job.id}"
         )
     return job
+
+
+def job_keep_segments(job_id, *, language: str, duration: float, segments: list[dict]) -> None:
+    """Keep a job's recognised segments and words (JobSegments) for the answers built from them."""
+    JobSegments.objects.update_or_create(
+        job_id=job_id, defaults={"language": language, "duration": duration, "segments": segments}
+    )
+
+
+# --- Uploads ---------------------------------------------------------------------------------
+
+
+def upload_url(upload_id) -> str:
+    """What a job made from an upload has for its `url` (and shows as `video_url`)."""
+    return f"upload:{upload_id}"
+
+
+def upload_create(account, *, size: int, filename: str = "") -> Upload:
+    """A new upload of `size` bytes, receiving."""
+    return Upload.objects.create(account=account, size=size, filename=filename[:255])
+
+
+def upload_received(upload_id, received: int) -> None:
+    """Note how many bytes of an upload are stored (its tus Upload-Offset); also what keeps an
+    unfinished upload from the retention sweep."""
+    Upload.objects.filter(pk=upload_id, state=UploadState.RECEIVING).update(
+        received=received, updated_at=timezone.now()
+    )
+
+
+def upload_ready(upload_id, *, size: int, duration: float, has_video: bool) -> Upload:
+    """The upload is whole, in storage, and ffprobe found audio in it: jobs may name it now."""
+    with transaction.atomic():
+        upload = Upload.objects.select_for_update().get(pk=upload_id)
+        upload.state = UploadState.READY
+        upload.size = upload.received = size
+        upload.duration = math.ceil(duration)
+        upload.has_video = has_video
+        upload.save()
+    return upload
+
+
+def upload_delete(upload_id) -> None:
+    """Forget an upload and delete its bytes, received or stored (a job that named it keeps its
+    `url`; its `upload` becomes empty)."""
+    files.incoming_path(upload_id).unlink(missing_ok=True)
+    default_storage.delete(files.upload_name(upload_id))
+    Upload.objects.filter(pk=upload_id).delete()
 
 
 # --- Speaker names and enrolled voices --------------------------------------------------------

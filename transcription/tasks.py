@@ -8,7 +8,7 @@ processes import this module (web processes send tasks by name), so the speech s
 through the stages never loads in a web process.
 
 Stopping a worker (bin/worker): SIGTERM starts Celery's soft shutdown; stages still running after
-WORKER_SHUTDOWN_GRACE_SECONDS are interrupted and hand their jobs back (stages/run.py: claims
+WORKER_SHUTDOWN_GRACE_SECONDS are interrupted and hand their jobs back (stages/runner.py: claims
 released, messages restored to the queue by the broker). A pool
 process that does not unwind within WORKER_SHUTDOWN_UNWIND_SECONDS more is killed with the worker,
 so a worker of any concurrency is gone within the sum of the two (its jobs then wait for their
@@ -25,7 +25,7 @@ from celery.signals import worker_shutting_down
 from django.conf import settings
 
 from . import dispatch, retention, sweeper
-from .stages import burn, media, speech
+from .stages import burning, media, transcribing
 
 logger = logging.getLogger(__name__)
 
@@ -48,19 +48,19 @@ def _end_now(limit: float) -> None:
 
 @shared_task(acks_late=True, ignore_result=False)
 def start_job(job_id: str) -> None:
-    if media.run(job_id):
+    if media.run_media_stage(job_id):
         dispatch.job_send(job_id)
 
 
 @shared_task(acks_late=True, ignore_result=False)
 def transcribe_job(job_id: str) -> None:
-    if speech.run(job_id):
+    if transcribing.run_transcribe_stage(job_id):
         dispatch.job_send(job_id)
 
 
 @shared_task(acks_late=True, ignore_result=False)
 def burn_job(job_id: str) -> None:
-    burn.run(job_id)  # the last stage
+    burning.run_burn_stage(job_id)  # the last stage
 
 
 @shared_task

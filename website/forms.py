@@ -30,6 +30,9 @@ class JobForm(forms.Form):
         required=False,
         widget=forms.URLInput(attrs={"placeholder": "https://…", "autocomplete": "url", "inputmode": "url"}),
     )
+    # The file itself goes to the uploads' door first (job_form.js, with a progress bar); the form
+    # then carries the upload's id in place of a URL.
+    upload_id = forms.CharField(required=False, widget=forms.HiddenInput)
     playlist = forms.BooleanField(
         label="This is a playlist or channel: queue each of its public videos (up to 25) as a job",
         required=False,
@@ -64,6 +67,11 @@ class JobForm(forms.Form):
     background = forms.BooleanField(
         label="Draw a dark box behind the subtitles (instead of an outline)", required=False
     )
+    prompt = forms.CharField(
+        label="Names and words to spell right",
+        required=False,
+        help_text="Optional: names, jargon and spellings the speech recogniser should prefer (up to 800 characters).",
+    )
     verbatim = forms.BooleanField(label="Verbatim: keep filler words and repetitions", required=False)
     tag_audio_events = forms.BooleanField(label="Keep sounds as tags ([music], [applause], [laughter])", required=False)
 
@@ -76,8 +84,11 @@ class JobForm(forms.Form):
         and the JSON body the API would have received."""
         data = self.cleaned_data
         targets = [item.strip() for item in data["target_languages"].split(",") if item.strip()]
+        source = (
+            {"upload_id": data["upload_id"]} if data["upload_id"] and not data["playlist"] else {"url": data["url"]}
+        )
         body = {
-            "url": data["url"],
+            **source,
             "language_code": data["language_code"] or None,
             "verbatim": data["verbatim"],
         }
@@ -88,6 +99,8 @@ class JobForm(forms.Form):
                 body.update(quality=data["quality"], font_size=data["font_size"], background=data["background"])
             return "transcribe_playlist", body
         body["tag_audio_events"] = data["tag_audio_events"]
+        if data["prompt"]:
+            body["prompt"] = data["prompt"]
         if job_type == JobType.TRANSCRIPT:
             return "transcribe", body
         body["target_languages"] = targets or None
@@ -101,7 +114,7 @@ class JobForm(forms.Form):
         """Put the API's 422 entries on the fields they name (an item of a list by its number)."""
         for error in errors:
             loc = error["loc"][1:]
-            field = loc[0] if loc and loc[0] in self.fields else None
+            field = loc[0] if loc and loc[0] in self.fields and loc[0] != "upload_id" else None
             message = error["msg"]
             if field and len(loc) > 1 and isinstance(loc[1], int):
                 message = f"Item {loc[1] + 1}: {message}"

@@ -154,6 +154,8 @@ def job_list(request):
             "groups": _groups(listed),
             "running": [str(job.pk) for job in listed if job.state not in FINAL_STATES],
             "balance": pricing.format_minutes(max(account_balance(account.pk), 0)),
+            "upload_max_bytes": settings.UPLOAD_MAX_BYTES,
+            "upload_max_size": upload_size(settings.UPLOAD_MAX_BYTES),
         },
     )
 
@@ -379,6 +381,9 @@ def job_new(request):
         except RequestValidationError as error:
             form.add_api_errors(error.errors)
             status = 422
+        except exceptions.NotFound as error:  # an upload of another account, or one the sweep deleted
+            form.add_error(None, f"{error.detail} Choose the file again.")
+            status = 404
         except (Busy, QueueUnavailable) as error:  # the queue or the playlist lister, for a moment
             form.add_error(None, str(error.detail if isinstance(error, Busy) else error))
             status = 503
@@ -394,6 +399,8 @@ def job_new(request):
         {
             "form": form,
             "balance": pricing.format_minutes(max(account_balance(account.pk), 0)),
+            "upload_max_bytes": settings.UPLOAD_MAX_BYTES,
+            "upload_max_size": upload_size(settings.UPLOAD_MAX_BYTES),
             "prices": price_rows(),
             "multipliers_json": json.dumps(
                 {
@@ -407,6 +414,11 @@ def job_new(request):
         },
         status=status,
     )
+
+
+def upload_size(size: int) -> str:
+    """2 GB, 500 MB: the cap as the form says it."""
+    return f"{size / 1024**3:g} GB" if size >= 1024**3 else f"{size / 1024**2:g} MB"
 
 
 def not_found(request, exception=None):

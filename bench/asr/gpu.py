@@ -3,7 +3,7 @@ Redis or ffmpeg, such as the GPU machine lent to some sessions (issue 20, point 
 
 ``bench/asr/pipeline.py`` times the whole service (POST -> done through a real worker) on this VM.
 A device machine has none of the servers that needs, and nothing can be installed there, so this
-bench times the part of the pipeline that a GPU changes: what ``stages/speech._recognise`` and the
+bench times the part of the pipeline that a GPU changes: what ``stages/transcribing._recognise`` and the
 steps after it run, in the same order, on a WAV carried there (the one pipeline.py transcribes):
 
     find_speech (one VAD pass) -> DiarizationApart (child process, CPU) beside
@@ -45,7 +45,7 @@ CHUNK_SECONDS = 600.0  # settings.RECOGNITION_CHUNK_SECONDS' default
 
 
 def recognise_like_the_stage(model, wav: Path, weights: str | None) -> tuple[dict, dict]:
-    """What the speech stage runs for a job (stages/speech._recognise), minus its database writes."""
+    """What the speech stage runs for a job (stages/transcribing._recognise), minus its database writes."""
     parts = {}
     t = time.perf_counter()
     chunks = audio.plan_chunks(wav, max_chunk=CHUNK_SECONDS)
@@ -143,7 +143,7 @@ def main() -> None:
             "processor": platform.processor(),
             "gpu": _nvidia_smi("name,driver_version,memory.total"),
         },
-        "summary": "median of each side's runs; stage = stages/speech._recognise's work without its database writes",
+        "summary": "median of each side's runs; stage = stages/transcribing._recognise's work without its database writes",
         "devices": {},
     }
     for device in args.device or ["cuda"]:

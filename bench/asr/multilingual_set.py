@@ -269,10 +269,19 @@ def _fillets(language: str) -> list[tuple[Path, str]]:
 
 def build(folder: Path) -> list[Clip]:
     folder.mkdir(parents=True, exist_ok=True)
-    clips: list[Clip] = []
     spoken: dict[tuple[str, str], list[Path]] = {}  # (language, variant) -> sentence WAVs
+    clips = _espeak_clips(folder, spoken)
+    clips += _festival_clips(folder)
+    librivox = _librivox()
+    clips += _real_clips(folder, librivox)
+    clips += _switching_clips(folder)
+    clips += _long_clips(folder, librivox, spoken)
+    return clips
 
-    # espeak-ng: three sentences per language and variant
+
+def _espeak_clips(folder: Path, spoken: dict[tuple[str, str], list[Path]]) -> list[Clip]:
+    """espeak-ng: three sentences per language and variant (their WAVs kept in ``spoken``)."""
+    clips: list[Clip] = []
     for language in SENTENCES:
         sentences = _sentences(language)
         for variant in VARIANTS:
@@ -288,8 +297,12 @@ def build(folder: Path) -> list[Clip]:
             _concat(parts, path)
             reference = _join(language, [ref for ref, _ in sentences])
             clips.append(Clip(name, language, "short", path, reference, (language,)))
+    return clips
 
-    # Festival: the same sentences, numbers read as words (its text rules do not read digits everywhere)
+
+def _festival_clips(folder: Path) -> list[Clip]:
+    """Festival: the same sentences, numbers read as words (its text rules do not read digits everywhere)."""
+    clips: list[Clip] = []
     for language, voices in FESTIVAL_VOICES.items():
         sentences = _sentences(language)
         said = [sentences[0][0], ", ".join(NUMBER_WORDS[language]) + ".", sentences[2][0]]
@@ -308,9 +321,12 @@ def build(folder: Path) -> list[Clip]:
             clips.append(
                 Clip(name, language, "short", path, _join(language, [ref for ref, _ in sentences]), (language,))
             )
+    return clips
 
-    # real recordings
-    librivox = _librivox()
+
+def _real_clips(folder: Path, librivox: list[tuple[Path, str]]) -> list[Clip]:
+    """Real recordings."""
+    clips: list[Clip] = []
     for name, picked in (("en-librivox-1", librivox[:2]), ("en-librivox-2", librivox[2:])):
         path = folder / f"{name}.wav"
         _concat([p for p, _ in picked], path, gap=0.4)
@@ -322,8 +338,12 @@ def build(folder: Path) -> list[Clip]:
             path = folder / f"{name}.wav"
             _concat([p for p, _ in lines], path, gap=0.5)
             clips.append(Clip(name, language, "real", path, " ".join(t for _, t in lines), (language,)))
+    return clips
 
-    # switching language mid-file: greeting + long sentence of one, then of the other
+
+def _switching_clips(folder: Path) -> list[Clip]:
+    """Switching language mid-file: greeting + long sentence of one, then of the other."""
+    clips: list[Clip] = []
     english = [("Good morning, how are you today?", "en-us"), ("The quick brown fox jumps over the lazy dog.", "en-us")]
     for first, second in (("en", "es"), ("de", "fr"), ("it", "pt")):
         parts, texts = [], []
@@ -342,8 +362,14 @@ def build(folder: Path) -> list[Clip]:
         path = folder / f"{name}.wav"
         _concat(parts, path)
         clips.append(Clip(name, "", "switch", path, " ".join(texts), (first, second)))
+    return clips
 
-    # long files: more than one 30 s window
+
+def _long_clips(
+    folder: Path, librivox: list[tuple[Path, str]], spoken: dict[tuple[str, str], list[Path]]
+) -> list[Clip]:
+    """Long files: more than one 30 s window."""
+    clips: list[Clip] = []
     name = "en-librivox-long"
     path = folder / f"{name}.wav"
     _concat([p for p, _ in librivox] * 3, path, gap=0.4)

@@ -98,6 +98,16 @@ def worker_cpu_seconds(pid: int) -> float:
     return total
 
 
+def stage_breakdown(timeline: list) -> tuple[list[dict], float]:
+    """Each state's seconds from a job's timeline ([state, iso time] pairs), and the whole span."""
+    times = [(state, datetime.fromisoformat(at)) for state, at in timeline]
+    stages = [
+        {"state": state, "seconds": round((nxt - at).total_seconds(), 2)}
+        for (state, at), (_, nxt) in zip(times, times[1:])
+    ]
+    return stages, (times[-1][1] - times[0][1]).total_seconds()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=5.0)
@@ -149,8 +159,8 @@ def main() -> None:
     from django.test import Client
 
     from accounts.services import account_create, token_issue
-    from tests.media_server import MediaServer
-    from tests.worker import running_worker
+    from harness.media_server import MediaServer
+    from harness.processes import running_worker
     from transcription.models import Job
     from transcription.pipeline import asr, audio, speakers, whisper_model
     from transcription.pipeline.results import build_results
@@ -256,15 +266,14 @@ def main() -> None:
     pipeline_s = statistics.median(run["seconds"] for run in runs["pipeline"])
     bare_s = statistics.median(run["seconds"] for run in runs["bare"])
     job = runs["pipeline"][-1]["job"]
-    # Stage breakdown from the last job's timeline ([state, iso time] pairs).
-    times = [(state, datetime.fromisoformat(at)) for state, at in job["timeline"]]
-    stages = []
-    for (state, at), (_, nxt) in zip(times, times[1:]):
-        stages.append({"state": state, "seconds": round((nxt - at).total_seconds(), 2)})
-    timeline_total = (times[-1][1] - times[0][1]).total_seconds()
+    stages, timeline_total = stage_breakdown(job["timeline"])
 
     chunks, plan_s = timed(lambda: audio.plan_chunks(wav))
-    regions, vad_s = timed(lambda: speakers.speech.detect_speech(wav))
+    regions, vad_s = timed(
+        lambda: speakers.speech.find_speech(wav).regions(
+            threshold=0.5, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.05
+        )
+    )
     turns, diarize_s = timed(lambda: speakers.diarize(wav))
 
     def _captions():
@@ -300,7 +309,7 @@ def main() -> None:
             "to_wav": round(to_wav_s, 1),
             "plan_chunks": round(plan_s, 2),
             "diarize": round(diarize_s, 1),
-            "diarize_vad_only (detect_speech)": round(vad_s, 1),
+            "diarize_vad_only (find_speech)": round(vad_s, 1),
             "assign_speakers + captions": round(captions_s, 2),
         },
         "explained": {

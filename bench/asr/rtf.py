@@ -128,7 +128,7 @@ def cpu_seconds() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def run(model, audio, batched: bool, batch_size: int, reference: str) -> dict:
+def time_recognition(model, audio, batched: bool, batch_size: int, reference: str) -> dict:
     opts = dict(word_timestamps=True, vad_filter=True, beam_size=5, language=None)
     load0 = os.getloadavg()[0]
     t0, c0 = time.perf_counter(), cpu_seconds()
@@ -187,9 +187,11 @@ def main() -> None:
         "batch_size": args.batch_size,
     }
     if args.only in (None, "plain"):
-        result["plain"] = run(model, audio, batched=False, batch_size=args.batch_size, reference=reference)
+        result["plain"] = time_recognition(model, audio, batched=False, batch_size=args.batch_size, reference=reference)
     if args.only in (None, "batched"):
-        result["batched"] = run(model, audio, batched=True, batch_size=args.batch_size, reference=reference)
+        result["batched"] = time_recognition(
+            model, audio, batched=True, batch_size=args.batch_size, reference=reference
+        )
     if "plain" in result and "batched" in result:
         result["faster"] = "batched" if result["batched"]["rtf"] < result["plain"]["rtf"] else "plain"
     print(json.dumps(result, indent=2))

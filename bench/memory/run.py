@@ -1,6 +1,6 @@
 """Peak memory (RSS) of the speech stages for a short and a long recording.
 
-Runs the speech stages the way the worker's ``transcription.stages.speech`` does, without Django:
+Runs the speech stages the way the worker's ``transcription.stages.transcribing`` does, without Django:
 ``audio.plan_chunks`` -> ``asr.transcribe`` per chunk -> ``asr.merge`` -> ``speakers.diarize``
 -> ``speakers.assign_speakers`` -> ``cleaning.clean_words`` / ``build_cues`` / ``to_srt`` /
 ``to_webvtt`` / ``transcript_text``, in a fresh subprocess per length, and records the child's

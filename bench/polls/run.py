@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import secrets
 import signal
@@ -24,7 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -37,11 +36,6 @@ RESULTS = HERE / "results.json"
 GOAL = 0.6  # poll rps / bare rps (issue 20), with the poll p99 at most P99_GOAL x the bare p99
 P99_GOAL = 2.0
 
-BENCH_EMAIL = "bench-polls@example.com"
-# The rate-limit counters are keyed by account id in a Redis that the test suite may share; a bench
-# account with a small id would push a test account with the same id (in the test database) over
-# its limit. The bench database hands out account ids from here on instead.
-ACCOUNT_ID_FLOOR = 1_000_000_000
 POLL_LIMIT = 1_000_000_000  # RATE_LIMIT_POLLS_PER_MINUTE for the server: no 429 during the run
 
 os.environ.setdefault("DATABASE_URL", DEFAULT_DATABASE_URL)
@@ -54,130 +48,8 @@ os.environ.setdefault("SECRET_KEY", "bench-" + secrets.token_urlsafe(48))
 os.environ["DEBUG"] = "false"  # DEBUG keeps every SQL query in memory: never benchmark with it
 os.environ["ALLOWED_HOSTS"] = "127.0.0.1,localhost,testserver"
 
-
-def log(message: str) -> None:
-    print(f"[bench-polls] {message}", flush=True)
-
-
-# --- Database and fixture ----------------------------------------------------------------------
-
-
-def ensure_database() -> None:
-    """Create the benchmark's database if it is missing (connecting to the server's `postgres` db)."""
-    import environ
-    import psycopg
-    from psycopg import sql
-
-    config = environ.Env.db_url_config(os.environ["DATABASE_URL"])
-    if "postgresql" not in config["ENGINE"]:
-        sys.exit(f"bench/polls needs PostgreSQL; DATABASE_URL is {config['ENGINE']}")
-    params = {
-        "host": config.get("HOST") or None,
-        "port": config.get("PORT") or None,
-        "user": config.get("USER") or None,
-        "password": config.get("PASSWORD") or None,
-    }
-    with psycopg.connect(dbname="postgres", autocommit=True, connect_timeout=5, **params) as connection:
-        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone()
-        if not exists:
-            log(f"creating database {config['NAME']}")
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
-
-
-def srt_time(seconds: float) -> str:
-    ms = int(round(seconds * 1000))
-    return f"{ms // 3_600_000:02}:{ms // 60_000 % 60:02}:{ms // 1000 % 60:02},{ms % 1000:03}"
-
-
-def subtitles(sentences: list[str]) -> tuple[str, str, str]:
-    """(txt, srt, webvtt) of one four-second cue per sentence."""
-    srt, vtt = [], ["WEBVTT", ""]
-    for i, sentence in enumerate(sentences):
-        start, end = srt_time(i * 4), srt_time(i * 4 + 3.8)
-        srt += [str(i + 1), f"{start} --> {end}", sentence, ""]
-        vtt += [f"{start.replace(',', '.')} --> {end.replace(',', '.')}", sentence, ""]
-    return " ".join(sentences), "\n".join(srt), "\n".join(vtt)
-
-
-def sentences(language: str, count: int) -> list[str]:
-    words = {
-        "en": "today we look at how the pipeline turns a video into text and why each stage matters",
-        "es": "hoy vemos cómo la canalización convierte un vídeo en texto y por qué importa cada etapa",
-        "fr": "aujourd'hui nous voyons comment la chaîne transforme une vidéo en texte et pourquoi",
-    }[language].split()
-    return [" ".join(words[(i + k) % len(words)] for k in range(10)).capitalize() + "." for i in range(count)]
-
-
-def create_fixture(job_state: str = "done") -> dict:
-    """The account, its token and a 5-minute subtitles job with two translations (Spanish, French).
-
-    "done": finished, with its text and both translations' subtitles (75 cues each): the largest
-    answer a poll of a normal job gets (about 47 kB). "processing": still transcribing, no text yet:
-    what most polls of a job see while waiting.
-    """
-    import django
-    from django.core.management import call_command
-
-    django.setup()
-    from django.contrib.auth import get_user_model
-    from django.db import connection
-
-    call_command("migrate", interactive=False, verbosity=0)
-    from accounts.models import Account
-    from accounts.services import account_create, token_issue
-    from transcription.models import Job, JobState, JobType, Translation, TranslationState
-
-    user = get_user_model().objects.filter(username=BENCH_EMAIL).first()
-    if user is not None:
-        account = Account.objects.get(user=user)
-    else:
-        if "bench" in connection.settings_dict["NAME"]:  # the dedicated database only: never renumber a real one
-            with connection.cursor() as cursor:
-                cursor.execute(
-                    "SELECT setval(pg_get_serial_sequence('accounts_account', 'id'), "
-                    "GREATEST(%s, (SELECT COALESCE(MAX(id), 0) FROM accounts_account)))",
-                    [ACCOUNT_ID_FLOOR],
-                )
-        account = account_create(BENCH_EMAIL)
-    token = token_issue(account)
-
-    Job.objects.filter(account=account).delete()  # the previous run's job (translations cascade)
-    done = job_state == "done"
-    cues = 75  # 300 s of video, one cue every 4 s
-    txt, srt, webvtt = subtitles(sentences("en", cues)) if done else (None, None, None)
-    states = ["waiting", "preparing", "downloading", "converting", "processing", "aligning", "translating", "done"]
-    states = states if done else states[:5]
-    started = datetime.now(UTC) - timedelta(minutes=3)
-    timeline = [[state, (started + timedelta(seconds=20 * i)).isoformat()] for i, state in enumerate(states)]
-    job = Job.objects.create(
-        account=account,
-        url="https://example.com/videos/lecture-05.mp4",
-        type=JobType.SUBTITLES,
-        target_languages=["Spanish", "French"],
-        state=JobState.DONE if done else JobState.PROCESSING,
-        progress=100 if done else 55,
-        timeline=timeline,
-        title="Lecture 5",
-        duration=300,
-        detected_language="en",
-        txt=txt,
-        srt=srt,
-        webvtt=webvtt,
-    )
-    for position, (language, code) in enumerate([("Spanish", "es"), ("French", "fr")]):
-        _, srt, webvtt = subtitles(sentences(code, cues)) if done else (None, None, None)
-        Translation.objects.create(
-            job=job,
-            position=position,
-            language=language,
-            language_code=code,
-            state=TranslationState.DONE if done else TranslationState.PENDING,
-            srt=srt,
-            webvtt=webvtt,
-        )
-    connection.close()
-    return {"account_id": account.pk, "token": token, "job_id": str(job.id)}
-
+from bench.polls.environment import clear_rate_limit_keys, environment, run_quietly  # noqa: E402
+from bench.polls.fixture import create_fixture, ensure_database, log  # noqa: E402
 
 # --- Server ------------------------------------------------------------------------------------
 
@@ -338,71 +210,6 @@ def wrk(url: str, seconds: int, args, token: str | None) -> dict:
     return parse_wrk(result.stdout)
 
 
-# --- Environment -------------------------------------------------------------------------------
-
-
-def _run(command: list[str]) -> str:
-    try:
-        result = subprocess.run(command, capture_output=True, text=True, timeout=10, cwd=ROOT)
-        return (result.stdout or result.stderr).strip()
-    except OSError:
-        return ""
-
-
-def environment() -> dict:
-    from importlib.metadata import version
-
-    cpu_model = ""
-    try:
-        cpu_model = next(
-            (
-                line.split(":", 1)[1].strip()
-                for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")
-            ),
-            "",
-        )
-    except OSError:
-        pass
-    info = {
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": cpu_model,
-        "packages": {
-            name: version(name)
-            for name in ["Django", "djangorestframework", "gunicorn", "uvicorn", "a2wsgi", "psycopg", "redis"]
-        },
-        "wrk": _run(["wrk", "-v"]).splitlines()[0] if _run(["wrk", "-v"]) else "",
-        "git_commit": _run(["git", "rev-parse", "--short", "HEAD"]),
-        "git_dirty": bool(_run(["git", "status", "--porcelain", "--untracked-files=no"])),
-    }
-    try:
-        import django
-        from django.db import connection
-
-        django.setup()
-        with connection.cursor() as cursor:
-            cursor.execute("SHOW server_version")
-            info["postgresql"] = cursor.fetchone()[0]
-        connection.close()
-        import redis
-
-        info["redis"] = redis.Redis.from_url(os.environ["REDIS_URL"]).info("server")["redis_version"]
-    except Exception as error:  # environment info is best effort
-        info["server_versions_error"] = repr(error)
-    return info
-
-
-def clear_rate_limit_keys(account_id: int) -> None:
-    import redis
-
-    client = redis.Redis.from_url(os.environ["REDIS_URL"])
-    keys = list(client.scan_iter(f"ratelimit:*:{account_id}:*"))
-    if keys:
-        client.delete(*keys)
-
-
 # --- Profile mode ------------------------------------------------------------------------------
 
 
@@ -525,7 +332,7 @@ def main() -> int:
         finally:
             clear_rate_limit_keys(fixture["account_id"])
         return 0
-    if not _run(["which", "wrk"]):
+    if not run_quietly(["which", "wrk"]):
         sys.exit("wrk is not installed: apt-get install -y wrk")
 
     env_info = environment()

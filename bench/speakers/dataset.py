@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.pipeline import speaker_audio as sa  # noqa: E402
+from harness import speaker_audio as sa  # noqa: E402
 
 SR = sa.SR
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")

@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 
-from tests.pipeline import speaker_audio as sa  # noqa: E402
+from harness import speaker_audio as sa  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 
 
@@ -182,7 +182,9 @@ def speed(cache: Path, minutes: float) -> None:
     dur = fx.turns[-1][1] + 1
     enc = speakers.default_encoder()
     t0 = time.perf_counter()
-    regions = speakers.speech.detect_speech(fx.path)
+    regions = speakers.speech.find_speech(fx.path).regions(
+        threshold=0.5, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.05
+    )
     t1 = time.perf_counter()
     turns = speakers.diarize(fx.path, regions=regions, encoder=enc)
     t2 = time.perf_counter()

@@ -37,7 +37,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from tests.pipeline import speaker_audio as sa  # noqa: E402
+from harness import speaker_audio as sa  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers import voices  # noqa: E402
 from transcription.pipeline.speakers.voices import match_voices, speaker_regions  # noqa: E402

@@ -19,7 +19,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from tests.servers import running_web
+from harness.processes import running_web
 
 PASSWORD = "correct-horse-battery-42"
 web_db = pytest.mark.django_db(transaction=True)

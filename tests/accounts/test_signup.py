@@ -210,7 +210,7 @@ def test_failed_sign_ins_lock_the_address_out_even_with_the_right_password(clien
 
 
 def test_a_mail_server_that_is_down_is_a_503_that_holds_nothing(client, settings):
-    from tests.servers import free_port
+    from harness.processes import free_port
 
     settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
     settings.EMAIL_HOST, settings.EMAIL_PORT, settings.EMAIL_TIMEOUT = "127.0.0.1", free_port(), 2  # nobody listens

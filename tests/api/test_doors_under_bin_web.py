@@ -12,7 +12,7 @@ import pytest
 from django.conf import settings
 
 from accounts.services import account_create, account_deactivate, token_issue
-from tests.servers import running_web
+from harness.processes import running_web
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

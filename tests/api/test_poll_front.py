@@ -11,8 +11,8 @@ import pytest
 import redis
 
 from accounts.services import token_issue, token_revoke
+from harness.processes import running_web
 from tests.front_lane import Front
-from tests.servers import running_web
 from transcription import poll_cache, services, states
 from transcription.api import ratelimit
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.pipeline.speaker_audio import clips, conversation
+from harness.speaker_audio import clips, conversation
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 FILLETS = Path("/usr/share/games/fillets-ng/sound")

@@ -4,8 +4,8 @@ Celery worker, real yt-dlp and ffmpeg against a server on 127.0.0.1, and get the
 import pytest
 
 from billing.selectors import account_balance
+from harness.processes import running_worker
 from tests.support import submit, wait_for_job
-from tests.worker import running_worker
 from transcription.pipeline import audio, fetch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

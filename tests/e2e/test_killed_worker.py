@@ -11,8 +11,8 @@ the job instead of the worker this test kills.
 import pytest
 from django.test import override_settings
 
+from harness.processes import kill, running_worker
 from tests.support import submit, wait_for, wait_for_job, wait_for_lapsed_claim
-from tests.worker import kill_worker, running_worker
 
 FAST_HEARTBEAT = {"ALLOW_PRIVATE_URLS": "true", "WORKER_HEARTBEAT_SECONDS": "1"}
 
@@ -28,7 +28,7 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(
     with running_worker(log, **FAST_HEARTBEAT) as process:
         job_id = submit(api, "/v1/api/transcribe", {"url": videos["librivox"]})
         wait_for_job(job_id, timeout=180, states=("processing", "merging", "aligning", "done", "failed"))
-        kill_worker(process)
+        kill(process)
     from transcription.models import Job
 
     stuck = Job.objects.get(pk=job_id)
@@ -70,7 +70,7 @@ def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(
         assert job_id not in {str(i) for found in swept.values() for i in found}, (
             "a job whose worker is alive is never swept, however long its bar stands still"
         )
-        kill_worker(process)
+        kill(process)
     stuck = Job.objects.get(pk=job_id)
     assert stuck.state == "burning", stuck.error
     wait_for_lapsed_claim(job_id)

@@ -10,8 +10,8 @@ import pytest
 from django.test import override_settings
 
 from billing.selectors import account_balance
+from harness.processes import running_worker
 from tests.support import feed, normalize, poll_until_done, submit, wait_for_job, wait_until, wer
-from tests.worker import running_worker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 
 from billing.selectors import account_balance
-from tests.pipeline.speaker_audio import clips, conversation
+from harness.processes import running_worker
+from harness.speaker_audio import clips, conversation
 from tests.support import poll_until_done, submit, wait_for_job, wait_until
-from tests.worker import running_worker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

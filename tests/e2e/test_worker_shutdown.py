@@ -10,8 +10,8 @@ import time
 
 import pytest
 
+from harness.processes import running_worker
 from tests.support import queued, submit, wait_for, wait_for_job
-from tests.worker import running_worker
 
 GRACE = 2  # WORKER_SHUTDOWN_GRACE_SECONDS: running stages may finish within it
 UNWIND = 20  # WORKER_SHUTDOWN_UNWIND_SECONDS, the default

@@ -1,6 +1,5 @@
 """/health for load balancers and /metrics for Prometheus, on the real PostgreSQL and Redis."""
 
-import time
 from datetime import timedelta
 
 import pytest
@@ -8,7 +7,9 @@ from django.test import override_settings
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from monitoring.views import HEALTH_REDIS_TIMEOUT_SECONDS
 from tests.factories import JobFactory, TranslationFactory
+from tests.support import ends_within
 
 # Nothing listens on port 1 of this machine: a Redis that is really down.
 STOPPED_REDIS = "redis://127.0.0.1:1/0"
@@ -24,20 +25,17 @@ def samples(response) -> dict[tuple, float]:
 
 
 @pytest.mark.django_db
-def test_health_answers_ok_fast_without_a_token(client):
-    started = time.monotonic()
-    response = client.get("/health")
-    assert time.monotonic() - started < 1
+def test_health_answers_ok_without_a_token(client):
+    with ends_within(2 * HEALTH_REDIS_TIMEOUT_SECONDS, "/health"):  # Redis's connect and read timeouts
+        response = client.get("/health")
     assert response.status_code == 200
     assert response.json() == {"status": "ok", "database": "ok", "redis": "ok"}
 
 
 @pytest.mark.django_db
-def test_health_says_503_within_a_second_when_redis_is_down(client):
-    with override_settings(REDIS_URL=STOPPED_REDIS):
-        started = time.monotonic()
+def test_health_says_503_within_its_timeouts_when_redis_is_down(client):
+    with override_settings(REDIS_URL=STOPPED_REDIS), ends_within(2 * HEALTH_REDIS_TIMEOUT_SECONDS, "/health"):
         response = client.get("/health")
-    assert time.monotonic() - started < 1
     assert response.status_code == 503
     assert response.json() == {"status": "unavailable", "database": "ok", "redis": "unreachable"}
 

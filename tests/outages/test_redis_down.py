@@ -5,13 +5,16 @@ so; once Redis is back (empty: its queued messages lost), the job accepted befor
 import os
 import subprocess
 import sys
-import time
 
 import pytest
 
-from tests.servers import free_port, request, running_redis, running_web
-from tests.support import wait_for
-from tests.worker import ROOT, database_url, running_worker
+from config import shared_cache
+from harness.processes import ROOT, database_url, free_port, request, running_redis, running_web, running_worker
+from tests.support import ends_within, wait_for
+
+# The most a request spends on an unreachable Redis: one connect and one read timeout (the shared
+# cache's, which the rate limits and the broker check use too), before it answers from PostgreSQL.
+REDIS_TIMEOUTS = shared_cache.CONNECT_TIMEOUT_SECONDS + shared_cache.READ_TIMEOUT_SECONDS
 
 
 def sweep(redis_url: str) -> None:
@@ -41,18 +44,16 @@ def test_queueing_says_503_while_redis_is_down_and_earlier_jobs_run_after(token,
             assert status == 200, accepted
 
         # Redis is stopped (nothing listens on its port).
-        started = time.monotonic()
-        status, headers, answer = request("POST", web + "/v1/api/transcribe", token, {"url": video})
+        with ends_within(REDIS_TIMEOUTS, "a job request while Redis is down"):
+            status, headers, answer = request("POST", web + "/v1/api/transcribe", token, {"url": video})
         assert status == 503, answer
         assert "queue is unreachable" in answer["detail"]
         assert int(headers["Retry-After"]) > 0
-        assert time.monotonic() - started < 2
         assert Job.objects.count() == 1, "a refused request stores no job that would never run"
 
-        started = time.monotonic()
-        status, _, polled = request("GET", web + f"/v1/api/transcription/{accepted['id']}", token)
+        with ends_within(REDIS_TIMEOUTS, "a poll while Redis is down"):
+            status, _, polled = request("GET", web + f"/v1/api/transcription/{accepted['id']}", token)
         assert (status, polled["state"]) == (200, "waiting")
-        assert time.monotonic() - started < 1
 
         status, _, health = request("GET", web + "/health")
         assert (status, health["redis"], health["database"]) == (503, "unreachable", "ok")

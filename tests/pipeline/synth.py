@@ -75,3 +75,16 @@ def transcript(
         )
         t += rng.uniform(0.0, 1.5)
     return segments
+
+
+def seg(text: str, start: float = 0.0, speaker: int | None = None, step: float = 0.3) -> Segment:
+    """A segment whose words each take ``step`` seconds."""
+    words, t = [], start
+    for part in text.split():
+        words.append(Word(round(t, 3), round(t + step * 0.85, 3), " " + part))
+        t += step
+    return Segment(start, round(t, 3), text, words, speaker)
+
+
+def texts(segments: list[Segment]) -> list[str]:
+    return [s.text for s in segments]

@@ -261,3 +261,12 @@ def test_speech_is_read_in_clips_of_at_most_one_whisper_window():
     # joined to the second after it; 130-131 s is outside the slice
     assert clips == [(5.0, 15.0), (20.0, 43.333), (43.333, 66.667), (66.667, 92.0)]
     assert all(end - start <= MAX_CLIP_SECONDS for start, end in clips)
+
+
+def test_a_prompt_gives_the_spelling_the_client_prefers(model):
+    wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0870.wav"  # "and mister john dashwood had then …"
+    plain = text_of(transcribe(model, wav))
+    prompted = text_of(transcribe(model, wav, prompt="Mr. John Dashwod, Norland Park, Mrs. Dashwod."))
+    assert "Dashwood" in plain and "Dashwod" not in plain
+    assert "Dashwod" in prompted
+    assert wer(plain, prompted) <= 0.1, "the rest of the sentence is unchanged"

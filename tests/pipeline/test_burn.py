@@ -16,19 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transcription.pipeline import burn as burn_mod
+from tests.support import font_families
 from transcription.pipeline.burn import (
     FONT_SCALE,
-    MARGIN_H,
-    QUALITY_HEIGHT,
     BurnError,
     VideoInfo,
     burn,
     burn_command,
-    filter_escape,
-    fit_lines,
+    encode,
     font_for,
-    output_size,
     probe_video,
     write_ass,
 )
@@ -204,23 +200,6 @@ def assert_mp4(path: Path, width: int, height: int, duration: float, audio: bool
 # --------------------------------------------------------------------------- sizes, probing, fonts
 
 
-def test_output_size():
-    assert output_size(1280, 720, "default") == (1280, 720)
-    assert output_size(640, 360, "hd") == (1920, 1080)
-    assert output_size(1280, 720, "uhd") == (3840, 2160)
-    assert output_size(640, 480, "default") == (960, 720)
-    assert output_size(720, 1280, "default") == (406, 720)  # 405 rounded to an even width
-    assert output_size(853, 480, "hd") == (1920, 1080)  # 1919.25
-    assert output_size(1000, 1000, "default") == (720, 720)
-    for quality, height in QUALITY_HEIGHT.items():
-        for size in [(1001, 777), (333, 999), (1920, 817)]:
-            w, h = output_size(*size, quality)
-            assert h == height and w % 2 == 0 and h % 2 == 0
-            assert abs(w / h - size[0] / size[1]) < 2 / h
-    with pytest.raises(ValueError):
-        output_size(1280, 720, "8k")
-
-
 def test_probe_video(media):
     assert probe_video(media["grey"]) == VideoInfo(640, 360, pytest.approx(6.0, abs=0.05), True)
     info = probe_video(media["blue43"])
@@ -244,34 +223,6 @@ def test_probe_video_broken(media):
         probe_video(media["broken"])
     assert str(e.value).startswith("ffmpeg could not read this video: ")
     assert len(str(e.value)) > len("ffmpeg could not read this video: ") + 5
-
-
-def _fc_families() -> set[str]:
-    out = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True, check=True).stdout
-    return {name.strip() for line in out.splitlines() for name in line.split(",") if name.strip()}
-
-
-def test_font_for():
-    assert font_for(None) == font_for("") == font_for("xx-unknown") == "DejaVu Sans"
-    for lang in ["en", "es", "de", "pt-BR", "el", "ru", "uk", "Spanish", "vi", "tr"]:
-        assert font_for(lang) == "DejaVu Sans", lang
-    assert font_for("zh") == font_for("zh-CN") == font_for("zh-Hans") == "Noto Sans CJK SC"
-    assert font_for("zh-Hant") == font_for("zh-TW") == "Noto Sans CJK TC"
-    assert font_for("zh-HK") == "Noto Sans CJK HK"
-    assert font_for("ja") == font_for("Japanese") == "Noto Sans CJK JP"
-    assert font_for("ko") == "Noto Sans CJK KR"
-    assert font_for("ar") == font_for("fa") == font_for("ur") == "Noto Sans Arabic"
-    assert font_for("hi") == font_for("mr") == font_for("ne") == "Noto Sans Devanagari"
-    assert font_for("he") == "Noto Sans Hebrew"
-    assert font_for("th") == "Noto Sans Thai"
-    assert font_for("bn") == "Noto Sans Bengali"
-    assert font_for("ta") == "Noto Sans Tamil"
-
-
-def test_every_font_family_is_installed():
-    families = _fc_families()
-    wanted = set(burn_mod.SCRIPT_FONTS.values()) | set(burn_mod._REGION_FONTS.values()) | {burn_mod.DEFAULT_FONT}
-    assert wanted - families == set()
 
 
 # --------------------------------------------------------------------------- ASS
@@ -320,39 +271,6 @@ def test_write_ass(tmp_path):
     assert (style.backcolor.r, style.backcolor.g, style.backcolor.b) == (0, 0, 0)
     assert 0x4D <= style.backcolor.a <= 0x80  # about 40 % transparent
     assert style.outlinecolor.a == 0xFF  # no outline around the glyphs inside the box
-
-
-def test_burn_command():
-    cmd = burn_command("/in/a b.mp4", "/tmp/s.ass", "/out/x.mp4", width=1920, height=1080, has_audio=True)
-    assert cmd[0] == "ffmpeg" and "-nostdin" in cmd
-    assert cmd[cmd.index("-i") + 1] == "/in/a b.mp4"
-    vf = cmd[cmd.index("-vf") + 1]
-    assert vf == "scale=1920:1080:flags=lanczos,setsar=1,subtitles=filename=/tmp/s.ass"
-    joined = " ".join(cmd)
-    for part in [
-        "-c:v libx264",
-        "-preset veryfast",
-        "-crf 21",
-        "-pix_fmt yuv420p",
-        "-c:a aac",
-        "-b:a 128k",
-        "-movflags +faststart",
-        "-progress pipe:1",
-        "-nostats",
-    ]:
-        assert part in joined
-    assert cmd[-1] == "/out/x.mp4"
-    silent = burn_command("a.mp4", "s.ass", "o.mp4", width=2, height=2, has_audio=False, fonts_dir="/f")
-    assert "-an" in silent and "-c:a" not in silent
-    assert silent[silent.index("-vf") + 1].endswith("subtitles=filename=s.ass:fontsdir=/f")
-
-
-def test_filter_escape():
-    assert burn_mod.filter_escape("/tmp/plain.ass") == "/tmp/plain.ass"
-    # option level: \ ' : get a backslash; graph level: \ ' [ ] , ; get one (so level-one ones double)
-    assert burn_mod.filter_escape("a:b") == "a\\\\:b"
-    assert burn_mod.filter_escape("a,b[c];d") == "a\\,b\\[c\\]\\;d"
-    assert burn_mod.filter_escape("it's") == "it\\\\\\'s"
 
 
 # --------------------------------------------------------------------------- outputs
@@ -454,7 +372,7 @@ def test_transcript_tags_are_printed_not_obeyed(burned):
 
 
 def test_cjk_cue_renders(burned):
-    assert font_for("ja") in _fc_families()
+    assert font_for("ja") in font_families()
     cues = [Cue(0.5, 1.5, ["日本語の字幕です"]), Cue(2.5, 3.5, ["こんにちは、世界"])]
     out = burned.get("ja", cues=cues, language="ja")
     ref = frame(out, T_NONE)
@@ -508,54 +426,5 @@ def test_ffmpeg_failure_reports_the_cause(media, tmp_path):
         media["short"], tmp_path / "missing.ass", tmp_path / "o.mp4", width=1280, height=720, has_audio=False
     )
     with pytest.raises(BurnError) as e:
-        burn_mod._run_ffmpeg(cmd, 2.0, None, 60)
+        encode._run_ffmpeg(cmd, 2.0, None, 60)
     assert str(e.value) == f"Drawing subtitles failed: Unable to open {tmp_path / 'missing.ass'}"
-
-
-# A translated cue as long as the layout rule allows (2 lines of 42), with accents and descenders.
-LONG_CUE = ["Je demanderai au département des finances", "et je te le dirai demain, c'est promis."]
-
-
-def rendered_text_rows(ass: Path, width: int, height: int) -> tuple[int, int, np.ndarray]:
-    """(first row, last row, columns) holding subtitle pixels in one frame that libass draws from
-    ``ass`` on a black picture."""
-    raw = subprocess.run(
-        ["ffmpeg", "-v", "error", "-f", "lavfi", "-i", f"color=c=black:s={width}x{height}:d=1"]
-        + ["-vf", f"subtitles=filename={filter_escape(ass)}", "-frames:v", "1", "-f", "rawvideo"]
-        + ["-pix_fmt", "gray", "-"],
-        capture_output=True,
-        check=True,
-        timeout=120,
-    ).stdout
-    picture = np.frombuffer(raw, np.uint8).reshape(height, width)
-    rows = np.flatnonzero((picture > 128).any(axis=1))
-    columns = np.flatnonzero((picture > 128).any(axis=0))
-    return int(rows[0]), int(rows[-1]), columns
-
-
-@pytest.mark.parametrize("quality", sorted(QUALITY_HEIGHT))
-@pytest.mark.parametrize("font_size", sorted(FONT_SCALE))
-def test_a_burned_cue_shows_at_most_two_lines(tmp_path, quality, font_size):
-    """At every quality and font size, on a 16:9 and a portrait picture, libass draws a long cue
-    on at most two lines (the text is less than 2.5 line heights tall) inside the side margins."""
-    for aspect in ((16, 9), (9, 16)):
-        width, height = output_size(*aspect, quality)
-        ass = write_ass(
-            [Cue(0.0, 1.0, LONG_CUE)], tmp_path / "long.ass", width=width, height=height, font_size=font_size
-        )
-        top, bottom, columns = rendered_text_rows(ass, width, height)
-        size = FONT_SCALE[font_size] * height
-        assert bottom - top + 1 < 2.5 * size, f"{width}x{height}: text {bottom - top + 1} px tall at {size:.0f} px"
-        assert bottom - top + 1 > 0.5 * size * min(1.0, width / height), "the text is drawn"
-        assert columns[0] >= width * MARGIN_H * 0.5 and columns[-1] <= width * (1 - MARGIN_H * 0.5)
-
-
-def test_fit_lines_keeps_lines_that_fit_and_rebreaks_others():
-    short = ["Hello there.", "How are you?"]
-    assert fit_lines(short, width=1000, family="DejaVu Sans", size=50.4) == (short, 50.4)
-    lines, size = fit_lines(LONG_CUE, width=1100, family="DejaVu Sans", size=72.0)
-    assert " ".join(lines) == " ".join(LONG_CUE) and len(lines) == 2
-    assert size < 72.0  # two lines of this text are wider than 1100 px at 72 px
-    dashes = ["- Where are you going tonight with all those friends?", "- To the library."]
-    lines, size = fit_lines(dashes, width=900, family="DejaVu Sans", size=72.0)
-    assert lines == dashes and size < 72.0  # speakers keep their lines

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import urllib.parse
 import uuid
 
 import pytest
 
-from tests.media_server import media_duration
+from harness.media import media_duration
+from tests.support import ends_within
 from transcription.pipeline import audio, fetch
-from transcription.pipeline.fetch import FetchError, errors, guard
+from transcription.pipeline.fetch import FetchError, guard
 
 LOOPBACK = ["127.0.0.1/32"]  # "trust the test server" for the redirect tests
 
@@ -126,12 +126,13 @@ def test_redirect_to_private_address_refused(media_server, tmp_path, target_host
     t = tag()
     target = f"http://{target_host}:{media_server.port}/files/speech.mp4?{t}"
     url = media_server.url("/redirect?" + urllib.parse.urlencode({"to": target, "t": t}))
-    start = time.monotonic()
-    with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
+    with (
+        ends_within(5 + 20, "a probe and a download refused at the redirect"),
+        pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"),
+    ):
         fetch.probe(url, allow_private=False, allowed_networks=LOOPBACK, timeout=5)
     with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
         fetch.download(url, tmp_path, allow_private=False, allowed_networks=LOOPBACK, timeout=20)
-    assert time.monotonic() - start < 15
     assert media_server.count("/redirect?") >= 2
     assert media_server.count(f"/files/speech.mp4?{t}") == 0
     assert list(tmp_path.iterdir()) == []
@@ -210,14 +211,13 @@ def test_probe_page_without_media(media_server):
     assert str(e.value) == "No video or audio was found at this address."
 
 
-def test_probe_refuses_live_hls_quickly(media_server, tmp_path):
-    start = time.monotonic()
-    with pytest.raises(FetchError) as e:
-        fetch.probe(media_server.url("/live/index.m3u8"), allow_private=True)
+def test_probe_refuses_live_hls_before_its_timeout(media_server, tmp_path):
+    with ends_within(10, "the probe of a live stream"), pytest.raises(FetchError) as e:
+        fetch.probe(media_server.url("/live/index.m3u8"), allow_private=True, timeout=10)
     assert str(e.value) == "Live broadcasts cannot be transcribed; try again when the broadcast has ended."
-    with pytest.raises(FetchError, match="^Live broadcasts cannot be transcribed"):
-        fetch.download(media_server.url("/live/index.m3u8"), tmp_path, allow_private=True)
-    assert time.monotonic() - start < 30
+    with ends_within(10, "the download of a live stream"):
+        with pytest.raises(FetchError, match="^Live broadcasts cannot be transcribed"):
+            fetch.download(media_server.url("/live/index.m3u8"), tmp_path, allow_private=True, timeout=10)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -236,9 +236,8 @@ def test_probe_refuses_over_12_hours(media_server, tmp_path):
 
 
 def test_probe_stalled_server_does_not_hang(media_server):
-    start = time.monotonic()
-    info = fetch.probe(media_server.url("/stall"), allow_private=True, timeout=3)
-    assert time.monotonic() - start < 12
+    with ends_within(3, "the probe of a stalled server"):
+        info = fetch.probe(media_server.url("/stall"), allow_private=True, timeout=3)
     assert info.duration is None  # nothing could be read; the caller checks after download
 
 
@@ -298,31 +297,24 @@ def test_download_hls_with_private_segments_refused(media_server, tmp_path):
 
 
 def test_download_stalled_server(media_server, tmp_path):
-    start = time.monotonic()
-    with pytest.raises(FetchError) as e:
+    with ends_within(3, "a stalled download (the stall timeout)"), pytest.raises(FetchError) as e:
         fetch.download(media_server.url("/stall"), tmp_path, allow_private=True, stall_timeout=3, timeout=60)
-    elapsed = time.monotonic() - start
     assert str(e.value) == "The download stalled: no data arrived for 3 seconds."
-    assert elapsed < 12
     assert list(tmp_path.iterdir()) == []
 
 
 def test_download_endless_stream_size_bound(media_server, tmp_path):
-    start = time.monotonic()
     with pytest.raises(FetchError) as e:
         fetch.download(media_server.url("/endless"), tmp_path, allow_private=True, max_bytes=5 * 1024**2)
-    assert str(e.value) == "The file is larger than the limit of 5 MB."
-    assert time.monotonic() - start < 20
+    assert str(e.value) == "The file is larger than the limit of 5 MB."  # not the wall-clock limit (3 h)
     assert list(tmp_path.iterdir()) == []
 
 
 def test_download_endless_stream_wall_clock(media_server, tmp_path):
-    start = time.monotonic()
-    with pytest.raises(FetchError) as e:
+    with ends_within(4, "a download past its wall-clock limit"), pytest.raises(FetchError) as e:
         # slow enough never to reach the size bound, fast enough never to stall
         fetch.download(media_server.url("/endless?delay=0.3"), tmp_path, allow_private=True, timeout=4, stall_timeout=3)
     assert str(e.value) == "The download took longer than 4 seconds and was stopped."
-    assert time.monotonic() - start < 4 + 6
     assert list(tmp_path.iterdir()) == []
 
 
@@ -348,80 +340,6 @@ def test_download_refused_connection(tmp_path):
     with pytest.raises(FetchError) as e:
         fetch.probe(f"http://127.0.0.1:{port}/v.mp4", allow_private=True, timeout=5)
     assert str(e.value) == "The address could not be reached: the connection was refused."
-
-
-# --------------------------------------------------------------------------- messages
-
-
-@pytest.mark.parametrize(
-    "duration, limit, message",
-    [
-        (48000, 43200, "The video is 13 h 20 min long; the limit is 12 hours."),
-        (3600 * 13, 43200, "The video is 13 h long; the limit is 12 hours."),
-        (2700, 1800, "The video is 45 min long; the limit is 30 minutes."),
-        (7200, 3600, "The video is 2 h long; the limit is 1 hour."),
-    ],
-)
-def test_too_long_message(duration, limit, message):
-    assert fetch.too_long_message(duration, limit) == message
-
-
-@pytest.mark.parametrize(
-    "ytdlp_message, message",
-    [
-        (
-            "ERROR: [youtube] abc: Private video. Sign in if you've been granted access to this video",
-            "This video is private.",
-        ),
-        (
-            "ERROR: [youtube] abc: Video unavailable. This video has been removed by the uploader",
-            "This video has been removed.",
-        ),
-        (
-            "ERROR: [youtube] abc: Video unavailable. This video is no longer available because the YouTube "
-            "account associated with this video has been terminated.",
-            "This video has been removed.",
-        ),
-        ("ERROR: [youtube] abc: Video unavailable", "This video is unavailable."),
-        (
-            "ERROR: [youtube] abc: This live event will begin in 3 hours.",
-            "This broadcast has not started yet; try again when it has ended.",
-        ),
-        (
-            "ERROR: [youtube] abc: Sign in to confirm your age. This video may be inappropriate for some users.",
-            "This video is age-restricted and cannot be downloaded without signing in.",
-        ),
-        (
-            "ERROR: [youtube] abc: Join this channel to get access to members-only content like this video",
-            "This video is available to members only.",
-        ),
-        (
-            "ERROR: [youtube] abc: Sign in to confirm you're not a bot. Use --cookies-from-browser",
-            "The site refused to serve this server (it asks to prove it is not a bot); try again later.",
-        ),
-        (
-            "ERROR: [KnownDRM] netflix: The requested site is known to use DRM protection. It will NOT be supported.",
-            "This video is protected by DRM and cannot be downloaded.",
-        ),
-        (
-            "ERROR: [vimeo] 123: Unable to download JSON metadata: HTTP Error 404: Not Found",
-            "The page was not found (HTTP 404).",
-        ),
-        (
-            "ERROR: [generic] x: Requested format is not available. Use --list-formats for a list of available formats",
-            "No video or audio was found at this address.",
-        ),
-        (
-            "ERROR: [xyz] 1: Something odd happened (caused by <Boom>); please report this issue on GitHub",
-            "The video could not be fetched: Something odd happened.",
-        ),
-    ],
-)
-def test_ytdlp_error_messages_are_translated(ytdlp_message, message):
-    import yt_dlp
-
-    session = guard.Session(guard.AddressPolicy(True))
-    assert str(errors.map_error(yt_dlp.utils.DownloadError(ytdlp_message), session)) == message
 
 
 # --------------------------------------------------------------------------- DNS rebinding and ffprobe
@@ -462,7 +380,7 @@ def rebinding(media_server, monkeypatch):
     answers 127.0.0.2, which the test lets through as if it were public and where the media is
     served; any other resolver (ffprobe's own, in another process) answers the loopback address,
     where a trap stands on the same port. `flip_after` makes this process's answer change too."""
-    from tests.media_server import MediaServer
+    from harness.media_server import MediaServer
 
     public = MediaServer(media_server.folder, host="127.0.0.2").start()
     traps = [_Trap("127.0.0.1", public.port)]

@@ -13,13 +13,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
 from transcription.pipeline.speakers import clustering, embedding, speech, weights
 from transcription.pipeline.speakers import encoder as encoding
 from transcription.pipeline.speakers import turns as speaker_turns
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
-
-from . import speaker_audio as sa
 
 # The recordings and tools come from Debian packages that `make test` installs
 # (bin/install-system-packages); a missing one fails these tests rather than skipping them.
@@ -184,7 +183,9 @@ def test_long_regions_are_read_in_pieces():
 def test_wav_is_read_in_blocks(tmp_path):
     path = tmp_path / "a.wav"
     sa.write_wav(path, np.zeros(16000 * 3, dtype=np.float32))
-    blocks = list(speech._read_blocks(path, 16000))
+    from transcription.pipeline import wav
+
+    blocks = list(wav.read_blocks(path, 16000))
     assert [len(b) for b in blocks] == [16000, 16000, 16000]
 
 

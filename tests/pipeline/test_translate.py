@@ -146,9 +146,9 @@ def test_ctranslate2_copy_model_round_trip(tiny_marian):
     texts = ["hello world", "", "the quick brown fox jumps over the lazy dog", "zebra queen xylophone"]
     assert translator.translate(texts) == texts
     # loaded once per folder
-    from transcription.pipeline import translate as module
+    from transcription.pipeline.translate import ctranslate
 
-    assert str(tiny_marian.resolve()) in module._MODELS
+    assert str(tiny_marian.resolve()) in ctranslate._MODELS
     cues = [Cue(0.0, 1.5, ["hello world"]), Cue(1.6, 3.0, ["- good morning", "- very good night"])]
     out = translate_cues(cues, translator, language="es")
     assert [(c.start, c.end, c.lines) for c in out] == [(c.start, c.end, c.lines) for c in cues]
@@ -351,12 +351,12 @@ def test_a_sentence_spanning_two_cues_is_translated_as_one():
     capital = Recorder(lambda text: "Creo que deberíamos ir al mercado antes De que cierre esta noche.")
     assert translate_cues(cues, capital, language="es")[1].text.startswith("de que"), "a continuation: lower case"
     # a name (capitalised inside the source) and German nouns keep their capital
-    from transcription.pipeline.translate import _continue_lowercase
+    from transcription.pipeline.translate.casing import continue_lowercase
 
     source = "We went to the market with John and Mary."
-    assert _continue_lowercase(["Fuimos al mercado con", "John y Mary."], source, "", "es")[1] == "John y Mary."
-    assert _continue_lowercase(["Fuimos al mercado y", "Compramos pan."], source, "", "es")[1] == "compramos pan."
-    assert _continue_lowercase(["Wir gingen zum", "Markt mit John."], source, "", "de")[1] == "Markt mit John."
+    assert continue_lowercase(["Fuimos al mercado con", "John y Mary."], source, "", "es")[1] == "John y Mary."
+    assert continue_lowercase(["Fuimos al mercado y", "Compramos pan."], source, "", "es")[1] == "compramos pan."
+    assert continue_lowercase(["Wir gingen zum", "Markt mit John."], source, "", "de")[1] == "Markt mit John."
 
 
 def test_words_move_to_a_neighbouring_cue_of_the_sentence_when_one_cannot_fit():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tests.pipeline.speaker_audio import clips, conversation, have_ffmpeg
+from harness.speaker_audio import clips, conversation, have_ffmpeg
 from transcription.pipeline import speakers
 from transcription.pipeline.results import build_results
 from transcription.pipeline.speaker_names import name_txt, name_webvtt, speakers_in

@@ -4,6 +4,7 @@ On the real PostgreSQL and Redis: the sweeper's re-queued tasks are read back fr
 queues. Killing real workers is in tests/e2e/test_killed_worker.py.
 """
 
+import json
 from datetime import timedelta
 
 import pytest
@@ -16,7 +17,7 @@ from tests.support import queued, wait_until
 from transcription import services, sweeper
 from transcription.claims import JobClaim
 from transcription.models import Job
-from transcription.stages import burn
+from transcription.stages import burning
 
 pytestmark = pytest.mark.django_db
 
@@ -95,7 +96,7 @@ def test_a_second_delivery_while_a_worker_runs_the_job_does_nothing(account, tmp
     scratch.parent.mkdir(parents=True)
     scratch.write_bytes(b"half an encode")
     with override_settings(WORK_DIR=work):
-        assert burn.run(job.id) is False
+        assert burning.run_burn_stage(job.id) is False
     assert scratch.read_bytes() == b"half an encode", "the running worker's files are left alone"
     job.refresh_from_db()
     assert job.state == "burning" and job.lease_until > timezone.now()
@@ -103,7 +104,7 @@ def test_a_second_delivery_while_a_worker_runs_the_job_does_nothing(account, tmp
 
 def test_a_claim_is_released_when_the_stage_ends(account):
     job = _job(account, "burning", lease=None)  # no source video in storage: the stage fails at once
-    burn.run(job.id)
+    burning.run_burn_stage(job.id)
     job.refresh_from_db()
     assert job.state == "failed" and job.lease_until is None
 
@@ -145,3 +146,15 @@ def test_a_worker_whose_claim_was_taken_over_leaves_the_new_claim_alone(account)
             )
         stalled.release()
     assert Job.objects.get(pk=job.pk).lease_until == other.until, "neither renewed nor released by the old holder"
+
+
+def test_beat_sends_the_sweep_to_a_queue_no_download_holds_up(broker):
+    """On `media` the sweep waited behind every queued download (the fleet test saw a dead worker's
+    job re-queued 28 s after its claim lapsed, with sweeps every 5 s); `hooks` runs only short tasks."""
+    from celery import current_app
+
+    sweep = settings.CELERY_BEAT_SCHEDULE["sweep-stalled-jobs"]["task"]
+    current_app.send_task(sweep)
+    [message] = broker.lrange("hooks", 0, -1)
+    assert json.loads(message)["headers"]["task"] == sweep
+    assert broker.llen("media") == 0

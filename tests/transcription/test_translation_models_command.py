@@ -36,7 +36,7 @@ def index(tmp_path_factory):
         yield address
 
 
-def run(*args) -> tuple[str, str]:
+def run_command(*args) -> tuple[str, str]:
     out, err = StringIO(), StringIO()
     call_command("translation_models", *args, stdout=out, stderr=err)
     return out.getvalue(), err.getvalue()
@@ -46,11 +46,11 @@ def test_install_list_and_translate(index, settings, tmp_path):
     settings.TRANSLATION_PACKAGES_DIR = tmp_path / "packages"
     settings.TRANSLATION_PACKAGE_INDEX = index
     settings.TRANSLATION_MODELS = {}
-    out, _ = run("install", "en-de", "de-en", "en-it")
+    out, _ = run_command("install", "en-de", "de-en", "en-it")
     assert "en-de: installed in" in out and "en-it: installed in" in out
     assert set(translation_models()) == {"en-de", "de-en", "en-it"}
 
-    listing, _ = run("list")
+    listing, _ = run_command("list")
     rows = {line.split()[0]: line for line in listing.splitlines()}
     assert "ctranslate2 en-de" in rows["en-de"] and "neural" in rows["en-de"]
     assert "ctranslate2 en-it" in rows["en-it"], "an installed package wins over Apertium"

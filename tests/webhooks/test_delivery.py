@@ -12,6 +12,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
+from tests.support import SCHEDULING_SLACK_SECONDS, ends_within
 from tests.webhooks.receiver import Receiver, self_signed_context
 from tests.webhooks.support import fail_job, message_of
 from transcription.pipeline import fetch
@@ -117,10 +118,10 @@ def test_only_the_start_of_an_answer_is_read(account, receiver, secret):
 @pytest.mark.parametrize("behaviour", ["hold", "trickle"])
 def test_a_receiver_that_keeps_the_request_waiting_is_given_up(account, receiver, secret, behaviour):
     receiver.script = [behaviour]
-    started = time.monotonic()
-    attempt = message_deliver(message_of(fail_job(account)).id)
+    with ends_within(1, "a delivery past WEBHOOK_TIMEOUT_SECONDS"):
+        attempt = message_deliver(message_of(fail_job(account)).id)
     assert attempt.status_code is None and attempt.error == "No answer within 1 s."
-    assert time.monotonic() - started < 3 and 900 <= attempt.duration_ms < 3000
+    assert 900 <= attempt.duration_ms < (1 + SCHEDULING_SLACK_SECONDS) * 1000
 
 
 def test_a_private_address_is_refused_without_a_request(account, receiver, secret):
@@ -155,9 +156,9 @@ def test_https_to_a_trusted_certificate_is_delivered_and_timed(account, tmp_path
         tls_receiver.script = [200, "trickle"]
         assert message_deliver(message_of(fail_job(account)).id).status_code == 200
         assert tls_receiver.requests[0].payload["type"] == "job.failed"
-        started = time.monotonic()
-        attempt = message_deliver(message_of(fail_job(account)).id)
-        assert attempt.error == "No answer within 1 s." and time.monotonic() - started < 3
+        with ends_within(1, "a delivery past WEBHOOK_TIMEOUT_SECONDS"):
+            attempt = message_deliver(message_of(fail_job(account)).id)
+        assert attempt.error == "No answer within 1 s."
 
 
 @PRIVATE_OK

@@ -12,8 +12,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from harness.processes import kill, running_worker
 from tests.webhooks.support import fail_job, message_of, wait_for_message
-from tests.worker import kill_worker, running_worker
 from webhooks.models import Message
 from webhooks.services import RESEND_LOST_AFTER, messages_sweep
 
@@ -31,7 +31,7 @@ def test_a_worker_killed_mid_delivery_delivers_after_a_restart(account, receiver
     with running_worker(tmp_path / "killed.log", **HOOKS_ONLY) as process:
         message = message_of(fail_job(account))
         [interrupted] = receiver.wait_for(1)  # the worker is waiting for the receiver's answer
-        kill_worker(process)
+        kill(process)
     receiver.release()
     stuck = Message.objects.get(pk=message.pk)
     assert stuck.state == Message.State.PENDING and stuck.claimed_until is not None

@@ -9,9 +9,9 @@ import json
 
 import pytest
 
+from harness.processes import running_worker
 from tests.support import wait_for_job
 from tests.webhooks.support import fail_job, message_of, wait_for_message
-from tests.worker import running_worker
 from transcription.pipeline import fetch
 from webhooks.models import Message
 

@@ -13,8 +13,8 @@ import re
 
 import pytest
 
+from harness.processes import running_worker
 from tests.browser import Shots
-from tests.worker import running_worker
 
 PASSWORD = "correct-horse-battery-42"
 PHONE_WIDTH, DESKTOP_WIDTH = 390, 1366

@@ -110,6 +110,12 @@ def _size(limit: int) -> str:
     return f"{megabytes:.1f} MB" if megabytes >= 0.1 else f"{limit:,} bytes"
 
 
+class Conflict(exceptions.APIException):
+    """A 409: the resource is not in a state that allows the request (an upload a running job reads)."""
+
+    status_code = 409
+
+
 class RateLimited(exceptions.Throttled):
     """A 429: the account's window (or the address's, for requests without a valid token) is full."""
 
@@ -150,7 +156,7 @@ def error_answer(error: Exception) -> ErrorAnswer | None:
         return ErrorAnswer(
             429, {"detail": f"Rate limit exceeded; try again in {wait} seconds."}, {"Retry-After": str(wait)}
         )
-    if isinstance(error, (exceptions.NotFound, BodyTooLarge, NotDone)):
+    if isinstance(error, (exceptions.NotFound, BodyTooLarge, NotDone, Conflict)):
         return ErrorAnswer(error.status_code, {"detail": str(error.detail)}, {})
     return None
 

@@ -60,6 +60,8 @@ REST = "rest"
 MCP = "mcp"
 WEBSITE = "website"
 POLL_FAST_LANE = "poll"
+UPLOADS = "uploads"
+OPENAI = "openai"
 
 
 @dataclass
@@ -147,6 +149,9 @@ OPERATIONS: dict[str, Operation] = {
     "create_voice": Operation(ratelimit.JOBS, lambda c, a, r: operations.create_voice(c.account, a)),
     "list_voices": Operation(ratelimit.POLLS, lambda c, a, r: operations.list_voices(c.account_id)),
     "delete_voice": Operation(ratelimit.JOBS, lambda c, a, r: operations.delete_voice(c.account_id, a.get("id"))),
+    # Uploads (transcription.api.uploads streams the bytes of a new one after admit(caller, JOBS)).
+    "get_upload": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_upload(c.account_id, a.get("id"))),
+    "delete_upload": Operation(ratelimit.POLLS, lambda c, a, r: operations.delete_upload(c.account_id, a.get("id"))),
 }
 
 

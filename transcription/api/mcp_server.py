@@ -203,15 +203,30 @@ def _queued(body: dict) -> str:
 
 
 async def transcribe(
-    ctx: Context, url=NOT_GIVEN, language_code=NOT_GIVEN, verbatim=NOT_GIVEN, tag_audio_events=NOT_GIVEN
+    ctx: Context,
+    url=NOT_GIVEN,
+    upload_id=NOT_GIVEN,
+    language_code=NOT_GIVEN,
+    verbatim=NOT_GIVEN,
+    tag_audio_events=NOT_GIVEN,
+    prompt=NOT_GIVEN,
 ) -> CallToolResult:
-    data = _given(url=url, language_code=language_code, verbatim=verbatim, tag_audio_events=tag_audio_events)
+    data = _given(
+        url=url,
+        upload_id=upload_id,
+        language_code=language_code,
+        verbatim=verbatim,
+        tag_audio_events=tag_audio_events,
+        prompt=prompt,
+    )
     return await _call(ctx, "transcribe", data, _queued)
 
 
 async def create_subtitles(
     ctx: Context,
     url=NOT_GIVEN,
+    upload_id=NOT_GIVEN,
+    prompt=NOT_GIVEN,
     language_code=NOT_GIVEN,
     verbatim=NOT_GIVEN,
     tag_audio_events=NOT_GIVEN,
@@ -220,6 +235,8 @@ async def create_subtitles(
 ) -> CallToolResult:
     data = _given(
         url=url,
+        upload_id=upload_id,
+        prompt=prompt,
         language_code=language_code,
         verbatim=verbatim,
         tag_audio_events=tag_audio_events,
@@ -232,6 +249,8 @@ async def create_subtitles(
 async def burn_subtitles(
     ctx: Context,
     url=NOT_GIVEN,
+    upload_id=NOT_GIVEN,
+    prompt=NOT_GIVEN,
     language_code=NOT_GIVEN,
     verbatim=NOT_GIVEN,
     tag_audio_events=NOT_GIVEN,
@@ -242,6 +261,8 @@ async def burn_subtitles(
 ) -> CallToolResult:
     data = _given(
         url=url,
+        upload_id=upload_id,
+        prompt=prompt,
         language_code=language_code,
         verbatim=verbatim,
         tag_audio_events=tag_audio_events,

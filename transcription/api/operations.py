@@ -13,6 +13,8 @@ import hashlib
 import threading
 import time
 import uuid
+from datetime import timedelta
+from pathlib import Path
 
 from django.conf import settings
 from rest_framework import exceptions
@@ -20,14 +22,16 @@ from rest_framework import exceptions
 from billing import pricing
 from billing.selectors import account_balance, quote
 from config import shared_cache
-from transcription import services
-from transcription.models import Batch, Job, JobType, Voice
+from transcription import files, services
+from transcription.models import Batch, Job, JobType, Upload, UploadState, Voice
+from transcription.pipeline.media_probe import NotMedia, probe_media
 from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
 from transcription.pipeline.speaker_names import speakers_in
+from transcription.states import FINAL_STATES
 
 from . import polls
 from . import serializers as s
-from .errors import Busy, NotDone, RequestValidationError, validation_errors
+from .errors import Busy, Conflict, NotDone, RequestValidationError, validation_errors
 from .presenters import batch_payload, job_payload, translations_in_order, voice_document
 
 
@@ -56,21 +60,41 @@ def not_found(what: str) -> exceptions.NotFound:
 # --- Queueing (job requests) ------------------------------------------------------------------
 
 
+def with_upload(account_id, options: dict, job_type: str, location: str = "body") -> dict:
+    """The job's options with `upload_id` turned into the account's Upload: another account's (or
+    no) upload is a 404, as another account's job is; one still receiving, or one without a
+    picture for a burned job, a 422 on `upload_id`."""
+    if "upload_id" not in options:
+        return options
+    options = dict(options)
+    upload = Upload.objects.filter(pk=options.pop("upload_id"), account_id=account_id).first()
+    if upload is None:
+        raise not_found("upload")
+    problem = None
+    if upload.state != UploadState.READY:
+        problem = f"The upload is not complete: {upload.received} of {upload.size} bytes received."
+    elif job_type == JobType.BURNED and not upload.has_video:
+        problem = "The upload has no picture to burn subtitles on (it is audio only)."
+    if problem:
+        raise RequestValidationError([{"loc": [location, "upload_id"], "msg": problem, "type": "value_error"}])
+    return {**options, "upload": upload}
+
+
 def transcribe(account, data: dict) -> dict:
-    options = validate(s.TranscribeRequestSerializer, data)
+    options = with_upload(account.pk, validate(s.TranscribeRequestSerializer, data), JobType.TRANSCRIPT)
     job = services.job_create(account, type=JobType.TRANSCRIPT, **options)
     return {"id": str(job.id)}
 
 
 def create_subtitles(account, data: dict) -> dict:
-    options = validate(s.SubtitlesRequestSerializer, data)
+    options = with_upload(account.pk, validate(s.SubtitlesRequestSerializer, data), JobType.SUBTITLES)
     subtitle_format = options.pop("format")
     job = services.job_create(account, type=JobType.SUBTITLES, subtitle_format=subtitle_format, **options)
     return {"id": str(job.id), "format": subtitle_format}
 
 
 def burn_subtitles(account, data: dict) -> dict:
-    options = validate(s.BurnSubtitlesRequestSerializer, data)
+    options = with_upload(account.pk, validate(s.BurnSubtitlesRequestSerializer, data), JobType.BURNED)
     job = services.job_create(account, type=JobType.BURNED, **options)
     return {"id": str(job.id)}
 
@@ -224,6 +248,75 @@ def pricing_rules() -> str:
         "part of a video, the job makes a preview of the first whole minutes covered (is_preview, "
         "preview_minutes); a failed job is refunded."
     )
+
+
+# --- Uploads (the door: transcription.api.uploads, which streams the bytes) ---------------------
+
+
+def upload_document(upload: Upload) -> dict:
+    """An upload as GET /v1/api/uploads/{id} answers it."""
+    expires = upload.updated_at + timedelta(hours=settings.UPLOAD_RETENTION_HOURS)
+    return {
+        "id": str(upload.id),
+        "filename": upload.filename,
+        "size": upload.size,
+        "received": upload.received,
+        "state": upload.state,
+        "duration": upload.duration,
+        "has_video": upload.has_video,
+        "created_at": upload.created_at.isoformat().replace("+00:00", "Z"),
+        "expires_at": expires.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def find_upload(account_id, raw_id) -> Upload:
+    """The account's upload `raw_id` (any spelling of a UUID): a 422 on ["path", "id"] for a
+    malformed id, a 404 for no upload of this account."""
+    upload = Upload.objects.filter(pk=parse_id(raw_id), account_id=account_id).first()
+    if upload is None:
+        raise not_found("upload")
+    return upload
+
+
+def get_upload(account_id, raw_id) -> dict:
+    return upload_document(find_upload(account_id, raw_id))
+
+
+class UploadInUse(Conflict):
+    default_detail = "A job that reads this upload is still running; delete the upload once the job has ended."
+
+
+def delete_upload(account_id, raw_id) -> dict:
+    """Forget the account's upload and its bytes; a 409 while a job that reads it runs."""
+    upload = find_upload(account_id, raw_id)
+    if Job.objects.filter(upload=upload).exclude(state__in=FINAL_STATES).exists():
+        raise UploadInUse()
+    services.upload_delete(upload.id)
+    return {}
+
+
+def upload_not_media(problem: str, field: str = "file") -> RequestValidationError:
+    return RequestValidationError([{"loc": ["body", field], "msg": problem, "type": "value_error"}])
+
+
+def finish_upload(upload_id, path: Path, field: str = "file") -> Upload:
+    """A whole upload: checked with ffprobe (audio or video, with an audio track, not longer than
+    MAX_VIDEO_SECONDS), moved into storage and marked ready; deleted with a 422 on `field` when it
+    is not media we can transcribe."""
+    try:
+        summary = probe_media(path, timeout=UPLOAD_PROBE_TIMEOUT_SECONDS)
+        if summary.duration > settings.MAX_VIDEO_SECONDS:
+            hours = settings.MAX_VIDEO_SECONDS / 3600
+            raise NotMedia(f"The file is {summary.duration / 3600:.1f} hours long; the most is {hours:g} hours.")
+    except NotMedia as error:
+        services.upload_delete(upload_id)
+        raise upload_not_media(str(error), field) from None
+    size = path.stat().st_size
+    files.store_moving(path, files.upload_name(upload_id))
+    return services.upload_ready(upload_id, size=size, duration=summary.duration, has_video=summary.has_video)
+
+
+UPLOAD_PROBE_TIMEOUT_SECONDS = 60
 
 
 def get_balance(account_id) -> dict:

@@ -37,6 +37,14 @@ class ContractAutoSchema(AutoSchema):
                     "are being listed): nothing was queued; try again after `Retry-After` seconds",
                 },
             )
+        if self.method == "POST" and self.path.endswith(("/transcribe", "/subtitles", "/burn-subtitles")):
+            responses.setdefault(
+                "404",
+                {
+                    **self._get_response_for_code(s.ErrorResponseSerializer, "404"),
+                    "description": "No upload with that `upload_id` on your account",
+                },
+            )
         if "{id}" in self.path:
             responses.setdefault(
                 "404", {**self._get_response_for_code(s.ErrorResponseSerializer, "404"), "description": "Not found"}
@@ -85,6 +93,13 @@ burned in. Speech recognition runs on this server; nothing is copied from the si
 3. Read the result: `txt` for a transcript, `srt` and `webvtt` for subtitles, `burned_video_url`
    for a burned video (a signed link, valid for {settings.ARTIFACT_LINK_SECONDS // 86400} days), and
    each entry of `translations`.
+
+A file instead of a link (our extension): send it to `POST /v1/api/uploads` (the whole file as
+multipart `file` or as the raw body; or resumably with the tus 1.0 protocol, which tus-js-client,
+Uppy and tuspy speak, at the same address), up to {settings.UPLOAD_MAX_BYTES // 1024**2} MB. The answer's
+`id` goes in `upload_id` in place of `url`; `GET /v1/api/uploads/{{id}}` shows the upload. An upload is
+kept {settings.UPLOAD_RETENTION_HOURS} hours after its last use. `prompt` (our extension too) gives the
+recogniser names, jargon and spellings to prefer.
 
 A playlist or channel is queued as a batch of jobs: `GET /v1/api/playlist` says first what it would
 cost, `POST /v1/api/transcribe-playlist` queues it, `GET /v1/api/batch/{{id}}` polls every job at once.
@@ -166,5 +181,10 @@ def finish_document(result, generator, request, public):
     schemas["TranscribePlaylistRequest"]["then"] = {
         "properties": {"target_languages": {"anyOf": [{"type": "null"}, {"type": "array", "maxItems": 0}]}}
     }
+    # Our extension: a job of an uploaded file names it by `upload_id`, in place of `url`.
+    for name in ("TranscribeRequest", "SubtitlesRequest", "BurnSubtitlesRequest"):
+        schemas[name]["oneOf"] = [{"required": ["url"]}, {"required": ["upload_id"]}]
+    for path in ("/v1/api/transcribe", "/v1/api/subtitles", "/v1/api/burn-subtitles"):
+        result["paths"][path]["post"]["requestBody"]["required"] = True  # no field alone is required now
     result["info"]["description"] = description()
     return result

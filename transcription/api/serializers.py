@@ -9,21 +9,57 @@ from .fields import (
     SpeakerNameField,
     SpeakerNamesField,
     StrictBooleanField,
+    StrictCharField,
     StrictChoiceField,
     TargetLanguagesField,
     UrlField,
 )
 
+# Whisper reads at most its last 223 tokens of a prompt (half its context); 800 characters is about
+# that much English, so nothing a client sends is silently cut.
+PROMPT_MAX_LENGTH = 800
+
 # --- Requests --------------------------------------------------------------------------------
 
 
 class TranscribeRequestSerializer(serializers.Serializer):
-    url = UrlField(help_text="Video URL")
+    url = UrlField(required=False, help_text="Video URL (or `upload_id`)")
+    upload_id = serializers.UUIDField(
+        required=False,
+        help_text="Extension: the id of a file sent to `POST /v1/api/uploads`, in place of `url`",
+        error_messages={"invalid": "Input should be a valid UUID."},
+    )
     language_code = LanguageCodeField()
     verbatim = StrictBooleanField(required=False, default=False, help_text="Keep filler words and repetitions")
     tag_audio_events = StrictBooleanField(
         required=False, default=False, help_text="Keep non-speech events as bracketed tags ([music], [applause])"
     )
+    prompt = StrictCharField(
+        required=False,
+        default="",
+        allow_blank=True,
+        max_length=PROMPT_MAX_LENGTH,
+        help_text="Extension: names, jargon and spellings the recogniser should prefer (its initial prompt); "
+        f"at most {PROMPT_MAX_LENGTH} characters",
+    )
+
+    def to_internal_value(self, data):
+        """The fields, and exactly one source: a link (`url`) or an upload (`upload_id`). Checked
+        beside the fields' own errors, so one 422 still names every offending field."""
+        errors = {}
+        try:
+            attrs = super().to_internal_value(data)
+        except serializers.ValidationError as error:
+            errors, attrs = dict(error.detail), {}
+        sent = set(data) if isinstance(data, dict) else set()
+        if not sent & {"url", "upload_id"}:
+            errors.setdefault("url", [serializers.ErrorDetail("This field is required.", code="required")])
+        elif {"url", "upload_id"} <= sent:
+            message = "Send either url or upload_id, not both."
+            errors.setdefault("upload_id", [serializers.ErrorDetail(message, code="not_allowed")])
+        if errors:
+            raise serializers.ValidationError(errors)
+        return attrs
 
 
 class SubtitlesRequestSerializer(TranscribeRequestSerializer):

@@ -11,7 +11,7 @@ import math
 import os
 import zlib
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import language_id
 from .languages import whisper_language
@@ -52,7 +52,7 @@ MAX_COMPRESSION_RATIO = 2.4
 RECOVERY_CONTEXT_S = 1.0
 
 
-def _convert(seg, offset: float) -> Segment:
+def _convert(seg: Any, offset: float) -> Segment:
     words = []
     last = None
     for w in seg.words or []:
@@ -110,7 +110,7 @@ def _speech_clips(speech: Sequence[tuple[float, float]], offset: float, duration
 
 def transcribe(
     model: WhisperModel,
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     *,
     start: float = 0.0,
     end: float | None = None,
@@ -123,6 +123,7 @@ def transcribe(
     on_progress: ProgressCallback | None = None,
     recover_dropped: bool = True,
     speech: Sequence[tuple[float, float]] | None = None,
+    prompt: str = "",
 ) -> Transcript:
     """Transcribe (or, with ``task="translate"``, translate to English) part of a WAV.
 
@@ -141,6 +142,9 @@ def transcribe(
     ``Transcript.language_probability`` when detected (``language_id.detect_language``: an unsure
     first look is followed by several windows); ``Transcript.duration`` is the length of the slice
     actually read, in seconds.
+
+    ``prompt`` is the client's text the recogniser should lean towards (names, jargon, spellings):
+    Whisper's initial prompt, after the verbatim prompt when both are given.
 
     ``recover_dropped`` decodes again, plainly, any stretch of speech that came back without words
     and any segment caught in a repetition loop: batched decoding reads each VAD chunk once, and
@@ -175,13 +179,13 @@ def transcribe(
             "Spoken language %s (probability %.2f) decided over %d window(s)", lang, probability, detection.windows
         )
 
-    options = dict(
+    options: dict[str, Any] = dict(
         language=lang,
         task=task,
         beam_size=beam_size,
         word_timestamps=True,
         vad_filter=True,
-        initial_prompt=VERBATIM_PROMPT if verbatim else None,
+        initial_prompt=" ".join(part for part in (VERBATIM_PROMPT if verbatim else "", prompt.strip()) if part) or None,
     )
     if clips is not None:
         options["vad_filter"] = False
@@ -245,7 +249,9 @@ def uncovered_speech(
     return gaps
 
 
-def _recover_dropped(model, audio, offset: float, segments: list[Segment], regions, options) -> list[Segment]:
+def _recover_dropped(
+    model: Any, audio: Any, offset: float, segments: list[Segment], regions: Any, options: dict[str, Any]
+) -> list[Segment]:
     """Decode again, plainly, the speech that came back without words or in a repetition loop."""
     speech = [(s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset) for s, e in regions]
     spans = [(a, b) for a, b in uncovered_speech(speech, segments) if b - a >= MIN_UNCOVERED_S]
@@ -276,9 +282,9 @@ def _recover_dropped(model, audio, offset: float, segments: list[Segment], regio
         plain = {name: value for name, value in options.items() if name != "clip_timestamps"}
         found, _ = model.transcribe(audio[first:last], **{**plain, "vad_filter": vad, "no_repeat_ngram_size": 3})
         new = [_words_within(_convert(seg, offset + first / SAMPLE_RATE), start, end) for seg in found]
-        new = [seg for seg in new if seg and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
-        if new:  # a looping segment gives way to the new decoding; never fewer words than before
-            kept = [seg for seg in kept if not (seg in looping and start <= seg.start and seg.end <= end)] + new
+        fresh = [seg for seg in new if seg and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
+        if fresh:  # a looping segment gives way to the new decoding; never fewer words than before
+            kept = [seg for seg in kept if not (seg in looping and start <= seg.start and seg.end <= end)] + fresh
     # what still loops (Whisper loops there in every mode) keeps one turn of each repetition
     kept = [_without_repetition(seg) if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO else seg for seg in kept]
     return sorted((seg for seg in kept if seg.words or seg.text), key=lambda seg: seg.start)
@@ -339,7 +345,7 @@ def merge(parts: list[Transcript]) -> Transcript:
     by_language: dict[str, float] = {}
     for part in parts:
         by_language[part.language] = by_language.get(part.language, 0.0) + part.duration
-    language = max(by_language, key=by_language.get)
+    language = max(by_language, key=lambda code: by_language[code])
     # its probability: the mean over the chunks that found it, weighted by their length
     found = [(p.language_probability, p.duration) for p in parts if p.language == language and p.language_probability]
     weight = sum(d for _, d in found)

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .ffmpeg_commands import ffmpeg, ffprobe
 from .wav import SAMPLE_RATE, open_wav, read_samples
 
 __all__ = ["AudioError", "probe_audio", "to_wav", "plan_chunks", "cut_media"]
@@ -39,23 +40,14 @@ def _last_line(stderr: bytes | str | None) -> str:
     return lines[-1] if lines else ""
 
 
-def probe_audio(path: str | os.PathLike, timeout: float = 60) -> float:
+def probe_audio(path: str | os.PathLike[str], timeout: float = 60) -> float:
     """Duration in seconds of the (first) audio track of ``path``, via ffprobe.
 
     Raises ``AudioError("The file has no audio track.")`` when it has no audio
     stream, ``AudioError("The file could not be read as audio or video.")`` when
     ffprobe cannot read it (or takes longer than ``timeout``).
     """
-    cmd = [
-        "ffprobe",
-        "-v",
-        "error",
-        "-show_entries",
-        "format=duration:stream=codec_type,duration",
-        "-of",
-        "json",
-        os.fspath(path),
-    ]
+    cmd = ffprobe("-show_entries", "format=duration:stream=codec_type,duration", "-of", "json", os.fspath(path))
     try:
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -86,8 +78,8 @@ def probe_audio(path: str | os.PathLike, timeout: float = 60) -> float:
 
 
 def to_wav(
-    src: str | os.PathLike,
-    dst: str | os.PathLike,
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
     *,
     timeout: float,
     max_seconds: float | None = None,
@@ -99,13 +91,7 @@ def to_wav(
     stderr when it fails); a partial ``dst`` is removed.
     """
     dst = Path(dst)
-    cmd = [
-        "ffmpeg",
-        "-nostdin",
-        "-hide_banner",
-        "-loglevel",
-        "error",
-        "-y",
+    cmd = ffmpeg(
         "-i",
         os.fspath(src),
         "-map",
@@ -119,7 +105,7 @@ def to_wav(
         str(SAMPLE_RATE),
         "-c:a",
         "pcm_s16le",
-    ]
+    )
     if max_seconds is not None:
         cmd += ["-t", f"{float(max_seconds):.3f}"]
     cmd += ["-f", "wav", os.fspath(dst)]
@@ -157,7 +143,7 @@ def _rms_frames(w: wave.Wave_read, start: int, stop: int, frame: int) -> np.ndar
 
 
 def plan_chunks(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     *,
     max_chunk: float = ASR_CHUNK_SECONDS,
     search_window: float = 60.0,
@@ -203,20 +189,14 @@ def plan_chunks(
     return [(cuts[k] / rate, cuts[k + 1] / rate) for k in range(len(cuts) - 1)]
 
 
-def cut_media(src: str | os.PathLike, dst: str | os.PathLike, *, seconds: float, timeout: float) -> Path:
+def cut_media(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, seconds: float, timeout: float) -> Path:
     """Keep the first ``seconds`` of a video, streams copied as they are (a preview's burned video).
 
     Stream copy cuts at the keyframe after ``seconds``, so the result may run a little longer;
     that costs nothing, as the preview's subtitles end at ``seconds``. Raises ``AudioError``.
     """
     dst = Path(dst)
-    cmd = [
-        "ffmpeg",
-        "-nostdin",
-        "-hide_banner",
-        "-loglevel",
-        "error",
-        "-y",
+    cmd = ffmpeg(
         "-i",
         os.fspath(src),
         "-t",
@@ -228,7 +208,7 @@ def cut_media(src: str | os.PathLike, dst: str | os.PathLike, *, seconds: float,
         "-c",
         "copy",
         os.fspath(dst),
-    ]
+    )
     try:
         res = subprocess.run(
             cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=timeout

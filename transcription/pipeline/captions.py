@@ -142,8 +142,8 @@ def _tokens(segments: list[Segment]) -> list[_Tok]:
                 if text[0] in OPENING_PUNCT and text[0] not in ATTACHING_PUNCT:
                     prefix = text if prefix is None else prefix + text
                 elif toks:
-                    glue = "" if text[0] in ATTACHING_PUNCT else " "
-                    toks[-1].text = toks[-1].text + glue + text
+                    space = "" if text[0] in ATTACHING_PUNCT else " "
+                    toks[-1].text = toks[-1].text + space + text
                     toks[-1].end = max(toks[-1].end, end)
                 continue
             if prefix is not None:

@@ -186,45 +186,15 @@ def _split_events(words: list[Word]) -> list[tuple[str, Word]]:
         text = word.text.strip()
         opener = text[:1]
         if opener in _BRACKETS:
-            closer = _BRACKETS[opener]
-            end_index = None
-            for look in range(index, min(len(words), index + _MAX_EVENT_WORDS)):
-                body = words[look].text.strip()
-                body = body[1:] if look == index else body
-                if closer in body:
-                    end_index = look
-                    break
-            if end_index is not None:
-                content = " ".join(w.text.strip() for w in words[index : end_index + 1])
-                content = content[1 : content.rfind(closer)]
-                tag = _event_tag(content)
-                last = words[end_index]
-                if tag:
-                    items.append(("event", Word(start=word.start, end=last.end, text=f" [{tag}]")))
-                tail = last.text.strip()[last.text.strip().rfind(closer) + 1 :]
-                if has_word_chars(tail):  # "[Music]Hello": keep the word
-                    items.append(("word", replace(last, text=" " + tail)))
-                index = end_index + 1
+            bracketed = _bracketed_event(words, index)
+            if bracketed is not None:
+                found, index = bracketed
+                items += found
                 continue
             if opener in "[(" and len(text) > 1:  # stray bracket: keep the word without it
                 word = replace(word, text=word.text.replace(opener, "", 1))
                 text = word.text.strip()
-        if any(ch in MUSIC_CHARS for ch in text):
-            stripped = "".join(ch for ch in text if ch not in MUSIC_CHARS).strip()
-            music = Word(start=word.start, end=word.end, text=" [music]")
-            if not has_word_chars(stripped):
-                items.append(("event", music))
-            else:
-                lead = text[0] in MUSIC_CHARS
-                rebuilt = replace(word, text=(" " if word.text[:1].isspace() or lead else "") + stripped)
-                if lead:
-                    items.append(("event", music))
-                items.append(("word", rebuilt))
-                if not lead:
-                    items.append(("event", music))
-            index += 1
-            continue
-        items.append(("word", word))
+        items += _music_items(word, text) if any(ch in MUSIC_CHARS for ch in text) else [("word", word)]
         index += 1
     # one tag for a run of the same event ("♪ ♪ ♪")
     merged: list[tuple[str, Word]] = []
@@ -234,6 +204,44 @@ def _split_events(words: list[Word]) -> list[tuple[str, Word]]:
         else:
             merged.append((kind, word))
     return merged
+
+
+def _bracketed_event(words: list[Word], index: int) -> tuple[list[tuple[str, Word]], int] | None:
+    """The items of a bracketed event starting at words[index] ("[door closes]", "(laughs)",
+    "*sigh*": at most _MAX_EVENT_WORDS words) and the index after it; None when it does not close."""
+    word = words[index]
+    closer = _BRACKETS[word.text.strip()[:1]]
+    end_index = None
+    for look in range(index, min(len(words), index + _MAX_EVENT_WORDS)):
+        body = words[look].text.strip()
+        body = body[1:] if look == index else body
+        if closer in body:
+            end_index = look
+            break
+    if end_index is None:
+        return None
+    items: list[tuple[str, Word]] = []
+    content = " ".join(w.text.strip() for w in words[index : end_index + 1])
+    content = content[1 : content.rfind(closer)]
+    tag = _event_tag(content)
+    last = words[end_index]
+    if tag:
+        items.append(("event", Word(start=word.start, end=last.end, text=f" [{tag}]")))
+    tail = last.text.strip()[last.text.strip().rfind(closer) + 1 :]
+    if has_word_chars(tail):  # "[Music]Hello": keep the word
+        items.append(("word", replace(last, text=" " + tail)))
+    return items, end_index + 1
+
+
+def _music_items(word: Word, text: str) -> list[tuple[str, Word]]:
+    """A word with music notes: a [music] event, before or after what is left of the word."""
+    stripped = "".join(ch for ch in text if ch not in MUSIC_CHARS).strip()
+    music = Word(start=word.start, end=word.end, text=" [music]")
+    if not has_word_chars(stripped):
+        return [("event", music)]
+    lead = text[0] in MUSIC_CHARS
+    rebuilt = replace(word, text=(" " if word.text[:1].isspace() or lead else "") + stripped)
+    return [("event", music), ("word", rebuilt)] if lead else [("word", rebuilt), ("event", music)]
 
 
 def _collapse_inner_stutter(word: Word) -> Word:
@@ -296,18 +304,60 @@ def _is_tag_word(text: str) -> bool:
 
 
 def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
-    out: list[Word] = []
-    capitalize_next = False
-    doubles = _DOUBLES.get(language or "en", set())
+    return _Disfluencies(language).clean(words)
 
-    def boundary(index: int) -> bool:
+
+class _Disfluencies:
+    """One pass over the words: fillers and broken-off words dropped, repeated words and two-word
+    repetitions collapsed, the capital of a dropped sentence start passed on."""
+
+    def __init__(self, language: str | None):
+        self.language = language
+        self.out: list[Word] = []
+        self.capitalize_next = False
+        self.doubles = _DOUBLES.get(language or "en", set())
+
+    def boundary(self, index: int) -> bool:
         """Whether a sentence starts after out[index] (before the first word when index < 0)."""
-        return index < 0 or ends_sentence(out[index].text) or _is_tag_word(out[index].text)
+        return index < 0 or ends_sentence(self.out[index].text) or _is_tag_word(self.out[index].text)
 
-    def drop(word: Word) -> None:
-        nonlocal capitalize_next
-        if boundary(len(out) - 1) and _starts_upper(word.text):
-            capitalize_next = True
+    def clean(self, words: list[Word]) -> list[Word]:
+        out = self.out
+        for index, original in enumerate(words):
+            if index == len(words) - 1 and self._trailing_filler(original):
+                self.drop(original)
+                # "hello there, uh" -> "hello there": the comma belonged to the filler
+                out[-1] = replace(out[-1], text=re.sub(r"[,;:]+$", "", out[-1].text))
+                break
+            word = _collapse_inner_stutter(original)
+            following = words[index + 1] if index + 1 < len(words) else None
+            if _is_tag_word(word.text):
+                out.append(word)
+                self.capitalize_next = False
+                continue
+            if _is_filler(word, self.language) or _broken_off(word, following):
+                self.drop(word)
+                continue
+            self._drop_repeated(word)
+            if self.capitalize_next:  # a tag keeps its case; the word after it starts upper
+                word = _capitalize(word)
+                self.capitalize_next = False
+            out.append(word)
+            self._drop_two_word_repetition()
+        return out
+
+    def _trailing_filler(self, word: Word) -> bool:
+        out = self.out
+        return (
+            bool(out)
+            and not _is_tag_word(out[-1].text)
+            and (_is_filler(word, self.language) or _broken_off(word, None))
+        )
+
+    def drop(self, word: Word) -> None:
+        out = self.out
+        if self.boundary(len(out) - 1) and _starts_upper(word.text):
+            self.capitalize_next = True
         if not out or _is_tag_word(out[-1].text):
             return
         out[-1] = _transfer_sentence_end(out[-1], word)
@@ -316,65 +366,47 @@ def _remove_disfluencies(words: list[Word], language: str | None) -> list[Word]:
             re.search(r",\W*$", word.text)
             and out[-1].text.endswith(",")
             and len(out) >= 2
-            and not boundary(len(out) - 2)
+            and not self.boundary(len(out) - 2)
         ):
             out[-1] = replace(out[-1], text=out[-1].text[:-1])
 
-    for index, original in enumerate(words):
-        if (
-            index == len(words) - 1
-            and out
-            and not _is_tag_word(out[-1].text)
-            and (_is_filler(original, language) or _broken_off(original, None))
-        ):
-            drop(original)
-            # "hello there, uh" -> "hello there": the comma belonged to the filler
-            out[-1] = replace(out[-1], text=re.sub(r"[,;:]+$", "", out[-1].text))
-            break
-        word = _collapse_inner_stutter(original)
-        following = words[index + 1] if index + 1 < len(words) else None
-        if _is_tag_word(word.text):
-            out.append(word)
-            capitalize_next = False
-            continue
-        if _is_filler(word, language) or _broken_off(word, following):
-            drop(word)
-            continue
+    def _drop_repeated(self, word: Word) -> None:
+        """ "the the" -> "the": the earlier of two same words goes (not a number, not "bye bye")."""
+        out = self.out
         core = word_core(word.text)
         if (
             out
             and core
             and not core.isdigit()
-            and core not in doubles
+            and core not in self.doubles
             and word_core(out[-1].text) == core
             and not ends_sentence(out[-1].text)
             and not _is_tag_word(out[-1].text)
         ):
             earlier = out.pop()
-            if boundary(len(out) - 1) and _starts_upper(earlier.text):
-                capitalize_next = True
-        if capitalize_next and not _is_tag_word(word.text):  # a tag keeps its case; the word after it starts upper
-            word = _capitalize(word)
-            capitalize_next = False
-        out.append(word)
-        # two-word repetitions: "in the in the house" -> "in the house"
-        if len(out) >= 4:
-            a, b, c, d = out[-4:]
-            cores = [word_core(w.text) for w in (a, b, c, d)]
-            if (
-                all(cores)
-                and cores[0] == cores[2]
-                and cores[1] == cores[3]
-                and cores[0] != cores[1]
-                and not any(_is_tag_word(w.text) for w in (a, b))
-                and not ends_sentence(a.text)
-                and not ends_sentence(b.text)
-                and not cores[0].isdigit()
-            ):
-                del out[-4:-2]
-                if boundary(len(out) - 3) and _starts_upper(a.text):
-                    out[-2] = _capitalize(out[-2])
-    return out
+            if self.boundary(len(out) - 1) and _starts_upper(earlier.text):
+                self.capitalize_next = True
+
+    def _drop_two_word_repetition(self) -> None:
+        """ "in the in the house" -> "in the house"."""
+        out = self.out
+        if len(out) < 4:
+            return
+        a, b, c, d = out[-4:]
+        cores = [word_core(w.text) for w in (a, b, c, d)]
+        if (
+            all(cores)
+            and cores[0] == cores[2]
+            and cores[1] == cores[3]
+            and cores[0] != cores[1]
+            and not any(_is_tag_word(w.text) for w in (a, b))
+            and not ends_sentence(a.text)
+            and not ends_sentence(b.text)
+            and not cores[0].isdigit()
+        ):
+            del out[-4:-2]
+            if self.boundary(len(out) - 3) and _starts_upper(a.text):
+                out[-2] = _capitalize(out[-2])
 
 
 def _attach_punctuation(words: list[Word]) -> list[Word]:

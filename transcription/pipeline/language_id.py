@@ -69,7 +69,7 @@ def detect_language(
         regions = speech_regions(audio)
     speech = np.concatenate([audio[s:e] for s, e in regions]) if regions else audio
     first = _probabilities(model, speech)
-    language = max(first, key=first.get)
+    language = max(first, key=lambda code: first[code])
     speech_s = len(speech) / SAMPLE_RATE
     if first[language] >= threshold and speech_s >= short_speech_s:
         return Detection(language, round(first[language], 4), 1)
@@ -89,5 +89,5 @@ def detect_language(
         for lang, p in _probabilities(model, piece).items():
             totals[lang] = totals.get(lang, 0.0) + p * len(piece)
         weight += len(piece)
-    language = max(totals, key=totals.get)
+    language = max(totals, key=lambda code: totals[code])
     return Detection(language, round(totals[language] / weight, 4), 1 + len(pieces))

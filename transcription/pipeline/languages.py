@@ -54,9 +54,12 @@ def normalize_language(text: str) -> str:
     if any(unicodedata.category(char) in ("Cc", "Cs") for char in cleaned):
         raise _unknown(text)
     try:
-        return langcodes.find(cleaned).language
+        found = langcodes.find(cleaned).language
     except (LookupError, ValueError):
         raise _unknown(text) from None
+    if found is None:  # a name langcodes knows always has a language subtag; say so to the checker
+        raise _unknown(text)
+    return found
 
 
 def short_code(code: str) -> str:
@@ -109,7 +112,8 @@ def speech_language_codes() -> list[str]:
     there is one, else ISO 639-3) of every language the speech model knows. whisper_language
     reads more spellings of them (639-3 codes, any case, BCP 47 tags); the list stays short, since
     a client generated from the document, and every test of it, walks the whole list."""
-    return sorted({langcodes.Language.get(normalize_language(code)).language for code in WHISPER_LANGUAGES})
+    codes = {langcodes.Language.get(normalize_language(code)).language for code in WHISPER_LANGUAGES}
+    return sorted(code for code in codes if code)
 
 
 def target_language_names() -> list[str]:

@@ -145,62 +145,78 @@ def wrap_lines(
         return []
     if len(text) <= max_chars or max_lines <= 1:
         return [text]
-    tokens = wrap_tokens(text)
-    n = len(tokens)
-    no_break, weak_break = function_words(language)
-    prefix = [0]
-    for index, (tok, glue) in enumerate(tokens):
-        prefix.append(prefix[-1] + (0 if index == 0 or glue else 1) + len(tok))
-
-    def length(i: int, j: int) -> int:
-        return prefix[j] - prefix[i] - (0 if i == 0 or tokens[i][1] else 1)
-
-    def lone(i: int, j: int) -> bool:
-        return j - i == 1 and length(i, j) < SHORT_WORD_CHARS
-
-    def overflow(i: int, j: int) -> float:
-        return max(0, length(i, j) - max_chars) * OVER_LINE_PER_CHAR
-
+    breaking = _LineBreaking(wrap_tokens(text), max_chars, language)
+    n = len(breaking.tokens)
     fewest = min(max_lines, n, max(2, math.ceil(len(text) / max_chars)))
     lines: list[str] = [text]
     for count in range(fewest, min(max_lines, n) + 1):
+        lines = breaking.best(count)
+        if all(len(line) <= max_chars for line in lines):
+            break
+    return lines
+
+
+class _LineBreaking:
+    """The least costly way to lay tokens out on a given number of lines (dynamic programming over
+    the breaks: each line's state is the token range it holds)."""
+
+    def __init__(self, tokens: list[tuple[str, bool]], max_chars: int, language: str | None):
+        self.tokens, self.max_chars = tokens, max_chars
+        self.no_break, self.weak_break = function_words(language)
+        self.prefix = [0]
+        for index, (tok, glue) in enumerate(tokens):
+            self.prefix.append(self.prefix[-1] + (0 if index == 0 or glue else 1) + len(tok))
+
+    def length(self, i: int, j: int) -> int:
+        return self.prefix[j] - self.prefix[i] - (0 if i == 0 or self.tokens[i][1] else 1)
+
+    def lone(self, i: int, j: int) -> bool:
+        return j - i == 1 and self.length(i, j) < SHORT_WORD_CHARS
+
+    def overflow(self, i: int, j: int) -> float:
+        return max(0, self.length(i, j) - self.max_chars) * OVER_LINE_PER_CHAR
+
+    def best(self, count: int) -> list[str]:
+        """The lines of the least costly layout on ``count`` lines."""
+        n, tokens = len(self.tokens), self.tokens
         # cost[(i, j)]: the best lines so far whose last line holds tokens i..j-1
-        cost: dict[tuple[int, int], float] = {(0, j): overflow(0, j) for j in range(1, n - count + 2)}
+        cost: dict[tuple[int, int], float] = {(0, j): self.overflow(0, j) for j in range(1, n - count + 2)}
         back: list[dict[tuple[int, int], tuple[int, int]]] = []
         for line in range(2, count + 1):
-            last_line = line == count
-            step: dict[tuple[int, int], float] = {}
-            came: dict[tuple[int, int], tuple[int, int]] = {}
-            for (h, i), before in cost.items():
-                for j in [n] if last_line else range(i + 1, n - (count - line) + 1):
-                    if j <= i:
-                        continue
-                    total = (
-                        before
-                        + overflow(i, j)
-                        + break_cost(
-                            length(h, i),
-                            length(i, j),
-                            tokens[i - 1][0],
-                            no_break=no_break,
-                            weak_break=weak_break,
-                            glued=tokens[i][1],
-                            lone_top=line == 2 and lone(h, i),
-                            lone_bottom=lone(i, j),
-                            digits_bottom=last_line and j - i == 1 and tokens[i][0].isdigit(),
-                        )
-                    )
-                    if total < step.get((i, j), math.inf):
-                        step[(i, j)], came[(i, j)] = total, (h, i)
-            cost = step
+            cost, came = self._next_line(cost, line, count)
             back.append(came)
         bounds = [min(cost, key=cost.__getitem__)]
         for came in reversed(back):
             bounds.append(came[bounds[-1]])
         bounds.reverse()
-        lines = [
-            "".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j)) for i, j in bounds
-        ]
-        if all(len(line) <= max_chars for line in lines):
-            break
-    return lines
+        return ["".join(("" if k == i or tokens[k][1] else " ") + tokens[k][0] for k in range(i, j)) for i, j in bounds]
+
+    def _next_line(
+        self, cost: dict[tuple[int, int], float], line: int, count: int
+    ) -> tuple[dict[tuple[int, int], float], dict[tuple[int, int], tuple[int, int]]]:
+        n, tokens = len(self.tokens), self.tokens
+        last_line = line == count
+        step: dict[tuple[int, int], float] = {}
+        came: dict[tuple[int, int], tuple[int, int]] = {}
+        for (h, i), before in cost.items():
+            for j in [n] if last_line else range(i + 1, n - (count - line) + 1):
+                if j <= i:
+                    continue
+                total = (
+                    before
+                    + self.overflow(i, j)
+                    + break_cost(
+                        self.length(h, i),
+                        self.length(i, j),
+                        tokens[i - 1][0],
+                        no_break=self.no_break,
+                        weak_break=self.weak_break,
+                        glued=tokens[i][1],
+                        lone_top=line == 2 and self.lone(h, i),
+                        lone_bottom=self.lone(i, j),
+                        digits_bottom=last_line and j - i == 1 and tokens[i][0].isdigit(),
+                    )
+                )
+                if total < step.get((i, j), math.inf):
+                    step[(i, j)], came[(i, j)] = total, (h, i)
+        return step, came

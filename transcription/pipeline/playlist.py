@@ -8,6 +8,7 @@ import re
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import Any
 from urllib.parse import urlparse
 
 from yt_dlp.utils import unsmuggle_url
@@ -65,22 +66,22 @@ def channel_tab_url(url: str) -> str:
     parsed = urlparse(url)
     path = _CHANNEL_PATH.match(parsed.path)
     base = parsed.path.rstrip("/")
-    if path.group("tab"):
+    if path and path.group("tab"):
         base = base[: -len(path.group("tab"))].rstrip("/")
     return parsed._replace(path=f"{base}/{tab}").geturl()
 
 
-def _is_unavailable(entry: dict) -> bool:
+def _is_unavailable(entry: dict[str, Any]) -> bool:
     title = (entry.get("title") or "").strip().lower()
     availability = entry.get("availability")
     return title in _UNAVAILABLE_TITLES or availability in {"private", "needs_auth", "subscriber_only", "premium_only"}
 
 
-def _is_live(entry: dict) -> bool:
+def _is_live(entry: dict[str, Any]) -> bool:
     return bool(entry.get("is_live")) or entry.get("live_status") in {"is_live", "is_upcoming", "post_live"}
 
 
-def _entry(entry: dict) -> PlaylistEntry:
+def _entry(entry: dict[str, Any]) -> PlaylistEntry:
     duration = entry.get("duration")
     thumbnails = entry.get("thumbnails") or []
     thumbnail = entry.get("thumbnail") or (thumbnails[-1].get("url") if thumbnails else "") or ""
@@ -129,7 +130,8 @@ def list_playlist(
             "/v1/api/subtitles or /v1/api/burn-subtitles."
         )
     entries = [e for e in (info.get("entries") or []) if e]
-    videos, skipped = [], 0
+    videos: list[PlaylistEntry] = []
+    skipped = 0
     for entry in entries:
         if _is_unavailable(entry) or _is_live(entry):
             skipped += 1

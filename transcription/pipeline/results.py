@@ -19,7 +19,7 @@ def build_results(
     tag_audio_events: bool = False,
     voice_names: Mapping[int, str] | None = None,
 ) -> dict:
-    """``{"txt", "srt", "webvtt", "speaker_names"}``: speakers laid on the words, the words cleaned
+    """``{"segments", "txt", "srt", "webvtt", "speaker_names"}``: speakers laid on the words, the words cleaned
     as the job asks, then cut into paragraphs and cues. ``voice_names`` names speakers by their
     number in ``turns`` (enrolled voices the speech stage recognised); ``speaker_names`` says the
     same by the number "Speaker N" has in the text."""
@@ -28,6 +28,7 @@ def build_results(
     segments, numbers = _numbered(segments)
     cues = captions.build_cues(segments, language=language)
     return {
+        "segments": segment_records(segments),
         "txt": paragraphs.transcript_text(segments),
         "srt": captions.to_srt(cues),
         "webvtt": captions.to_webvtt(cues),
@@ -35,6 +36,23 @@ def build_results(
             str(numbers[speaker]): name for speaker, name in (voice_names or {}).items() if speaker in numbers
         },
     }
+
+
+def segment_records(segments: Sequence[Segment]) -> list[dict]:
+    """Numbered segments as plain data (JSON, JobSegments): times in seconds to the millisecond,
+    the text without its leading space, the speaker's number (1 when none was found), the words."""
+    return [
+        {
+            "start": round(segment.start, 3),
+            "end": round(segment.end, 3),
+            "text": segment.text.strip(),
+            "speaker": segment.speaker or 1,
+            "words": [
+                {"start": round(w.start, 3), "end": round(w.end, 3), "word": w.text.strip()} for w in segment.words
+            ],
+        }
+        for segment in segments
+    ]
 
 
 def _numbered(segments: list[Segment]) -> tuple[list[Segment], dict[int, int]]:

@@ -26,6 +26,7 @@ import urllib.error
 import urllib.request
 import zipfile
 from pathlib import Path
+from typing import Any
 
 from .languages import short_code
 
@@ -43,13 +44,14 @@ class PackageError(Exception):
 def _get(url: str, timeout: float) -> bytes:
     try:
         with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - an operator's index
-            return response.read()
+            body: bytes = response.read()
+            return body
     except (urllib.error.URLError, TimeoutError, OSError) as error:
         reason = getattr(error, "reason", error)
         raise PackageError(f"could not download {url}: {reason}") from error
 
 
-def fetch_index(url: str = DEFAULT_INDEX, *, timeout: float = TIMEOUT) -> list[dict]:
+def fetch_index(url: str = DEFAULT_INDEX, *, timeout: float = TIMEOUT) -> list[dict[str, Any]]:
     """The index's package entries."""
     try:
         entries = json.loads(_get(url, timeout))
@@ -60,7 +62,7 @@ def fetch_index(url: str = DEFAULT_INDEX, *, timeout: float = TIMEOUT) -> list[d
     return [entry for entry in entries if isinstance(entry, dict) and entry.get("links")]
 
 
-def find_package(entries: list[dict], source: str, target: str) -> dict | None:
+def find_package(entries: list[dict[str, Any]], source: str, target: str) -> dict[str, Any] | None:
     """The newest package for ``source`` -> ``target`` in the index, or None."""
     matches = [
         entry
@@ -69,13 +71,13 @@ def find_package(entries: list[dict], source: str, target: str) -> dict | None:
         and short_code(str(entry.get("to_code", ""))) == short_code(target)
     ]
 
-    def version(entry: dict) -> tuple[int, ...]:
+    def version(entry: dict[str, Any]) -> tuple[int, ...]:
         return tuple(int(part) for part in str(entry.get("package_version", "0")).split(".") if part.isdigit())
 
     return max(matches, key=version, default=None)
 
 
-def _check(archive: Path, entry: dict) -> str:
+def _check(archive: Path, entry: dict[str, Any]) -> str:
     """The package's top folder inside ``archive`` after checking it; PackageError when not sound."""
     expected = str(entry.get("sha256") or entry.get("checksum") or "").lower()
     if expected:

@@ -15,7 +15,7 @@ import numpy as np
 SAMPLE_RATE = 16_000  # what the speech model, the VAD and the speaker encoder all take
 
 
-def open_wav(path: str | os.PathLike) -> wave.Wave_read:
+def open_wav(path: str | os.PathLike[str]) -> wave.Wave_read:
     """Open a pipeline WAV; ValueError names what it is instead when it is not 16 kHz mono 16-bit."""
     w = wave.open(os.fspath(path), "rb")
     if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != SAMPLE_RATE:
@@ -32,7 +32,17 @@ def read_samples(w: wave.Wave_read, count: int) -> np.ndarray:
     return np.frombuffer(w.readframes(count), dtype="<i2").astype(np.float32) / 32768.0
 
 
-def read_slice(path: str | os.PathLike, start: float = 0.0, end: float | None = None) -> np.ndarray:
+def read_span(w: wave.Wave_read, start: int, end: int) -> np.ndarray:
+    """Samples ``[start, end)`` (sample indices, clipped to the file) of an open WAV."""
+    start = max(0, start)
+    end = min(end, w.getnframes())
+    if end <= start:
+        return np.zeros(0, dtype=np.float32)
+    w.setpos(start)
+    return read_samples(w, end - start)
+
+
+def read_slice(path: str | os.PathLike[str], start: float = 0.0, end: float | None = None) -> np.ndarray:
     """Samples ``[start, end)`` (seconds); ``end`` past the end of the file (or None) means "to the
     end". Only the slice is read, a minute at a time."""
     with open_wav(path) as w:
@@ -51,7 +61,7 @@ def read_slice(path: str | os.PathLike, start: float = 0.0, end: float | None = 
     return out[:position]
 
 
-def read_blocks(path: str | os.PathLike, block_samples: int) -> Iterator[np.ndarray]:
+def read_blocks(path: str | os.PathLike[str], block_samples: int) -> Iterator[np.ndarray]:
     """The whole file, `block_samples` samples at a time."""
     with open_wav(path) as w:
         while True:
@@ -61,7 +71,7 @@ def read_blocks(path: str | os.PathLike, block_samples: int) -> Iterator[np.ndar
             yield block
 
 
-def wav_duration(path: str | os.PathLike) -> float:
+def wav_duration(path: str | os.PathLike[str]) -> float:
     """Length in seconds, from the header."""
     with open_wav(path) as w:
         return w.getnframes() / SAMPLE_RATE

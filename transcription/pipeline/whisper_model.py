@@ -153,7 +153,7 @@ def _atomic_copy(sources: list[Path], dest: Path) -> str:
     return h.hexdigest()
 
 
-def assemble_base_model(cache_dir: str | os.PathLike) -> Path:
+def assemble_base_model(cache_dir: str | os.PathLike[str]) -> Path:
     """Return the folder holding the assembled ``base`` model, building it if needed.
 
     A cached copy is reused when its ``model.bin`` has the expected size and sha256;
@@ -201,7 +201,7 @@ def _looks_like_path(name: str) -> bool:
     return os.path.isabs(name) or name.startswith(("./", "../", "~", ".\\", "..\\")) or os.path.isdir(name)
 
 
-def resolve_model(name: str | None, cache_dir: str | os.PathLike) -> str:
+def resolve_model(name: str | None, cache_dir: str | os.PathLike[str]) -> str:
     """Turn a ``WHISPER_MODEL`` value into what ``WhisperModel`` accepts.
 
     Returns a local folder path for ``base``, ``tiny.en`` and local paths, or the
@@ -226,7 +226,7 @@ def resolve_model(name: str | None, cache_dir: str | os.PathLike) -> str:
 # ---------------------------------------------------------------------------
 # Loading, once per process
 
-_models: dict[tuple, WhisperModel] = {}
+_models: dict[tuple[object, ...], WhisperModel] = {}
 _models_lock = threading.Lock()
 
 
@@ -244,7 +244,7 @@ def _pick_device(device: str) -> tuple[str, str]:
 
 def load_model(
     name: str | None = DEFAULT_MODEL,
-    cache_dir: str | os.PathLike = "var/models",
+    cache_dir: str | os.PathLike[str] = "var/models",
     device: str = "auto",
     *,
     cpu_threads: int | None = None,

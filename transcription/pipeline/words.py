@@ -9,6 +9,7 @@ captions, line breaking and sentence splitting in asr.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 
 from .types import Segment, Word
 
@@ -463,7 +464,7 @@ WEAK_BREAK_AFTER = {
 WEAK_BREAK_ALL = set().union(*WEAK_BREAK_AFTER.values())
 
 
-def guess_language(texts) -> str | None:
+def guess_language(texts: Iterable[str]) -> str | None:
     """The language whose function words are most frequent among ``texts`` (words as whisper
     writes them), when they make up at least a tenth of them; None when unsure. Used only when the
     caller does not say, so that e.g. German "um" and "er" are not taken for English fillers."""

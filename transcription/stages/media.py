@@ -15,10 +15,10 @@ from .. import files, services, states
 from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch
 from ..pipeline.speakers import voices
-from .run import run_stage
+from .runner import run_stage
 
 
-def run(job_id) -> bool:
+def run_media_stage(job_id) -> bool:
     """True when the audio (and a burned job's video) is in storage for the next stage."""
     return run_stage(job_id, _media_stages)
 
@@ -36,6 +36,8 @@ def _media_stages(job: Job, directory: Path) -> bool:
     allow_private = settings.ALLOW_PRIVATE_URLS
     burned = job.type == "burned"
     services.job_advance(job.id, states.PREPARING)
+    if job.url.startswith("upload:"):
+        return _uploaded_media(job, directory)
     info = fetch.probe(
         job.url,
         allow_private=allow_private,
@@ -63,6 +65,28 @@ def _media_stages(job: Job, directory: Path) -> bool:
         **settings.YTDLP_OPTIONS,
     )
 
+    return _convert_and_store(job, directory, source, duration)
+
+
+def _uploaded_media(job: Job, directory: Path) -> bool:
+    """An uploaded file instead of a link: its length is known since the upload was checked, and it
+    is read where storage keeps it (a local folder) instead of being downloaded."""
+    upload = job.upload
+    if upload is None:  # the retention sweep or its owner deleted it before the job started
+        raise audio.AudioError("The uploaded file was deleted before the job started; upload it again.")
+    services.job_advance(job.id, states.PREPARING, 0.5, title=upload.filename[:500])
+    if not _charge(job.id, states.PREPARING, upload.duration):
+        return False
+    services.job_advance(job.id, states.DOWNLOADING)
+    try:
+        source = files.local_copy(files.upload_name(upload.id), directory / "upload")
+    except FileNotFoundError:
+        raise audio.AudioError("The uploaded file was deleted before the job started; upload it again.") from None
+    return _convert_and_store(job, directory, source, upload.duration)
+
+
+def _convert_and_store(job: Job, directory: Path, source: Path, duration: int | None) -> bool:
+    burned = job.type == "burned"
     services.job_advance(job.id, states.CONVERTING)
     if burned:
         burn.probe_video(source)  # no picture to draw on: fail now, not after recognition

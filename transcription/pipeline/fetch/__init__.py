@@ -45,6 +45,7 @@ import yt_dlp
 from yt_dlp.networking import Request
 from yt_dlp.networking.exceptions import HTTPError as YtHTTPError
 
+from ..ffmpeg_commands import ffprobe
 from ..types import MediaInfo
 from .errors import (  # noqa: F401 - the messages callers compare errors with
     MSG_AGE,
@@ -169,10 +170,7 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout
     url = _final_url(ydl, url, headers)
     session.check_request_url(url)
     with Relay(ydl, url, headers) as local_url:
-        cmd = [
-            "ffprobe",
-            "-v",
-            "error",
+        cmd = ffprobe(
             "-rw_timeout",
             str(int(timeout * 1_000_000)),
             "-max_redirects",
@@ -186,7 +184,7 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout
             "-of",
             "json",
             local_url,
-        ]
+        )
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         session.register_process(proc)
         try:
@@ -291,7 +289,7 @@ def probe(
 
 def download(
     url: str,
-    dest_dir: str | os.PathLike,
+    dest_dir: str | os.PathLike[str],
     *,
     allow_private: bool,
     timeout: float = 3 * 3600,
@@ -320,38 +318,7 @@ def download(
     dest.mkdir(parents=True, exist_ok=True)
     before = set(dest.iterdir())
     session = Session(policy)
-
-    def refuse(error: FetchError):
-        session.fail(error)
-        raise Abort()
-
-    def match_filter(info: dict, *, incomplete: bool = False):
-        if session.cancelled.is_set():
-            raise Abort()
-        try:
-            _refuse_playlist(info)
-            _refuse_live(info)
-        except FetchError as e:
-            refuse(e)
-        duration = _duration(info)
-        if max_duration is not None and duration is not None and duration > max_duration:
-            refuse(FetchError(too_long_message(duration, max_duration)))
-        if not incomplete:
-            size = info.get("filesize") or info.get("filesize_approx")
-            if size and size > max_bytes:
-                refuse(FetchError(too_big_message(max_bytes)))
-            session.start_download()
-        return None
-
-    def progress(d: dict):
-        if session.cancelled.is_set():
-            raise Abort()
-        got = d.get("downloaded_bytes") or 0
-        session.progress(got)
-        total = d.get("total_bytes") or 0
-        if got > max_bytes or total > max_bytes:
-            session.abort(FetchError(too_big_message(max_bytes)))
-            raise Abort()
+    limits = _DownloadLimits(session, max_bytes=max_bytes, max_duration=max_duration)
 
     def work() -> Path:
         no_ffmpeg = None if allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
@@ -361,32 +328,15 @@ def download(
                 {
                     "outtmpl": {"default": str(dest / "media.%(ext)s")},
                     **({"format": VIDEO_FORMAT} if video else {}),
-                    "match_filter": match_filter,
-                    "progress_hooks": [progress],
+                    "match_filter": limits.match_filter,
+                    "progress_hooks": [limits.progress],
                 }
             )
             with (
                 _operator_params(proxy, cookies_file) as operator,
                 GuardedYoutubeDL({**params, **operator}, session) as ydl,
             ):
-                info = ydl.extract_info(url, download=True)
-                if not info:
-                    raise FetchError(MSG_NO_MEDIA)
-                if info.get("_type") in ("playlist", "multi_video"):
-                    entries = list(info.get("entries") or [])
-                    if len(entries) != 1:
-                        raise FetchError(MSG_PLAYLIST if entries else MSG_NO_MEDIA)
-                    info = entries[0]
-                    if info.get("_type") in ("url", "url_transparent"):
-                        info = ydl.extract_info(info["url"], download=True, ie_key=info.get("ie_key"))
-                errors = ydl.params["logger"].errors
-                for d in info.get("requested_downloads") or []:
-                    path = d.get("filepath") or d.get("_filename")
-                    if path and Path(path).is_file():
-                        return Path(path)
-                if errors:
-                    raise map_error(yt_dlp.utils.DownloadError(errors[-1]), session)
-                raise FetchError(MSG_NO_FILE)
+                return _downloaded_file(ydl, url, session)
         finally:
             if no_ffmpeg:
                 shutil.rmtree(no_ffmpeg, ignore_errors=True)
@@ -401,15 +351,82 @@ def download(
             on_stall=FetchError(stalled_message(stall_timeout)),
         )
     except FetchError:
-        for p in set(dest.iterdir()) - before:
-            try:
-                if p.is_dir():
-                    shutil.rmtree(p, ignore_errors=True)
-                else:
-                    p.unlink()
-            except OSError:
-                pass
+        _remove_new_files(dest, before)
         raise
+
+
+class _DownloadLimits:
+    """yt-dlp's hooks during a download: refuse playlists, live broadcasts, media too long or too
+    big before downloading, and stop once more than ``max_bytes`` arrived."""
+
+    def __init__(self, session: Session, *, max_bytes: int, max_duration: float | None):
+        self.session, self.max_bytes, self.max_duration = session, max_bytes, max_duration
+
+    def refuse(self, error: FetchError):
+        self.session.fail(error)
+        raise Abort()
+
+    def match_filter(self, info: dict, *, incomplete: bool = False):
+        if self.session.cancelled.is_set():
+            raise Abort()
+        try:
+            _refuse_playlist(info)
+            _refuse_live(info)
+        except FetchError as e:
+            self.refuse(e)
+        duration = _duration(info)
+        if self.max_duration is not None and duration is not None and duration > self.max_duration:
+            self.refuse(FetchError(too_long_message(duration, self.max_duration)))
+        if not incomplete:
+            size = info.get("filesize") or info.get("filesize_approx")
+            if size and size > self.max_bytes:
+                self.refuse(FetchError(too_big_message(self.max_bytes)))
+            self.session.start_download()
+        return None
+
+    def progress(self, d: dict):
+        if self.session.cancelled.is_set():
+            raise Abort()
+        got = d.get("downloaded_bytes") or 0
+        self.session.progress(got)
+        total = d.get("total_bytes") or 0
+        if got > self.max_bytes or total > self.max_bytes:
+            self.session.abort(FetchError(too_big_message(self.max_bytes)))
+            raise Abort()
+
+
+def _downloaded_file(ydl: GuardedYoutubeDL, url: str, session: Session) -> Path:
+    """Download ``url`` with ``ydl``: the file written, or FetchError saying why there is none."""
+    info = ydl.extract_info(url, download=True)
+    if not info:
+        raise FetchError(MSG_NO_MEDIA)
+    if info.get("_type") in ("playlist", "multi_video"):
+        entries = list(info.get("entries") or [])
+        if len(entries) != 1:
+            raise FetchError(MSG_PLAYLIST if entries else MSG_NO_MEDIA)
+        info = entries[0]
+        if info.get("_type") in ("url", "url_transparent"):
+            info = ydl.extract_info(info["url"], download=True, ie_key=info.get("ie_key"))
+    errors = ydl.params["logger"].errors
+    for d in info.get("requested_downloads") or []:
+        path = d.get("filepath") or d.get("_filename")
+        if path and Path(path).is_file():
+            return Path(path)
+    if errors:
+        raise map_error(yt_dlp.utils.DownloadError(errors[-1]), session)
+    raise FetchError(MSG_NO_FILE)
+
+
+def _remove_new_files(dest: Path, before: set[Path]) -> None:
+    """Partial files of a failed download: whatever appeared in ``dest`` since ``before``."""
+    for p in set(dest.iterdir()) - before:
+        try:
+            if p.is_dir():
+                shutil.rmtree(p, ignore_errors=True)
+            else:
+                p.unlink()
+        except OSError:
+            pass
 
 
 def extract_listing(

@@ -164,32 +164,45 @@ def map_error(exc: BaseException, session) -> FetchError:
     if isinstance(exc, FetchError):
         return exc
     chain = _chain(exc)
+    text = " ".join(str(e) for e in chain)
+    status = _http_status(chain, text)
+    reason = _transport_reason(chain)
+    found = (
+        _error_in_chain(chain)
+        or _message_from_text(text.lower(), status)
+        or (_status_error(status) if status is not None else None)
+        or (FetchError(f"The address could not be reached: {reason}.") if reason else None)
+    )
+    return found or FetchError("The video could not be fetched: " + _clean_ytdlp_message(str(exc)))
+
+
+def _error_in_chain(chain: list[BaseException]) -> FetchError | None:
+    """A FetchError raised inside yt-dlp, or what one of yt-dlp's own error classes means."""
     for e in chain:
         if isinstance(e, FetchError):
             return e
-    text = " ".join(str(e) for e in chain)
-
     for e in chain:
         if isinstance(e, GeoRestrictedError):
             return FetchError(MSG_GEO)
         if isinstance(e, UnsupportedError):
             return FetchError(MSG_NO_MEDIA)
+    return None
 
-    status = None
+
+def _http_status(chain: list[BaseException], text: str) -> int | None:
+    """The HTTP status the site answered with, from an exception or from yt-dlp's message."""
     for e in chain:
         if isinstance(e, YtHTTPError):
-            status = e.status
-            break
+            return e.status
         code = getattr(e, "code", None)
         if isinstance(code, int) and 400 <= code < 600:
-            status = code
-            break
-    if status is None:
-        m = re.search(r"HTTP Error (\d{3})", text)
-        if m:
-            status = int(m.group(1))
+            return code
+    m = re.search(r"HTTP Error (\d{3})", text)
+    return int(m.group(1)) if m else None
 
-    low = text.lower()
+
+def _message_from_text(low: str, status: int | None) -> FetchError | None:
+    """The sentence yt-dlp's (lower-cased) message means, if it says something we know."""
     if re.search(r"redirection to url .* is not allowed", low):  # urllib refuses e.g. file:// targets
         return FetchError(MSG_SCHEME)
     if re.search(r"requested format is not available|no video formats found", low):
@@ -198,22 +211,18 @@ def map_error(exc: BaseException, session) -> FetchError:
         if re.search(pattern, low):
             # A bare HTTP status says nothing about privacy; do not read "private" into "403".
             if status is not None and message in (MSG_UNAVAILABLE, MSG_LOGIN):
-                break
+                return None
             return FetchError(message)
+    return None
 
-    if status is not None:
-        if status == 404:
-            return FetchError(MSG_NOT_FOUND)
-        if status == 410:
-            return FetchError(MSG_GONE)
-        if status in (401, 403):
-            return FetchError(f"Access to the page was refused (HTTP {status}).")
-        if status == 429:
-            return FetchError("The site is refusing requests for now (HTTP 429); try again later.")
-        return FetchError(f"The site answered with an error (HTTP {status}).")
 
-    reason = _transport_reason(chain)
-    if reason:
-        return FetchError(f"The address could not be reached: {reason}.")
-
-    return FetchError("The video could not be fetched: " + _clean_ytdlp_message(str(exc)))
+def _status_error(status: int) -> FetchError:
+    if status == 404:
+        return FetchError(MSG_NOT_FOUND)
+    if status == 410:
+        return FetchError(MSG_GONE)
+    if status in (401, 403):
+        return FetchError(f"Access to the page was refused (HTTP {status}).")
+    if status == 429:
+        return FetchError("The site is refusing requests for now (HTTP 429); try again later.")
+    return FetchError(f"The site answered with an error (HTTP {status}).")

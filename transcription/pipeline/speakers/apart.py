@@ -5,7 +5,7 @@ the encoder's numpy LSTM runs its steps in Python and the two threads queue for 
 their nice values. A child process shares no GIL and, at nice 19, takes only the CPU recognition
 leaves idle (at nice 10 it still cost recognition about 0.9 s); under SCHED_IDLE as well, a
 recognition thread that wakes up takes its CPU back at once (docs/decisions.md, "Performance").
-The child is a plain ``python -m`` of this module (a Celery pool process is daemonic and may not
+The child is a plain ``python -m`` of ``apart_child`` (a Celery pool process is daemonic and may not
 start multiprocessing children): the request goes in as JSON on stdin (a file), the turns come
 back as JSON on stdout, and its messages go to a file, so no pipe fills up while nobody reads it.
 
@@ -34,6 +34,8 @@ from pathlib import Path
 from ..types import SpeakerTurn
 
 logger = logging.getLogger(__name__)
+# The child's entry point: a module of its own, since it imports the package, which imports this one.
+CHILD_MODULE = f"{__package__}.apart_child"
 
 NICE = 19  # while recognition runs: only the CPU it leaves idle
 PROJECT_ROOT = Path(__file__).resolve().parents[3]  # where `transcription` is imported from
@@ -82,7 +84,7 @@ class DiarizationApart:
             request.seek(0)
             path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
             self.process = subprocess.Popen(
-                [*_idle_policy(), "nice", "-n", str(NICE), sys.executable, "-m", __name__],
+                [*_idle_policy(), "nice", "-n", str(NICE), sys.executable, "-m", CHILD_MODULE],
                 stdin=request,
                 stdout=subprocess.PIPE,
                 stderr=self.messages,
@@ -153,21 +155,3 @@ def _threads(pid: int) -> list[int]:
         return [int(task) for task in os.listdir(f"/proc/{pid}/task")]
     except FileNotFoundError:  # ended
         return []
-
-
-def _main() -> None:
-    from . import diarize
-
-    request = json.load(sys.stdin)
-    turns = diarize(
-        request["wav"],
-        regions=[tuple(r) for r in request["regions"]],
-        extent=[tuple(r) for r in request["extent"]],
-        weights=request["weights"],
-        threads=request["threads"],
-    )
-    json.dump([[t.start, t.end, t.speaker] for t in turns], sys.stdout)
-
-
-if __name__ == "__main__":
-    _main()

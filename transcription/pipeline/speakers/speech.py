@@ -7,48 +7,22 @@ diarization each turn them into regions with their own thresholds (:func:`region
 from __future__ import annotations
 
 import os
-import wave
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 
-SAMPLE_RATE = 16000
+from ..wav import SAMPLE_RATE, open_wav, read_blocks, read_span, wav_duration
 
-
-def open_wav(path: str | os.PathLike) -> wave.Wave_read:
-    w = wave.open(str(path), "rb")
-    if w.getnchannels() != 1 or w.getsampwidth() != 2 or w.getframerate() != SAMPLE_RATE:
-        ch, sw, sr = w.getnchannels(), w.getsampwidth(), w.getframerate()
-        w.close()
-        raise ValueError(f"{path}: expected 16 kHz mono 16-bit WAV, got {sr} Hz, {ch} ch, {8 * sw} bit")
-    return w
-
-
-def _read(w: wave.Wave_read, n: int) -> np.ndarray:
-    raw = w.readframes(n)
-    return np.frombuffer(raw, dtype="<i2").astype(np.float32) / 32768.0
-
-
-def _read_blocks(path, block_samples: int) -> Iterator[np.ndarray]:
-    w = open_wav(path)
-    try:
-        while True:
-            block = _read(w, block_samples)
-            if not len(block):
-                return
-            yield block
-    finally:
-        w.close()
-
-
-def read_span(w: wave.Wave_read, start: int, end: int) -> np.ndarray:
-    start = max(0, start)
-    end = min(end, w.getnframes())
-    if end <= start:
-        return np.zeros(0, dtype=np.float32)
-    w.setpos(start)
-    return _read(w, end - start)
+# The WAV helpers are the pipeline's one WAV module's; the encoder and embedding import them from here.
+__all__ = [
+    "SAMPLE_RATE",
+    "open_wav",
+    "read_span",
+    "wav_duration",
+    "find_speech",
+    "SpeechActivity",
+    "regions_from_probs",
+]
 
 
 VAD_WINDOW = 512  # silero: one probability per 32 ms
@@ -71,7 +45,7 @@ def speech_probabilities(path, block_seconds: float = 30.0) -> np.ndarray:
     c = np.zeros((1, 1, 128), dtype=np.float32)
     context = np.zeros(VAD_CONTEXT, dtype=np.float32)
     probs = []
-    for audio in _read_blocks(path, block):
+    for audio in read_blocks(path, block):
         rem = len(audio) % VAD_WINDOW
         if rem:
             audio = np.pad(audio, (0, VAD_WINDOW - rem))
@@ -128,33 +102,6 @@ class SpeechActivity:
 def find_speech(wav_path: str | os.PathLike) -> SpeechActivity:
     """One Silero pass over a 16 kHz mono 16-bit WAV, streamed."""
     return SpeechActivity(speech_probabilities(wav_path), wav_duration(wav_path))
-
-
-def detect_speech(
-    wav_path: str | os.PathLike,
-    *,
-    threshold: float = 0.5,
-    neg_threshold: float | None = None,
-    min_silence_s: float = 0.2,
-    min_speech_s: float = 0.25,
-    pad_s: float = 0.05,
-) -> list[tuple[float, float]]:
-    """Speech regions ``(start, end)`` in seconds, from Silero VAD, streamed."""
-    return find_speech(wav_path).regions(
-        threshold=threshold,
-        neg_threshold=neg_threshold,
-        min_silence_s=min_silence_s,
-        min_speech_s=min_speech_s,
-        pad_s=pad_s,
-    )
-
-
-def wav_duration(path) -> float:
-    w = open_wav(path)
-    try:
-        return w.getnframes() / SAMPLE_RATE
-    finally:
-        w.close()
 
 
 def regions_from_probs(

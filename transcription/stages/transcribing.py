@@ -19,10 +19,10 @@ from ..pipeline.results import build_results
 from ..pipeline.speakers import voices
 from ..pipeline.types import Transcript
 from . import translation
-from .run import Throttled, run_stage
+from .runner import Throttled, run_stage
 
 
-def run(job_id) -> bool:
+def run_transcribe_stage(job_id) -> bool:
     """True when the job goes on to the burn worker."""
     return run_stage(job_id, _speech_stages)
 
@@ -77,6 +77,10 @@ def _recognise(job: Job, wav: Path) -> None:
         verbatim=job.verbatim,
         tag_audio_events=job.tag_audio_events,
         voice_names=_enrolled_voices_heard(job, wav, turns),
+    )
+    # the segments and words are kept apart from the job's row (the OpenAI-compatible answers)
+    services.job_keep_segments(
+        job.id, language=transcript.language, duration=transcript.duration, segments=results.pop("segments")
     )
     services.job_advance(job.id, states.ALIGNING, 1.0, **results)
 
@@ -143,6 +147,7 @@ def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript
                 verbatim=job.verbatim,
                 on_progress=progress,
                 speech=speech,
+                prompt=job.prompt,
             )
         )
         done += end - start

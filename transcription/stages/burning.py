@@ -14,13 +14,13 @@ from django.core.files.storage import default_storage
 from .. import files, services, states
 from ..models import Job, Translation
 from ..pipeline import burn, captions
-from .run import Throttled, run_stage
+from .runner import Throttled, run_stage
 from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR
 
 logger = logging.getLogger(__name__)
 
 
-def run(job_id) -> bool:
+def run_burn_stage(job_id) -> bool:
     return run_stage(job_id, _burn_stage)
 
 

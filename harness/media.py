@@ -1,0 +1,216 @@
+"""The test media, made locally (nothing from the internet): ffmpeg's lavfi sources, espeak-ng
+speech and numpy, once per folder. ``SPEECH_TEXT`` is what the speech clip says."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import wave
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+SPEECH_TEXT = (
+    "Hello and welcome. This is a short test of the transcription service. The quick brown fox jumps over the lazy dog."
+)
+
+
+def _run(cmd: list[str]) -> None:
+    subprocess.run(cmd, check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=120)
+
+
+def make_speech_wav(dest: Path, text: str = SPEECH_TEXT) -> Path:
+    """Speech made by espeak-ng (22.05 kHz mono WAV)."""
+    _run(["espeak-ng", "-s", "150", "-w", str(dest), text])
+    return dest
+
+
+def make_speech_mp4(dest: Path, speech_wav: Path) -> Path:
+    """A small H.264 + AAC mp4 (moov at the end, so readers need Range requests)."""
+    _run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            "testsrc=size=160x120:rate=10",
+            "-i",
+            str(speech_wav),
+            "-shortest",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "64k",
+            str(dest),
+        ]
+    )
+    return dest
+
+
+def make_video_only_mp4(dest: Path, seconds: float = 3.0) -> Path:
+    """An mp4 with a video track and no audio track."""
+    _run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"testsrc=size=160x120:rate=10:duration={seconds}",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            str(dest),
+        ]
+    )
+    return dest
+
+
+def make_ts_segment(dest: Path, seconds: float = 2.0) -> Path:
+    """A short MPEG-TS (video + sine audio), used as an HLS segment."""
+    _run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"testsrc=size=160x120:rate=10:duration={seconds}",
+            "-f",
+            "lavfi",
+            "-i",
+            f"sine=frequency=440:sample_rate=44100:duration={seconds}",
+            "-c:v",
+            "libx264",
+            "-preset",
+            "ultrafast",
+            "-pix_fmt",
+            "yuv420p",
+            "-c:a",
+            "aac",
+            "-b:a",
+            "64k",
+            "-f",
+            "mpegts",
+            str(dest),
+        ]
+    )
+    return dest
+
+
+def make_sine_wav(dest: Path, seconds: float = 5.0, rate: int = 44100) -> Path:
+    _run(
+        [
+            "ffmpeg",
+            "-nostdin",
+            "-hide_banner",
+            "-loglevel",
+            "error",
+            "-y",
+            "-f",
+            "lavfi",
+            "-i",
+            f"sine=frequency=440:sample_rate={rate}:duration={seconds}",
+            "-ac",
+            "2",
+            str(dest),
+        ]
+    )
+    return dest
+
+
+def write_wav(dest: Path, samples: np.ndarray, rate: int = 16000) -> Path:
+    """Write float samples in [-1, 1] as 16-bit mono WAV."""
+    pcm = np.clip(samples, -1.0, 1.0)
+    pcm = (pcm * 32767).astype("<i2")
+    with wave.open(str(dest), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm.tobytes())
+    return dest
+
+
+def make_gapped_wav(
+    dest: Path,
+    total: float = 70.0,
+    silences: tuple[tuple[float, float], ...] = ((24.0, 25.5), (50.0, 51.5)),
+    rate: int = 16000,
+    seed: int = 1,
+) -> Path:
+    """Loud, varying tone + noise for ``total`` seconds with near-silent gaps.
+
+    The "silences" hold faint noise (about -60 dBFS), not digital zeros.
+    """
+    rng = np.random.default_rng(seed)
+    n = int(total * rate)
+    t = np.arange(n) / rate
+    # A tone whose loudness wobbles, plus noise: nothing outside the gaps is quiet.
+    envelope = 0.25 + 0.15 * np.sin(2 * np.pi * 0.37 * t)
+    signal = envelope * np.sin(2 * np.pi * 220 * t) + 0.05 * rng.standard_normal(n)
+    for a, b in silences:
+        i, j = int(a * rate), int(b * rate)
+        signal[i:j] = 0.001 * rng.standard_normal(j - i)
+    return write_wav(dest, signal, rate)
+
+
+def build_media(folder: Path) -> dict[str, Path]:
+    """Make the standard set of test media in ``folder`` (skips what exists)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out: dict[str, Path] = {}
+
+    def once(name: str, make: Callable[[Path], Path]) -> None:
+        path = folder / name
+        if not path.exists():
+            tmp = folder / f".tmp-{name}"
+            make(tmp)
+            os.replace(tmp, path)
+        out[name] = path
+
+    once("speech.wav", make_speech_wav)
+    once("speech.mp4", lambda p: make_speech_mp4(p, out["speech.wav"]))
+    once("video_only.mp4", make_video_only_mp4)
+    once("segment.ts", make_ts_segment)
+    once("gapped.wav", make_gapped_wav)
+    once("sine.wav", make_sine_wav)
+    return out
+
+
+def media_duration(path: Path) -> float:
+    """Duration by ffprobe, for assertions."""
+    res = subprocess.run(
+        ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    )
+    return float(res.stdout.strip())
+
+
+def have_tools() -> bool:
+    return all(shutil.which(t) for t in ("ffmpeg", "ffprobe", "espeak-ng"))

@@ -1,0 +1,25 @@
+"""What the child of ``apart.DiarizationApart`` runs (``python -m``): the request as JSON on stdin,
+the turns as JSON on stdout. A module of its own: it imports the package, which imports ``apart``."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from . import diarize
+
+
+def _main() -> None:
+    request = json.load(sys.stdin)
+    turns = diarize(
+        request["wav"],
+        regions=[tuple(r) for r in request["regions"]],
+        extent=[tuple(r) for r in request["extent"]],
+        weights=request["weights"],
+        threads=request["threads"],
+    )
+    json.dump([[t.start, t.end, t.speaker] for t in turns], sys.stdout)
+
+
+if __name__ == "__main__":
+    _main()
