@@ -75,7 +75,7 @@ def _window_speakers(entry: dict, encoder: str) -> list[str | None]:
         talk: dict[str, float] = {}
         for s, e, who in entry["item"].turns:
             talk[who] = talk.get(who, 0.0) + max(0.0, min(e, w.own_end) - max(s, w.own_start))
-        best = max(talk, key=talk.get) if talk else None
+        best = max(talk, key=lambda name: talk[name]) if talk else None
         out.append(best if best and talk[best] >= 0.6 * (w.own_end - w.own_start) else None)
     return out
 
@@ -86,7 +86,8 @@ def small_split(embedded: list[dict], encoder: str) -> dict:
     is set half-way between the lowest one-voice similarity and the highest two-voice one (their
     equal-error point where they overlap)."""
     rng = np.random.default_rng(0)
-    same, different = {"small": [], "large": []}, {"small": [], "large": []}
+    same: dict[str, list[float]] = {"small": [], "large": []}
+    different: dict[str, list[float]] = {"small": [], "large": []}
     for entry in embedded:
         emb = entry["emb"][encoder].astype(np.float64)
         who = _window_speakers(entry, encoder)
@@ -108,7 +109,7 @@ def small_split(embedded: list[dict], encoder: str) -> dict:
                 labels = _kmeans(emb[a : a + n], 2)
                 c = centroids(emb[a : a + n], labels, count=2)
             bucket["small" if n < 12 else "large"].append(float(c[0] @ c[1]))
-    limits = []
+    limits: list[float | None] = []
     for size in ("small", "large"):
         s, d = np.sort(same[size]), np.sort(different[size])
         if not len(s) or not len(d):

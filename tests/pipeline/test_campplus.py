@@ -12,11 +12,11 @@ import zipfile
 import numpy as np
 import pytest
 
+from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
 from transcription.pipeline.speakers import campplus, weights
 
 from . import campplus_reference
-from . import speaker_audio as sa
 
 
 @pytest.fixture(scope="module")

@@ -18,6 +18,7 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -55,7 +56,7 @@ def _povey_window() -> np.ndarray:
     return ((0.5 - 0.5 * np.cos(2 * np.pi * n / (FRAME_LENGTH - 1))) ** 0.85).astype(np.float32)
 
 
-def _mel(hz):
+def _mel(hz: float | np.ndarray) -> np.ndarray:
     return 1127.0 * np.log(1.0 + np.asarray(hz, dtype=np.float64) / 700.0)
 
 
@@ -92,7 +93,8 @@ def fbank(samples: np.ndarray) -> np.ndarray:
     emphasised *= _povey_window()
     spectrum = np.fft.rfft(emphasised, n=N_FFT, axis=1)
     power = (spectrum.real**2 + spectrum.imag**2).astype(np.float32)
-    return np.log(np.maximum(power @ kaldi_mel_banks().T, np.finfo(np.float32).eps))
+    log_energies: np.ndarray = np.log(np.maximum(power @ kaldi_mel_banks().T, np.finfo(np.float32).eps))
+    return log_energies
 
 
 def find_campplus_weights() -> Path:
@@ -119,14 +121,14 @@ def find_campplus_weights() -> Path:
 class _GraphBuilder:
     """Nodes and initialisers of the CAM++ graph, from a state dict of numpy arrays."""
 
-    def __init__(self, state: dict):
+    def __init__(self, state: dict[str, np.ndarray]):
         import onnx
         from onnx import helper, numpy_helper
 
         self.onnx, self.helper, self.numpy_helper = onnx, helper, numpy_helper
         self.state = state
-        self.nodes: list = []
-        self.inits: list = []
+        self.nodes: list[Any] = []
+        self.inits: list[Any] = []
         self.count = 0
 
     def name(self, hint: str) -> str:
@@ -138,7 +140,7 @@ class _GraphBuilder:
         self.inits.append(self.numpy_helper.from_array(np.asarray(array), name))
         return name
 
-    def op(self, op_type: str, inputs: Sequence[str], hint: str = "", **attrs) -> str:
+    def op(self, op_type: str, inputs: Sequence[str], hint: str = "", **attrs: Any) -> str:
         out = self.name(hint or op_type.lower())
         self.nodes.append(self.helper.make_node(op_type, list(inputs), [out], **attrs))
         return out
@@ -153,7 +155,7 @@ class _GraphBuilder:
             shift = shift + s[f"{prefix}.bias"]
         return scale.astype(np.float32), shift.astype(np.float32)
 
-    def conv_bn(self, x: str, conv: str, bn: str | None, **attrs) -> str:
+    def conv_bn(self, x: str, conv: str, bn: str | None, **attrs: Any) -> str:
         """Conv (no bias) followed by a batch norm, folded into one Conv."""
         w = self.state[f"{conv}.weight"].astype(np.float64)
         b = self.state[f"{conv}.bias"].astype(np.float64) if f"{conv}.bias" in self.state else np.zeros(w.shape[0])
@@ -207,7 +209,7 @@ def _cam_dense_layer(g: _GraphBuilder, x: str, prefix: str, dilation: int) -> st
     return g.op("Mul", [local, gate])
 
 
-def build_campplus_graph(state: dict):
+def build_campplus_graph(state: dict[str, np.ndarray]) -> Any:
     """The ONNX model: input ``fbank`` (batch, frames, 80), mean-normalised; output ``embedding``
     (batch, 192), not normalised."""
     g = _GraphBuilder(state)
@@ -282,7 +284,7 @@ class CamPlusPlus:
     merge_similarity = MERGE_SIMILARITY
     small_split_similarity = SMALL_SPLIT_SIMILARITY
 
-    def __init__(self, weights_path: str | os.PathLike | None = None):
+    def __init__(self, weights_path: str | os.PathLike[str] | None = None):
         import onnxruntime
 
         path = Path(weights_path) if weights_path else find_campplus_weights()
@@ -309,11 +311,12 @@ class CamPlusPlus:
         frames = np.asarray(frames, dtype=np.float32)
         b, t_max, _ = frames.shape
         out = np.zeros((b, self.dim), dtype=np.float32)
-        lengths = np.full(b, t_max) if lengths is None else np.asarray(lengths, dtype=np.int64)
-        for n in np.unique(lengths):
-            rows = np.flatnonzero(lengths == n)
+        sizes = np.full(b, t_max) if lengths is None else np.asarray(lengths, dtype=np.int64)
+        for n in np.unique(sizes):
+            rows = np.flatnonzero(sizes == n)
             batch = frames[rows, :n]
             batch = batch - batch.mean(axis=1, keepdims=True)  # 3D-Speaker's mean normalisation
             out[rows] = self.session.run(["embedding"], {"fbank": np.ascontiguousarray(batch)})[0]
         norm = np.linalg.norm(out, axis=1, keepdims=True)
-        return out / np.maximum(norm, 1e-12)
+        normalised: np.ndarray = out / np.maximum(norm, 1e-12)
+        return normalised

@@ -43,7 +43,7 @@ VOICE_PRINT_MODEL = {"campplus": campplus.VOICE_PRINT_MODEL, "resemblyzer": rese
 
 
 @lru_cache(maxsize=4)
-def default_encoder(weights: str | os.PathLike | None = None, kind: str = DEFAULT_ENCODER) -> SpeakerEncoder:
+def default_encoder(weights: str | os.PathLike[str] | None = None, kind: str = DEFAULT_ENCODER) -> SpeakerEncoder:
     """The encoder of that kind, built once per process; ``weights`` is a copy of its checkpoint."""
     if kind == "campplus":
         return campplus.CamPlusPlus(weights)
