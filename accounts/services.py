@@ -10,12 +10,12 @@ from django.utils import timezone
 
 from audit.models import AuditEvent
 from audit.services import audit_record
-from billing.services import grant_signup_minutes
 from config import shared_cache as cache
 
 from .authentication import TOKEN_CACHE_SECONDS, token_cache_key, token_version_key
 from .confirmation import new_secret
 from .models import Account, ApiToken, Signup
+from .signals import account_opened
 from .tokens import PREFIX_LENGTH, new_token, token_digest
 
 
@@ -57,7 +57,7 @@ def account_create(email: str, *, password: str | None = None, minutes: int | No
         user.set_unusable_password()
     user.save()
     account = Account.objects.create(user=user)
-    grant_signup_minutes(account, settings.FREE_MINUTES if minutes is None else minutes)
+    account_opened.send(Account, account=account, minutes=settings.FREE_MINUTES if minutes is None else minutes)
     return account
 
 
@@ -146,7 +146,7 @@ def signup_confirm(signup: Signup, password: str):
     except IntegrityError:  # the same address confirmed a moment ago, through another link
         raise SignupRefused(ADDRESS_TAKEN, 400) from None
     account = Account.objects.create(user=user, signup_address=signup.client_address)
-    grant_signup_minutes(account, settings.FREE_MINUTES)
+    account_opened.send(Account, account=account, minutes=settings.FREE_MINUTES)
     Signup.objects.filter(email__iexact=signup.email, used_at__isnull=True).update(used_at=now, password="")
     return user
 

@@ -17,36 +17,35 @@ defaults, and a wrong value gets the 422's message naming the field.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import logging
 import warnings
 from typing import Any
-from urllib.parse import urlsplit
 
 import anyio
 from django.conf import settings
 from django.db import close_old_connections
-from django.http.request import split_domain_port, validate_host
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp_types import CallToolResult, TextContent, ToolAnnotations
-from rest_framework import exceptions
+from mcp_types import CallToolResult, TextContent
 
 from billing import pricing
 
-from . import asgi_door, front_door, ratelimit
-from .errors import BodyTooLarge
+from . import front_door
+from .mcp_gate import McpGate, database_threads
+from .mcp_schemas import (
+    BALANCE_SCHEMA,
+    QUEUEING,
+    READING,
+    RENAMING,
+    component,
+    id_schema,
+    preview_input_schema,
+    rename_schema,
+)
 
 logger = logging.getLogger(__name__)
 
 MCP_PATH = "/mcp"
-
-
-@functools.lru_cache(maxsize=1)
-def database_threads() -> anyio.CapacityLimiter:
-    """At most WEB_THREADS threads of a process do the MCP server's database work at once, so it
-    holds at most that many connections (Django's views have their own WEB_THREADS, config/asgi.py)."""
-    return anyio.CapacityLimiter(settings.WEB_THREADS)
 
 
 NOT_GIVEN: Any = type("NotGiven", (), {"__repr__": lambda self: "NOT_GIVEN"})()
@@ -57,94 +56,6 @@ POLL_HINT = (
     "without minutes, is not a tool error: the job ends `failed` with the reason in `error` and its "
     "minutes are refunded."
 )
-
-
-# --- The door: Host, the protections of every path, Origin, the Caller ---------------------------
-
-
-def origin_allowed(origin: str, request) -> bool:
-    """A browser's Origin must be this server, scheme included: the scheme and Host it called
-    (https behind a TLS proxy under TRUST_PROXY_HEADERS), or PUBLIC_BASE_URL's."""
-    return _origin(origin) in {_origin(f"{request.scheme}://{request.get_host()}"), _origin(settings.PUBLIC_BASE_URL)}
-
-
-def _origin(url: str) -> tuple[str, str] | None:
-    parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        return None
-    default = 443 if parts.scheme == "https" else 80
-    try:
-        port = parts.port or default
-    except ValueError:
-        return None
-    return parts.scheme, f"{parts.hostname.lower()}:{port}"
-
-
-def caller_for(authorization: str | None, address: str) -> front_door.Caller:
-    close_old_connections()
-    try:
-        return front_door.caller_from_token(authorization, address, front_door.MCP)
-    finally:
-        close_old_connections()
-
-
-class McpGate:
-    """The MCP door, an adapter of the front door, in front of the SDK's app: the Host (DNS
-    rebinding; 400), the protections every Django path has (asgi_door.protections: the HTTPS
-    redirect, HSTS and the security headers on every answer, the body limit), a scheme-exact
-    Origin (403), the Caller from the bearer token (401 with `WWW-Authenticate: Bearer`, 429 with
-    Retry-After once an address sent too many bad tokens), then the body, read whole and bounded
-    (413, chunked too). The stateless JSON server has nothing to push, so GET (a stream that
-    would never end) is a 405. The Caller goes on in scope["state"]["caller"]."""
-
-    def __init__(self, app):
-        self.app = app
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        request = asgi_door.django_request(scope)
-        domain, _port = split_domain_port(request.META.get("HTTP_HOST", ""))
-        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-            return await asgi_door.send_json(send, 400, {"detail": "Invalid Host header."})
-        refusal, protective = asgi_door.protections(request)
-        if refusal is not None:
-            return await asgi_door.send_django_response(send, refusal)
-
-        async def send_protected(message):
-            if message["type"] == "http.response.start":
-                present = {name.lower() for name, _ in message.get("headers", ())}
-                extra = [(name, value) for name, value in protective if name not in present]
-                message = {**message, "headers": [*message.get("headers", ()), *extra]}
-            await send(message)
-
-        origin = request.META.get("HTTP_ORIGIN")
-        if origin and not origin_allowed(origin, request):
-            return await asgi_door.send_json(send_protected, 403, {"detail": "Origin not allowed."})
-        try:
-            caller = await anyio.to_thread.run_sync(
-                caller_for,
-                request.META.get("HTTP_AUTHORIZATION"),
-                ratelimit.client_address(request),
-                limiter=database_threads(),
-            )
-        except exceptions.APIException as error:
-            answer = front_door.error_answer(error)
-            return await asgi_door.send_json(send_protected, answer.status, answer.body, answer.headers)
-        if scope["method"] == "GET":
-            return await asgi_door.send_json(
-                send_protected,
-                405,
-                {"detail": "This server answers POST only: it has no stream to open."},
-                {"Allow": "POST, DELETE"},
-            )
-        try:
-            body = await asgi_door.read_body(receive)
-        except BodyTooLarge as refusal:
-            return await asgi_door.send_json(send_protected, 413, {"detail": str(refusal.detail)})
-        state = {**scope.get("state", {}), "caller": caller}
-        scope = asgi_door.with_length({**scope, "state": state}, body)
-        await self.app(scope, asgi_door.replay(body), send_protected)
 
 
 # --- Tools ---------------------------------------------------------------------------------------
@@ -367,86 +278,6 @@ async def get_balance(ctx: Context) -> CallToolResult:
     return await _call(ctx, "get_balance", {}, summary)
 
 
-# --- Schemas: the OpenAPI document's, with its references inlined ------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def openapi_document() -> dict:
-    from drf_spectacular.generators import SchemaGenerator
-
-    return SchemaGenerator().get_schema(request=None, public=True)
-
-
-def _inline(node, components: dict):
-    if isinstance(node, dict):
-        if "$ref" in node:
-            target = _inline(components[node["$ref"].rsplit("/", 1)[-1]], components)
-            rest = {key: value for key, value in node.items() if key != "$ref"}
-            return {**target, **_inline(rest, components)}
-        if len(node.get("allOf", ())) == 1:
-            # drf-spectacular wraps a reference that has siblings (a default) in allOf: flatten it.
-            rest = {key: value for key, value in node.items() if key != "allOf"}
-            return {**_inline(node["allOf"][0], components), **_inline(rest, components)}
-        return {key: _inline(value, components) for key, value in node.items()}
-    if isinstance(node, list):
-        return [_inline(item, components) for item in node]
-    return node
-
-
-def component(name: str) -> dict:
-    components = openapi_document()["components"]["schemas"]
-    return _inline(components[name], components)
-
-
-def _id_schema(what: str) -> dict:
-    return {
-        "type": "object",
-        "properties": {
-            "id": {"type": "string", "format": "uuid", "description": f"The {what}'s id, as the queueing tool gave it."}
-        },
-        "required": ["id"],
-    }
-
-
-def preview_input_schema() -> dict:
-    from . import serializers as s
-
-    parameters = openapi_document()["paths"]["/v1/api/playlist"]["get"]["parameters"]
-    components = openapi_document()["components"]["schemas"]
-    fields = s.PlaylistQuerySerializer().fields
-    properties = {}
-    for parameter in parameters:
-        schema = _inline(parameter["schema"], components)
-        default = fields[parameter["name"]].default
-        if default is not None and not callable(default) and repr(default) != "<class 'rest_framework.fields.empty'>":
-            schema["default"] = str(default)
-        properties[parameter["name"]] = {**schema, "description": parameter.get("description", "")}
-    return {"type": "object", "properties": properties, "required": ["url"]}
-
-
-BALANCE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "remaining_seconds": {"type": "integer", "description": "Seconds of video length left on the account"},
-        "pricing": {"type": "string", "description": "What each kind of job costs, in plain words"},
-    },
-    "required": ["remaining_seconds", "pricing"],
-}
-
-
-def _rename_schema() -> dict:
-    schema = _id_schema("job")
-    body = component("SpeakerNamesRequest")
-    schema["properties"]["names"] = body["properties"]["names"]
-    schema["required"] = ["id", "names"]
-    return schema
-
-
-RENAMING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-QUEUEING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
-READING = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
-
-
 def tool_table() -> list[tuple]:
     """(function, description, input schema, output schema, annotations) of every tool."""
     length = "the video's length"
@@ -497,7 +328,7 @@ def tool_table() -> list[tuple]:
             "`translations`), for a job queued here, through the REST API or on the website. Free; counts as a "
             "read (300 a minute). Poll every 2-3 s until `state` is `done` or `failed`; on `failed`, `error` "
             "says why.",
-            _id_schema("job"),
+            id_schema("job"),
             component("TranscriptionApiResponse"),
             READING,
         ),
@@ -508,7 +339,7 @@ def tool_table() -> list[tuple]:
             "`[00:00:03] Alice: ...` and every WebVTT voice span `<v Alice>`, translations too. A name is 1 to 40 "
             "characters without line breaks, `:`, `<` or `>`. Free of minutes; counts as a job request. Returns the "
             "job as get_transcription does.",
-            _rename_schema(),
+            rename_schema(),
             component("TranscriptionApiResponse"),
             RENAMING,
         ),
@@ -516,7 +347,7 @@ def tool_table() -> list[tuple]:
             get_batch,
             "Every job of a batch (from transcribe_playlist) in queue order, with state and progress but "
             "without the text (read each job with get_transcription). Free; counts as one read.",
-            _id_schema("batch"),
+            id_schema("batch"),
             component("BatchStatus"),
             READING,
         ),
