@@ -1,5 +1,5 @@
-"""The README works when typed as shown: every command line of its shell blocks, in its order, in
-one bash shell, after `make run` (here bin/run, what `make run` starts once it has installed, on an
+"""The README works when typed as shown, and so do the guides it leads to (docs/using.md, then
+docs/operating.md): every command line of their shell blocks, in their order, in one bash shell, after `make run` (here bin/run, what `make run` starts once it has installed, on an
 embedded default of its own: SQLite and a filesystem broker under a temporary DATA_DIR, a free
 PORT). The lines are read from whatever the README says now; only the kinds below are not run, each
 for its reason, and a line of neither sort is run, so a new command in the README is tested."""
@@ -62,17 +62,22 @@ def strip_comment(line: str) -> str:
     return line
 
 
+def documents() -> str:
+    """The README, then the guides it sends a user on to, in the order they are read."""
+    return "".join((ROOT / name).read_text() for name in ("README.md", "docs/using.md", "docs/operating.md"))
+
+
 def not_run_reason(line: str) -> str | None:
     return next((reason for prefix, reason in NOT_RUN.items() if line.startswith(prefix)), None)
 
 
 def test_the_readme_has_command_lines_and_says_make_run():
-    lines = command_lines((ROOT / "README.md").read_text())
+    lines = command_lines(documents())
     assert "make run" in lines and any(not not_run_reason(line) for line in lines)
 
 
 def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):
-    lines = command_lines((ROOT / "README.md").read_text())
+    lines = command_lines(documents())
     to_run = [line for line in lines if not not_run_reason(line)]
     port = free_port()
     env = {
