@@ -105,7 +105,8 @@ def request(method: str, url: str, token: str, body: dict | None = None) -> dict
     data = json.dumps(body).encode() if body is not None else None
     headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
     with urllib.request.urlopen(urllib.request.Request(url, data=data, headers=headers, method=method)) as answer:
-        return json.loads(answer.read())
+        raw = answer.read()
+    return json.loads(raw) if raw else {}
 
 
 def wait_done(base: str, token: str, job_id: str, timeout: float = 1800) -> dict:
@@ -228,7 +229,7 @@ def main() -> None:
             run(["curl", "-sS", "-f", f"{base}/v1/api/uploads", "-H", auth, "-F", f"file=@{warm}"])
             baseline = rss_mb(pid)
             ways = {
-                "raw": ["--data-binary", f"@{big}", "-H", "Content-Type: audio/wav"],
+                "raw": ["-T", str(big), "-X", "POST", "-H", "Content-Type: audio/wav"],  # -T streams the file
                 "multipart": ["-F", f"file=@{big}"],
             }
             for name, body in ways.items():

@@ -245,6 +245,10 @@ def test_the_tus_protocol_errors(web, token):
 
     deleted = requests.delete(location, headers={**auth(token), "Tus-Resumable": "1.0.0"}, timeout=10)
     assert deleted.status_code == 204
+    plain = requests.post(f"{web}/v1/api/uploads", headers=auth(token), files={"file": WAV.open("rb")}, timeout=30)
+    plain_url = f"{web}/v1/api/uploads/{plain.json()['id']}"
+    assert requests.delete(plain_url, headers=auth(token), timeout=10).status_code == 204, "no tus header needed"
+    assert requests.get(plain_url, headers=auth(token), timeout=10).status_code == 404
     assert requests.get(location, headers=auth(token), timeout=10).status_code == 404
     upload_id = location.rsplit("/", 1)[1]
     assert not files.incoming_path(upload_id).exists()

@@ -193,7 +193,8 @@ async def _route(scope, receive, headers, caller: front_door.Caller):
     if method == "GET":
         return 200, await db(front_door.perform, caller, "get_upload", {"id": rest}), {}
     if method == "DELETE":
-        _check_tus_version(headers)
+        if "tus-resumable" in headers:  # tus termination; a plain DELETE needs no tus header
+            _check_tus_version(headers)
         await db(front_door.perform, caller, "delete_upload", {"id": rest})
         return 204, None, {}
     if method not in ("HEAD", "PATCH"):
