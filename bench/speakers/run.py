@@ -1,6 +1,7 @@
-"""Diarization on the evaluation set (bench/speakers/dataset.py), scored with pyannote.metrics.
+"""The service's diarization (speakers.diarize, its default encoder and thresholds) on the test half
+of the evaluation set (bench/speakers/dataset.py), scored with pyannote.metrics.
 
-    nice -n 10 .venv/bin/python bench/speakers/run.py [--out DIR] [--per-condition 8] [--long 3]
+    nice -n 10 .venv/bin/python bench/speakers/run.py [--out DIR] [--per-condition 6] [--long 1]
 
 DER with no collar and overlapped speech scored (pyannote.metrics' DiarizationErrorRate(collar=0,
 skip_overlap=False)), pooled over all files and per condition; speaker-count accuracy; whether a
@@ -38,14 +39,17 @@ def annotation(turns, uri: str) -> Annotation:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench-speakers"))
-    parser.add_argument("--per-condition", type=int, default=8)
-    parser.add_argument("--long", type=int, default=3)
+    parser.add_argument("--half", default="test", help="the voices scored (thresholds come from calibration)")
+    parser.add_argument("--per-condition", type=int, default=6)
+    parser.add_argument("--long", type=int, default=1)
     parser.add_argument("--seed", type=int, default=12)
     parser.add_argument("--results", type=Path, default=HERE / "results.json", help="elsewhere: README untouched")
     args = parser.parse_args()
 
     t0 = time.monotonic()
-    items = build(args.out, seed=args.seed, per_condition=args.per_condition, long_files=args.long)
+    items = build(
+        args.out / args.half, half=args.half, seed=args.seed, per_condition=args.per_condition, long_files=args.long
+    )
     build_s = time.monotonic() - t0
     pooled = DiarizationErrorRate(collar=0.0, skip_overlap=False)
     by_condition = {c: DiarizationErrorRate(collar=0.0, skip_overlap=False) for c in CONDITIONS}
@@ -88,6 +92,8 @@ def main() -> None:
 
     results = {
         "protocol": "pyannote.metrics DiarizationErrorRate, collar 0, overlap scored",
+        "encoder": speakers.default_encoder().name,
+        "half": args.half,
         "seed": args.seed,
         "load_average": os.getloadavg(),
         "build_s": round(build_s, 1),

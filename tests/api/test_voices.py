@@ -112,3 +112,22 @@ def test_a_failed_samples_job_is_not_retried_as_a_transcript(account, broker):
     with pytest.raises(ValueError, match="enrols the voice again"):
         services.job_retry(voice.job_id)
     assert Job.objects.count() == 1
+
+
+def test_a_sample_may_be_an_upload_of_the_account(api, account, other_account, broker):
+    from tests.factories import UploadFactory
+
+    upload = UploadFactory(account=account, duration=30)
+    response = post(api, "/v1/api/voices", {"name": "Alice", "upload_id": str(upload.id)})
+    assert response.status_code == 200, response.json()
+    voice = Voice.objects.get(pk=response.json()["id"])
+    assert voice.job.upload_id == upload.id and voice.job.is_voice_sample
+    foreign = UploadFactory(account=other_account)
+    response = post(api, "/v1/api/voices", {"name": "Bob", "upload_id": str(foreign.id)})
+    assert response.status_code == 404 and response.json() == {"detail": "No upload with that id on this account."}
+    response = post(
+        api, "/v1/api/voices", {"name": "Bob", "url": "https://example.com/b.mp4", "upload_id": str(upload.id)}
+    )
+    assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "upload_id"]
+    response = post(api, "/v1/api/voices", {"name": "Bob", "language_code": "en", "url": "https://example.com/b.mp4"})
+    assert response.status_code == 200, "a transcript's options are not the sample's: ignored as any unknown field"

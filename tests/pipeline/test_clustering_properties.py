@@ -9,11 +9,12 @@ another.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from transcription.pipeline import speakers as sp
-from transcription.pipeline.speakers import clustering
+from transcription.pipeline.speakers import clustering, encoders
 from transcription.pipeline.speakers.embedding import Piece, Window
 
 SETTINGS = settings(max_examples=150, deadline=None)
@@ -90,9 +91,12 @@ def test_turns_from_any_embeddings_cover_the_speech(emb, max_speakers):
     assert {t.speaker for t in turns} <= set(range(1, max(1, max_speakers) + 1))
 
 
-def test_digital_silence_is_one_speaker_or_none():
-    """5 s of zeros through the real encoder: every window alike."""
-    encoder = sp.encoder.default_encoder()
-    mels = np.zeros((6, 150, 40), dtype=np.float32)
-    emb = encoder.embed_mels(mels)
+@pytest.mark.parametrize("kind", encoders.ENCODER_NAMES)
+def test_digital_silence_is_one_speaker(kind):
+    """5 s of zeros through each real encoder, windows laid out as embedding.py lays them: all alike."""
+    encoder = encoders.default_encoder(None, kind)
+    feats = encoder.features(np.zeros(5 * 16000, dtype=np.float32))
+    windows = np.stack([feats[a : a + 150] for a in range(0, len(feats) - 150 + 1, 75)])
+    emb = encoder.embed_frames(windows)
+    assert emb.shape == (len(windows), encoder.dim) and np.isfinite(emb).all()
     assert set(clustering.cluster_embeddings(emb).tolist()) == {0}

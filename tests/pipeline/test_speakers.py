@@ -25,7 +25,13 @@ from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
 
 @pytest.fixture(scope="session")
-def encoder() -> sp.VoiceEncoder:
+def encoder() -> sp.SpeakerEncoder:
+    """The service's encoder (CAM++)."""
+    return sp.default_encoder()
+
+
+@pytest.fixture(scope="session")
+def resemblyzer() -> sp.VoiceEncoder:
     return sp.VoiceEncoder()
 
 
@@ -123,7 +129,8 @@ def _reference_lstm(state, mel):
     return e / np.linalg.norm(e)
 
 
-def test_encoder_matches_reference_lstm_including_short_windows(encoder):
+def test_encoder_matches_reference_lstm_including_short_windows(resemblyzer):
+    encoder = resemblyzer
     state = weights.load_torch_state_dict(weights.find_encoder_weights())["model_state"]
     rng = np.random.default_rng(1)
     mels = (rng.random((3, 30, 40)) ** 4 * 5).astype(np.float32)
@@ -135,7 +142,8 @@ def test_encoder_matches_reference_lstm_including_short_windows(encoder):
     np.testing.assert_allclose(np.linalg.norm(got, axis=1), 1.0, rtol=1e-5)
 
 
-def test_embeddings_tell_the_two_actors_apart(encoder, audio_cache):
+def test_resemblyzer_tells_the_two_actors_apart(resemblyzer, audio_cache):
+    encoder = resemblyzer
     emb = {
         who: np.stack([encoder.embed_utterance(sa.decode(p, audio_cache / "clips")) for p in NL[who]()[:12:2]])
         for who in "mv"

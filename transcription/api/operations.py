@@ -150,8 +150,10 @@ def rename_speakers(account_id, raw_id, data: dict, request=None, location: str 
 
 def create_voice(account, data: dict) -> dict:
     """POST /v1/api/voices: enrol a voice from a sample at `url`, read by a job of its own."""
-    options = validate(s.VoiceRequestSerializer, data)
-    voice = services.voice_create(account, name=options["name"], url=options["url"])
+    options = with_upload(account.pk, validate(s.VoiceRequestSerializer, data), JobType.TRANSCRIPT)
+    voice = services.voice_create(
+        account, name=options["name"], url=options.get("url", ""), upload=options.get("upload")
+    )
     return {"id": str(voice.id), "name": voice.name, "state": "processing"}
 
 

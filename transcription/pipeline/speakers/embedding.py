@@ -10,10 +10,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .blas import single_threaded_blas
-from .encoder import FRAME_S, HIDDEN, HOP, N_MELS, VoiceEncoder, mel_spectrogram, normalize_volume
+from .encoders import SpeakerEncoder
 from .speech import SAMPLE_RATE, open_wav, read_span
 
 # Diarization settings
+# both encoders' features are 10 ms frames
+FRAME_S = 0.01
 WINDOW_FRAMES = 150  # 1.5 s
 HOP_FRAMES = 75  # 0.75 s
 MIN_WINDOW_FRAMES = 40  # speech shorter than 0.4 s is not embedded on its own
@@ -63,7 +65,7 @@ def _threads() -> int:
 
 
 def embed_regions(
-    wav_path, regions: Sequence[tuple[float, float]], encoder: VoiceEncoder, threads: int | None = None
+    wav_path, regions: Sequence[tuple[float, float]], encoder: SpeakerEncoder, threads: int | None = None
 ) -> tuple[np.ndarray, list[Window], list[Piece]]:
     """Embed windows of the speech regions; returns (embeddings, windows, pieces)."""
     pieces = split_regions(regions)
@@ -73,11 +75,11 @@ def embed_regions(
     results: list[Future] = []
     threads = threads or _threads()
 
-    def run(mels: list[np.ndarray], lens: list[int]) -> np.ndarray:
-        arr = np.zeros((len(mels), max(lens), N_MELS), dtype=np.float32)
-        for i, m in enumerate(mels):
+    def run(feats: list[np.ndarray], lens: list[int]) -> np.ndarray:
+        arr = np.zeros((len(feats), max(lens), feats[0].shape[1]), dtype=np.float32)
+        for i, m in enumerate(feats):
             arr[i, : len(m)] = m
-        return encoder.embed_mels(arr, lens)
+        return encoder.embed_frames(arr, lens)
 
     with single_threaded_blas(), ThreadPoolExecutor(max_workers=threads) as pool:
 
@@ -96,11 +98,13 @@ def embed_regions(
             for pi, piece in enumerate(pieces):
                 s0 = int(round(piece.start * SAMPLE_RATE))
                 s1 = int(round(piece.end * SAMPLE_RATE))
-                audio = normalize_volume(read_span(w, s0, s1))
-                n = len(audio) // HOP  # frames whose centre lies inside the piece
+                audio = read_span(w, s0, s1)
+                if len(audio) // round(FRAME_S * SAMPLE_RATE) < MIN_WINDOW_FRAMES:
+                    continue
+                feats = encoder.features(audio)
+                n = min(len(feats), len(audio) // round(FRAME_S * SAMPLE_RATE))  # frames inside the piece
                 if n < MIN_WINDOW_FRAMES:
                     continue
-                mel = mel_spectrogram(audio)
                 spans = _piece_windows(n)
                 centres = [(a + b) / 2 for a, b in spans]
                 for k, (a, b) in enumerate(spans):
@@ -109,7 +113,7 @@ def embed_regions(
                         piece.end if k == len(spans) - 1 else piece.start + (centres[k] + centres[k + 1]) / 2 * FRAME_S
                     )
                     windows.append(Window(piece.start + a * FRAME_S, piece.start + b * FRAME_S, own_start, own_end, pi))
-                    batch.append(mel[a:b])
+                    batch.append(feats[a:b])
                     lengths.append(b - a)
                     if len(batch) >= ENCODER_BATCH:
                         flush()
@@ -117,5 +121,5 @@ def embed_regions(
         finally:
             w.close()
         embeds = [f.result() for f in results]
-    emb = np.concatenate(embeds) if embeds else np.zeros((0, HIDDEN), dtype=np.float32)
+    emb = np.concatenate(embeds) if embeds else np.zeros((0, encoder.dim), dtype=np.float32)
     return emb, windows, pieces

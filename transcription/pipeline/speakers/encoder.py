@@ -12,6 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .clustering import MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY
 from .speech import SAMPLE_RATE
 from .weights import find_encoder_weights, load_torch_state_dict
 
@@ -25,7 +26,6 @@ AUDIO_NORM_TARGET_DBFS = -30.0
 INT16_MAX = 2**15 - 1
 
 FRAME_S = HOP / SAMPLE_RATE  # 0.01 s
-# names the encoder whose space a voice print lies in: prints of two models never compare
 VOICE_PRINT_MODEL = "resemblyzer-0.1.4"
 
 
@@ -114,6 +114,9 @@ class VoiceEncoder:
     """Resemblyzer's VoiceEncoder (LSTM 40->256 x3, linear 256, ReLU, L2 norm) in numpy."""
 
     dim = HIDDEN
+    name = VOICE_PRINT_MODEL
+    merge_similarity = MERGE_SIMILARITY
+    small_split_similarity = SMALL_SPLIT_SIMILARITY
 
     def __init__(self, weights_path: str | os.PathLike | None = None):
         path = Path(weights_path) if weights_path else find_encoder_weights()
@@ -145,6 +148,13 @@ class VoiceEncoder:
             )
         self.linear_w = np.ascontiguousarray(np.asarray(state["linear.weight"], dtype=np.float32).T)
         self.linear_b = np.asarray(state["linear.bias"], dtype=np.float32)
+
+    def features(self, samples: np.ndarray) -> np.ndarray:
+        """The mel frames the LSTM reads, of a stretch's samples brought up to -30 dBFS."""
+        return mel_spectrogram(normalize_volume(samples))
+
+    def embed_frames(self, frames: np.ndarray, lengths: Sequence[int] | None = None) -> np.ndarray:
+        return self.embed_mels(frames, lengths)
 
     def embed_mels(self, mels: np.ndarray, lengths: Sequence[int] | None = None) -> np.ndarray:
         """Embed a batch of mel windows, shape (B, T, 40) -> (B, 256), L2-normalised.
@@ -219,8 +229,3 @@ class VoiceEncoder:
             starts.append(n - step)
         e = self.embed_mels(np.stack([mel[s : s + step] for s in starts])).mean(axis=0)
         return e / np.linalg.norm(e)
-
-
-@lru_cache(maxsize=2)
-def default_encoder(weights: str | None = None) -> VoiceEncoder:
-    return VoiceEncoder(weights)

