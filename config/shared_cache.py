@@ -1,4 +1,6 @@
-"""The cache the web processes share in Redis (token lookups, poll answers).
+"""The service's one Redis module: every Redis client is made here (`connect`, `connect_async`,
+`subscriber`), with one set of timeouts and one outage pause; and the cache the web processes share
+in Redis (token lookups, poll answers).
 
 Django's RedisCache builds a new client object on every call, which costs more than the Redis
 round trip itself on the poll path; this keeps one client (and its connection pool) per process.
@@ -21,27 +23,44 @@ import time
 from functools import lru_cache
 
 import redis
+import redis.asyncio
 from django.conf import settings
 from django.db import transaction
 
 logger = logging.getLogger(__name__)
 
-# Short timeouts: every caller has PostgreSQL to fall back on.
+# Short timeouts: every caller has PostgreSQL to fall back on, or answers that Redis is down.
 CONNECT_TIMEOUT_SECONDS = 0.5
-READ_TIMEOUT_SECONDS = 2.0
+READ_TIMEOUT_SECONDS = 1.0
 OUTAGE_PAUSE_SECONDS = 5.0
 _down_until = 0.0
 
 Unavailable = redis.RedisError
 
 
-@lru_cache(maxsize=1)
-def client():
-    if not settings.REDIS_URL:
-        return None
+@lru_cache(maxsize=8)
+def connect(url: str) -> redis.Redis:
+    """A client on `url` (one per process and address: its connection pool is shared)."""
     return redis.Redis.from_url(
-        settings.REDIS_URL, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, socket_timeout=READ_TIMEOUT_SECONDS
+        url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, socket_timeout=READ_TIMEOUT_SECONDS
     )
+
+
+def connect_async(url: str) -> redis.asyncio.Redis:
+    """An asyncio client on `url`, for the event loop that makes it (each loop needs its own)."""
+    return redis.asyncio.Redis.from_url(
+        url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, socket_timeout=READ_TIMEOUT_SECONDS
+    )
+
+
+def subscriber(url: str) -> redis.asyncio.Redis:
+    """An asyncio client for a subscription: no read timeout, since it waits for messages."""
+    return redis.asyncio.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)
+
+
+def client():
+    """The shared cache's client, or None without REDIS_URL."""
+    return connect(settings.REDIS_URL) if settings.REDIS_URL else None
 
 
 def reachable_client():

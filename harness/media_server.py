@@ -1,4 +1,4 @@
-"""A small HTTP server on 127.0.0.1 for tests and benchmarks: the media of ``harness.media``,
+"""A small HTTP server on 127.0.0.1 for tests and benchmarks: the media of ``harness.media_files``,
 served by a threaded ``http.server`` on a random port; nothing here talks to the internet.
 
 Routes

@@ -30,6 +30,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
 
+from config import shared_cache
 from transcription import states
 from transcription.models import FailureReason, Job, JobState, JobType, Translation
 from webhooks.models import Attempt, Message
@@ -49,7 +50,7 @@ def _broker():
     url = settings.CELERY_BROKER_URL
     if not url.startswith(("redis://", "rediss://", "unix://")):
         return None
-    return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1.0)
+    return shared_cache.connect(url)
 
 
 def _queue_metrics():

@@ -92,8 +92,8 @@ def other_account(db):
 
 @pytest.fixture(scope="session")
 def media_server(tmp_path_factory):
-    """A MediaServer on 127.0.0.1 serving test media made once per session (see harness/media.py)."""
-    from harness.media import build_media
+    """A MediaServer on 127.0.0.1 serving test media made once per session (see harness/media_files.py)."""
+    from harness.media_files import build_media
     from harness.media_server import MediaServer
 
     folder = tmp_path_factory.mktemp("media")

@@ -93,3 +93,20 @@ def test_the_checks_catch_a_stale_map():
     stale = "nowhere/ `transcription.api.views.parse_body` gone.py, see /v1/api/subtitles and docs/x.md"
     assert set(PATH.findall(stale)) == {"nowhere/", "gone.py"}
     assert dotted_names(stale) == ["transcription.api.views.parse_body"]
+
+
+def test_the_decisions_index_lists_every_topic_and_every_decision():
+    """docs/decisions.md is the index of docs/decisions/: every topic file and every decision (a
+    `## ` heading outside code) in it is linked, and nothing it links is missing."""
+    index = (ROOT / "docs" / "decisions.md").read_text()
+    linked = set(re.findall(r"\]\(decisions/([\w.-]+\.md)(?:#[^)]*)?\)", index))
+    topics = {path.name for path in (ROOT / "docs" / "decisions").glob("*.md")}
+    assert linked == topics
+    for topic in topics:
+        text, fence, headings = (ROOT / "docs" / "decisions" / topic).read_text(), False, []
+        for line in text.splitlines():
+            fence = fence != line.startswith("```")
+            if not fence and line.startswith("## "):
+                headings.append(line[3:].strip())
+        missing = [heading for heading in headings if f"[{heading}](decisions/{topic}#" not in index]
+        assert missing == [], f"docs/decisions.md does not list these decisions of {topic}: {missing}"

@@ -21,6 +21,8 @@ from django.conf import settings
 from django.db import transaction
 from kombu.exceptions import OperationalError
 
+from config import shared_cache
+
 from . import files, states
 from .models import Job
 
@@ -49,7 +51,7 @@ def _broker_client(url: str):
     """A Redis client on the broker at `url` with short timeouts, or None for another kind of broker."""
     if not url.startswith(("redis://", "rediss://", "unix://")):
         return None
-    return redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=1.0)
+    return shared_cache.connect(url)
 
 
 def check_broker() -> None:

@@ -131,39 +131,45 @@ def cases(cache: Path, seeds: int):
                 ),
             )
     if cs["cs-m"]:
-        for seed in range(2):
-            yield (
-                f"cs 2 voices alternate seed={seed}",
-                2,
-                lambda s=seed: sa.conversation(out / f"cs-alt-{s}.wav", cs, n_clips=24, seed=s, cache=cache / "clips"),
-            )
-        for who in "mv":
-            yield (
-                f"cs one voice ({who})",
-                1,
-                lambda w=who: sa.conversation(
-                    out / f"cs-one-{w}.wav", {w: cs[f"cs-{w}"]}, n_clips=20, seed=0, cache=cache / "clips"
-                ),
-            )
-        yield (
-            "nl+cs 4 voices random order",
-            4,
-            lambda: sa.conversation(
-                out / "four.wav", {**nl, **cs}, n_clips=40, seed=7, cache=cache / "clips", order="random"
-            ),
-        )
-        yield (
-            "nl+cs 3 voices alternate",
-            3,
-            lambda: sa.conversation(
-                out / "three.wav",
-                {"nl-m": nl["nl-m"], "nl-v": nl["nl-v"], "cs-v": cs["cs-v"]},
-                n_clips=30,
-                seed=3,
-                cache=cache / "clips",
-            ),
-        )
+        yield from _czech_cases(cache, nl, cs)
     yield "espeak-ng 2 voices", 2, lambda: sa.espeak_conversation(out / "espeak.wav", cache=cache / "espeak")
+
+
+def _czech_cases(cache: Path, nl: dict, cs: dict):
+    """The cases with the Czech voice actors (and the Dutch ones beside them)."""
+    out = cache / "wav"
+    for seed in range(2):
+        yield (
+            f"cs 2 voices alternate seed={seed}",
+            2,
+            lambda s=seed: sa.conversation(out / f"cs-alt-{s}.wav", cs, n_clips=24, seed=s, cache=cache / "clips"),
+        )
+    for who in "mv":
+        yield (
+            f"cs one voice ({who})",
+            1,
+            lambda w=who: sa.conversation(
+                out / f"cs-one-{w}.wav", {w: cs[f"cs-{w}"]}, n_clips=20, seed=0, cache=cache / "clips"
+            ),
+        )
+    yield (
+        "nl+cs 4 voices random order",
+        4,
+        lambda: sa.conversation(
+            out / "four.wav", {**nl, **cs}, n_clips=40, seed=7, cache=cache / "clips", order="random"
+        ),
+    )
+    yield (
+        "nl+cs 3 voices alternate",
+        3,
+        lambda: sa.conversation(
+            out / "three.wav",
+            {"nl-m": nl["nl-m"], "nl-v": nl["nl-v"], "cs-v": cs["cs-v"]},
+            n_clips=30,
+            seed=3,
+            cache=cache / "clips",
+        ),
+    )
 
 
 def speed(cache: Path, minutes: float) -> None:

@@ -1,4 +1,4 @@
-"""What the hostile-client probe of issue 32 found holding, kept covered: CSRF on every form (12),
+"""What the hostile-client probe of issue 32 found holding, kept covered: CSRF on every form (13),
 another account's job and batch a 404 in every spelling of its id, no session fixation, `next=`
 never leaving the site, private webhook addresses refused (signed-link tampering:
 tests/transcription/test_artifacts.py)."""
@@ -39,6 +39,7 @@ FORMS = {
     "{% url 'webhooks:remove' %}": ("/account/api/webhook/remove/", {"confirm": "yes"}),
     "{% url 'website:job-new' %}": ("/jobs/new/", {"url": "https://example.com/v", "type": "transcript"}),
     "grant_form": ("GRANT", {"minutes": "5", "reason": "goodwill"}),  # the admin's grant page
+    "{% url 'website:job-speakers' job.pk %}": ("SPEAKERS", {"speaker-1": "Mallory"}),  # the job page's names
 }
 
 
@@ -54,7 +55,7 @@ def template_forms() -> list[str]:
 
 def test_the_list_below_is_every_form_that_posts():
     assert sorted(template_forms()) == sorted(FORMS), "a new form: add it to FORMS"
-    assert len(FORMS) == 12
+    assert len(FORMS) == 13
 
 
 def state() -> tuple:
@@ -63,6 +64,7 @@ def state() -> tuple:
         list(ApiToken.objects.values_list("digest", flat=True)),
         list(Endpoint.objects.values_list("url", "secret")),
         Job.objects.count(),
+        list(Job.objects.values_list("speaker_names", flat=True)),
         LedgerEntry.objects.count(),
     )
 
@@ -83,6 +85,10 @@ def test_every_form_refuses_a_post_without_its_csrf_token(action, mailoutbox, se
     strict = Client(enforce_csrf_checks=True)
     if path == "CONFIRM":
         path = link
+    elif path == "SPEAKERS":
+        job = JobFactory(account=holder, state="done", txt="[00:00:00] Speaker 1: hello")
+        path = f"/jobs/{job.pk}/speakers"
+        strict.force_login(holder.user)
     elif path == "GRANT":
         path = f"/admin/accounts/account/{holder.pk}/grant/"
         strict.force_login(staff)

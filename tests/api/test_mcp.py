@@ -252,7 +252,7 @@ def test_a_transcript_queued_through_mcp_runs_is_charged_and_reads_the_same_thro
     web, worker, token, account, media_server
 ):
     from billing.models import LedgerEntry
-    from harness.media import SPEECH_TEXT
+    from harness.media_files import SPEECH_TEXT
 
     async def work(client):
         before = (await client.call_tool("get_balance", {})).structured_content["remaining_seconds"]

@@ -115,7 +115,7 @@ def test_another_accounts_batch_is_a_404(api, other_account):
 
 
 def test_a_feed_without_durations_is_measured_from_each_media_header(api, media_server):
-    from harness.media import media_duration
+    from harness.media_files import media_duration
 
     items = [(f"Episode {i}", media_server.url(f"/files/speech.mp4?episode={i}"), None) for i in range(2)]
     media_server.routes["/feeds/no-durations.xml"] = lambda req: req.send_bytes(feed(items), "application/rss+xml")

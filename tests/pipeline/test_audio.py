@@ -9,7 +9,7 @@ import wave
 import numpy as np
 import pytest
 
-from harness.media import media_duration, write_wav
+from harness.media_files import media_duration, write_wav
 from tests.support import ends_within
 from transcription.pipeline import audio
 from transcription.pipeline.audio import AudioError
@@ -139,7 +139,7 @@ SILENCES = ((24.0, 25.5), (50.0, 51.5))
 
 @pytest.fixture(scope="module")
 def gapped_wav(media):
-    return media / "gapped.wav"  # 70 s, quiet at 24-25.5 and 50-51.5 (see harness/media.py)
+    return media / "gapped.wav"  # 70 s, quiet at 24-25.5 and 50-51.5 (see harness/media_files.py)
 
 
 def _assert_cover(chunks, total, max_chunk):

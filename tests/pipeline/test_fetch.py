@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 
-from harness.media import media_duration
+from harness.media_files import media_duration
 from tests.support import ends_within
 from transcription.pipeline import audio, fetch
 from transcription.pipeline.fetch import FetchError, guard

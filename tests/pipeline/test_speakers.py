@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
 import pickle
 import shutil
 import sys
-import time
 import wave
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -22,22 +19,6 @@ from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
 # The recordings and tools come from Debian packages that `make test` installs
 # (bin/install-system-packages); a missing one fails these tests rather than skipping them.
-
-
-@pytest.fixture(scope="session")
-def encoder() -> sp.SpeakerEncoder:
-    """The service's encoder (CAM++)."""
-    return sp.default_encoder()
-
-
-@pytest.fixture(scope="session")
-def resemblyzer() -> sp.VoiceEncoder:
-    return sp.VoiceEncoder()
-
-
-@pytest.fixture(scope="session")
-def audio_cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("speaker-audio")
 
 
 NL = {"m": lambda: sa.clips("nl", "m"), "v": lambda: sa.clips("nl", "v")}
@@ -434,95 +415,3 @@ def test_a_subtitle_cue_with_two_voices_has_one_dashed_line_per_voice():
     cues = build_cues(sp.assign_speakers([segment], turns), language="en")
     assert cues[0].lines == ["- Ready?", "- Yes."]
     assert all(not line.startswith("- ") for cue in cues[1:] for line in cue.lines)
-
-
-# --------------------------------------------------------------------------
-# in a process of its own (the speech stage's way)
-# --------------------------------------------------------------------------
-
-
-def _nice_once_exec_done(pid: int) -> tuple[int, int]:
-    # `chrt --idle 0 nice -n N python -m ...apart`: read (nice, policy) once that python runs (not
-    # the forked copy of this process, nor chrt or nice, which set them before they exec)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        if sp.apart.__name__.encode() in argv and Path(argv[0].decode()).name not in ("chrt", "nice"):
-            break
-        time.sleep(0.01)
-    stat = Path(f"/proc/{pid}/stat")
-    return _nice(stat), _policy(stat)
-
-
-def _stat_fields(stat: Path) -> list[str]:
-    return stat.read_text().rsplit(")", 1)[1].split()  # from field 3 (state) on
-
-
-def _nice(stat: Path) -> int:
-    return int(_stat_fields(stat)[16])
-
-
-def _policy(stat: Path) -> int:
-    return int(_stat_fields(stat)[38])
-
-
-def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(encoder, audio_cache):
-    fx = sa.conversation(
-        audio_cache / "two-0.wav",
-        {"m": NL["m"](), "v": NL["v"]()},
-        n_clips=24,
-        seed=0,
-        order="alternate",
-        gap=(0.3, 1.0),
-        cache=audio_cache / "clips",
-    )
-    activity = speech.find_speech(fx.path)
-    regions, extent = activity.for_diarization(), activity.for_turns()
-    with sp.DiarizationApart(fx.path, regions=regions, extent=extent) as apart:
-        child_nice, child_policy = _nice_once_exec_done(apart.process.pid)
-        turns = apart.turns(timeout=300)
-    assert child_nice == sp.apart.NICE == 19
-    assert child_policy == os.SCHED_IDLE  # below any nice value while recognition runs
-    assert turns == sp.diarize(fx.path, encoder=encoder, regions=regions, extent=extent)
-    assert sa.score(fx.turns, turns)["n_speakers"] == 2
-
-
-def test_diarization_apart_reports_the_childs_error_and_leaves_no_child_behind(tmp_path):
-    with sp.DiarizationApart(tmp_path / "missing.wav", regions=[(0.0, 5.0)], extent=[(0.0, 5.0)]) as apart:
-        with pytest.raises(sp.DiarizationFailed, match="missing.wav"):
-            apart.turns(timeout=120)
-    silence = tmp_path / "silence.wav"
-    with wave.open(str(silence), "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
-        w.writeframes(b"\0" * 2 * 16000 * 600)
-    with sp.DiarizationApart(silence, regions=[(0.0, 600.0)], extent=[(0.0, 600.0)]) as apart:
-        pid = apart.process.pid
-        assert _nice_once_exec_done(pid) == (19, os.SCHED_IDLE)
-        assert apart.hurry()  # recognition is done: the worker's own policy and priority (root here)
-        threads = list(Path(f"/proc/{pid}/task").iterdir())
-        assert {_nice(task / "stat") for task in threads} == {os.nice(0)}
-        assert {_policy(task / "stat") for task in threads} == {os.sched_getscheduler(0)} == {os.SCHED_OTHER}
-    assert apart.process.returncode is not None  # left before its answer: killed, and reaped
-    assert not Path(f"/proc/{pid}").exists()
-
-
-def test_diarization_apart_runs_at_nice_19_alone_where_the_idle_policy_is_refused(tmp_path, monkeypatch):
-    # a sandbox that refuses SCHED_IDLE (its chrt fails) must still diarize, not fail every job
-    refusing = tmp_path / "bin"
-    refusing.mkdir()
-    (refusing / "chrt").write_text(
-        "#!/bin/sh\necho 'chrt: failed to set pid 0 policy: Operation not permitted' >&2\nexit 1\n"
-    )
-    (refusing / "chrt").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{refusing}{os.pathsep}{os.environ['PATH']}")
-    sp.apart._idle_policy.cache_clear()
-    silence = tmp_path / "silence.wav"
-    with wave.open(str(silence), "wb") as w:
-        w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
-        w.writeframes(b"\0" * 2 * 16000 * 5)
-    try:
-        with sp.DiarizationApart(silence, regions=[(0.0, 5.0)], extent=[(0.0, 5.0)]) as apart:
-            assert _nice_once_exec_done(apart.process.pid) == (19, os.SCHED_OTHER)
-            assert apart.turns(timeout=120) == [sp.SpeakerTurn(start=0.0, end=5.0, speaker=1)]
-    finally:
-        sp.apart._idle_policy.cache_clear()  # the real chrt again for the tests after this one

@@ -30,6 +30,7 @@ import redis.asyncio as aioredis
 from django.conf import settings
 from rest_framework import serializers
 
+from config import shared_cache
 from transcription import files, services
 from transcription.models import FailureReason, Job, JobSegments, Upload, UploadState
 from transcription.pipeline import captions
@@ -183,7 +184,7 @@ async def wait_for_end(job_id, timeout: float) -> Job | None:
     and every RECHECK_SECONDS (a lost announcement, or no Redis at all)."""
     deadline = time.monotonic() + timeout
     pubsub = None
-    client = aioredis.Redis.from_url(settings.REDIS_URL) if settings.REDIS_URL else None
+    client = shared_cache.subscriber(settings.REDIS_URL) if settings.REDIS_URL else None
     try:
         if client is not None:
             try:

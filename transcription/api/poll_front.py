@@ -113,11 +113,7 @@ class PollFront:
         """The script on an asyncio client of this event loop (one per worker process)."""
         loop = asyncio.get_running_loop()
         if self._loop is not loop:
-            self._client = redis.asyncio.Redis.from_url(
-                settings.REDIS_URL,
-                socket_connect_timeout=shared_cache.CONNECT_TIMEOUT_SECONDS,
-                socket_timeout=shared_cache.READ_TIMEOUT_SECONDS,
-            )
+            self._client = shared_cache.connect_async(settings.REDIS_URL)
             self._script = self._client.register_script(polls.POLL_SCRIPT)
             self._loop = loop
         return self._script
