@@ -44,12 +44,20 @@ def incoming_path(upload_id) -> Path:
     return Path(settings.UPLOAD_INCOMING_DIR) / f"{upload_id}.part"
 
 
+def _local_path(name: str) -> Path | None:
+    """The stored file's path on this machine, or None when storage is remote (S3): Django's
+    Storage.path raises NotImplementedError for storages without a local filesystem."""
+    try:
+        return Path(default_storage.path(name))
+    except NotImplementedError:
+        return None
+
+
 def store_moving(local: Path, name: str) -> str:
     """Put a local file into storage under `name`, removing the local one: a rename when storage
     is a folder on the same filesystem (a 2 GB upload is not copied again), a copy otherwise."""
-    try:
-        target = Path(default_storage.path(name))
-    except NotImplementedError:  # a bucket
+    target = _local_path(name)
+    if target is None:
         stored = store(local, name)
         local.unlink(missing_ok=True)
         return stored
@@ -64,9 +72,8 @@ def store_moving(local: Path, name: str) -> str:
 def local_copy(name: str, local: Path) -> Path:
     """A path on this machine to read the stored file `name` from: the file itself when storage is
     a local folder, else a copy fetched to `local`."""
-    try:
-        path = Path(default_storage.path(name))
-    except NotImplementedError:
+    path = _local_path(name)
+    if path is None:
         return fetch(name, local)
     if not path.exists():
         raise FileNotFoundError(name)
