@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 
+from transcription.pipeline.ffmpeg_commands import ffmpeg
+
 SPEECH_TEXT = (
     "Hello and welcome. This is a short test of the transcription service. The quick brown fox jumps over the lazy dog."
 )
@@ -30,13 +32,7 @@ def make_speech_wav(dest: Path, text: str = SPEECH_TEXT) -> Path:
 def make_speech_mp4(dest: Path, speech_wav: Path) -> Path:
     """A small H.264 + AAC mp4 (moov at the end, so readers need Range requests)."""
     _run(
-        [
-            "ffmpeg",
-            "-nostdin",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-y",
+        ffmpeg(
             "-f",
             "lavfi",
             "-i",
@@ -55,7 +51,7 @@ def make_speech_mp4(dest: Path, speech_wav: Path) -> Path:
             "-b:a",
             "64k",
             str(dest),
-        ]
+        )
     )
     return dest
 
@@ -63,13 +59,7 @@ def make_speech_mp4(dest: Path, speech_wav: Path) -> Path:
 def make_video_only_mp4(dest: Path, seconds: float = 3.0) -> Path:
     """An mp4 with a video track and no audio track."""
     _run(
-        [
-            "ffmpeg",
-            "-nostdin",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-y",
+        ffmpeg(
             "-f",
             "lavfi",
             "-i",
@@ -81,7 +71,7 @@ def make_video_only_mp4(dest: Path, seconds: float = 3.0) -> Path:
             "-pix_fmt",
             "yuv420p",
             str(dest),
-        ]
+        )
     )
     return dest
 
@@ -89,13 +79,7 @@ def make_video_only_mp4(dest: Path, seconds: float = 3.0) -> Path:
 def make_ts_segment(dest: Path, seconds: float = 2.0) -> Path:
     """A short MPEG-TS (video + sine audio), used as an HLS segment."""
     _run(
-        [
-            "ffmpeg",
-            "-nostdin",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-y",
+        ffmpeg(
             "-f",
             "lavfi",
             "-i",
@@ -117,20 +101,14 @@ def make_ts_segment(dest: Path, seconds: float = 2.0) -> Path:
             "-f",
             "mpegts",
             str(dest),
-        ]
+        )
     )
     return dest
 
 
 def make_sine_wav(dest: Path, seconds: float = 5.0, rate: int = 44100) -> Path:
     _run(
-        [
-            "ffmpeg",
-            "-nostdin",
-            "-hide_banner",
-            "-loglevel",
-            "error",
-            "-y",
+        ffmpeg(
             "-f",
             "lavfi",
             "-i",
@@ -138,7 +116,7 @@ def make_sine_wav(dest: Path, seconds: float = 5.0, rate: int = 44100) -> Path:
             "-ac",
             "2",
             str(dest),
-        ]
+        )
     )
     return dest
 
