@@ -15,7 +15,7 @@ cannot be compared. Imported as a module of its own (``speakers.voices``), after
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -46,10 +46,10 @@ class VoiceSampleError(Exception):
 
 
 def embed_speech(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     regions: Sequence[tuple[float, float]],
     *,
-    weights: str | os.PathLike | None = None,
+    weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
 ) -> np.ndarray | None:
     """The voice print of the speech in ``regions``; None when they are too short to embed."""
@@ -91,7 +91,7 @@ def match_voices(
         reverse=True,
     )
     named: dict[int, Hashable] = {}
-    taken: set = set()
+    taken: set[Hashable] = set()
     for similarity, speaker, key in pairs:
         if similarity < threshold:
             break
@@ -102,11 +102,11 @@ def match_voices(
 
 
 def recognise_voices(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     turns: Sequence[SpeakerTurn],
     voices: Sequence[tuple[Hashable, np.ndarray]],
     *,
-    weights: str | os.PathLike | None = None,
+    weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
     threshold: float = MATCH_SIMILARITY,
 ) -> dict[int, Hashable]:
@@ -137,12 +137,14 @@ def check_sample_length(seconds: float) -> None:
 
 
 def voice_sample(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     regions: Sequence[tuple[float, float]],
     extent: Sequence[tuple[float, float]],
     *,
-    diarize,
-    weights: str | os.PathLike | None = None,
+    diarize: Callable[
+        [str | os.PathLike[str], Sequence[tuple[float, float]], Sequence[tuple[float, float]]], Sequence[SpeakerTurn]
+    ],
+    weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
 ) -> VoiceSample:
     """The embedding of a voice sample's one voice. ``diarize(wav, regions, extent)`` gives the
