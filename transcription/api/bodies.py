@@ -20,8 +20,12 @@ import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from python_multipart.multipart import MultipartParser, parse_options_header
+
+if TYPE_CHECKING:  # pragma: no cover
+    from python_multipart.multipart import MultipartCallbacks  # declared for type checkers only
 
 WRITE_BYTES = 4 * 1024 * 1024
 WRITES_IN_FLIGHT = 2  # batches handed to the writer and not yet on disk: at most 12 MB per upload
@@ -156,14 +160,15 @@ class _MultipartParts:
     def __init__(self, sink: FileSink, file_field: str):
         self.sink, self.file_field = sink, file_field
         self.fields: dict[str, list[str]] = {}
-        self.found_file, self.filename = False, None
+        self.found_file = False
+        self.filename: str | None = None
         self.name: str | None = None
         self.header = self.value = b""
         self.headers: dict[bytes, bytes] = {}
         self.is_file = False
         self.pending: list[bytes] = []  # a form field's bytes, until its part ends
 
-    def callbacks(self) -> dict:
+    def callbacks(self) -> MultipartCallbacks:
         return {
             "on_part_begin": self.on_part_begin,
             "on_part_data": self.on_part_data,
@@ -174,21 +179,21 @@ class _MultipartParts:
             "on_headers_finished": self.on_headers_finished,
         }
 
-    def on_part_begin(self):
+    def on_part_begin(self) -> None:
         self.headers, self.name = {}, None
         self.pending.clear()
 
-    def on_header_field(self, data, start, end):
+    def on_header_field(self, data: bytes, start: int, end: int) -> None:
         self.header += data[start:end]
 
-    def on_header_value(self, data, start, end):
+    def on_header_value(self, data: bytes, start: int, end: int) -> None:
         self.value += data[start:end]
 
-    def on_header_end(self):
+    def on_header_end(self) -> None:
         self.headers[self.header.lower()] = self.value
         self.header = self.value = b""
 
-    def on_headers_finished(self):
+    def on_headers_finished(self) -> None:
         _, options = parse_options_header(self.headers.get(b"content-disposition", b""))
         self.name = options.get(b"name", b"").decode("utf-8", "replace")
         filename = options.get(b"filename")
@@ -197,7 +202,7 @@ class _MultipartParts:
         if self.is_file:
             self.found_file, self.filename = True, part_filename or ""
 
-    def on_part_data(self, data, start, end):
+    def on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self.is_file:
             self.sink.add(data[start:end])
             return
@@ -205,7 +210,7 @@ class _MultipartParts:
         if sum(map(len, self.pending)) > FIELD_MAX_BYTES:
             raise MalformedBody(f"The form field {self.name!r} is longer than {FIELD_MAX_BYTES} bytes.")
 
-    def on_part_end(self):
+    def on_part_end(self) -> None:
         if not self.is_file:
             if sum(map(len, self.fields.values()), 0) >= FIELDS_MAX:
                 raise MalformedBody(f"A form may carry at most {FIELDS_MAX} fields.")
