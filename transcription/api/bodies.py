@@ -58,12 +58,12 @@ class FileSink:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self.written = os.fstat(self.fd).st_size
-        self.batch: list[bytes] = []  # the chunks as they came: written with one writev, never copied
+        self.batch: list[bytes | memoryview] = []  # the chunks as they came: written with one writev, never copied
         self.batch_bytes = 0
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload-writer")
         self.in_flight: deque[asyncio.Future[None]] = deque()
 
-    def add(self, data: bytes) -> None:
+    def add(self, data: bytes | memoryview) -> None:
         if self.written + len(data) > self.limit:
             raise BodyTooLarge
         self.batch.append(data)
@@ -98,7 +98,7 @@ class FileSink:
             os.close(self.fd)
 
 
-def _write_all(fd: int, chunks: list[bytes]) -> None:
+def _write_all(fd: int, chunks: list[bytes | memoryview]) -> None:
     views = [memoryview(chunk) for chunk in chunks]
     while views:
         done = os.writev(fd, views[:WRITEV_MAX])
@@ -204,7 +204,9 @@ class _MultipartParts:
 
     def on_part_data(self, data: bytes, start: int, end: int) -> None:
         if self.is_file:
-            self.sink.add(data[start:end])
+            # A view of the received bytes, not a copy; a buffer that is not immutable bytes is
+            # copied, as the parser could change it before the writer has written it.
+            self.sink.add(memoryview(data)[start:end] if isinstance(data, bytes) else bytes(data[start:end]))
             return
         self.pending.append(data[start:end])
         if sum(map(len, self.pending)) > FIELD_MAX_BYTES:
