@@ -101,7 +101,9 @@ def _run(caller: front_door.Caller, name: str, data: dict, summary) -> CallToolR
 
 async def _call(ctx: Context, name: str, data: dict, summary) -> CallToolResult:
     # A Caller of its own per tool call: each call is counted once.
-    caller = dataclasses.replace(ctx.request_context.request.state.caller, rate=None)
+    request = ctx.request_context.request
+    assert request is not None  # the Streamable HTTP transport, the only one served, always has one
+    caller = dataclasses.replace(request.state.caller, rate=None)
     return await anyio.to_thread.run_sync(_run, caller, name, data, summary, limiter=database_threads())
 
 
@@ -388,6 +390,7 @@ def build_server() -> MCPServer:
         for function, description, input_schema, output_schema, annotations in tool_table():
             server.add_tool(function, description=description, annotations=annotations, structured_output=False)
             tool = server._tool_manager.get_tool(function.__name__)
+            assert tool is not None  # added just above
             tool.parameters = input_schema
             # Advertised, not validated by the SDK: the body is the REST presenter's, already checked.
             tool.fn_metadata.output_schema = output_schema
