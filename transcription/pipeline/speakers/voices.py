@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -39,6 +40,9 @@ MAX_SECONDS_PER_SPEAKER = 60.0
 SAMPLE_MIN_SECONDS = 10
 SAMPLE_MAX_SECONDS = 120
 SAMPLE_MIN_SPEECH_SECONDS = 5.0
+
+
+VoiceKey = TypeVar("VoiceKey", bound=Hashable)  # what the caller names its enrolled voices by
 
 
 class VoiceSampleError(Exception):
@@ -74,9 +78,9 @@ def speaker_regions(
 
 def match_voices(
     speakers: Mapping[int, np.ndarray],
-    voices: Sequence[tuple[Hashable, np.ndarray]],
+    voices: Sequence[tuple[VoiceKey, np.ndarray]],
     threshold: float = MATCH_SIMILARITY,
-) -> dict[int, Hashable]:
+) -> dict[int, VoiceKey]:
     """{speaker: voice key} for the speakers that sound like an enrolled voice: pairs at least
     ``threshold`` alike (cosine of normalised embeddings), the most alike first, one voice to one
     speaker."""
@@ -90,8 +94,8 @@ def match_voices(
         key=lambda pair: pair[0],
         reverse=True,
     )
-    named: dict[int, Hashable] = {}
-    taken: set[Hashable] = set()
+    named: dict[int, VoiceKey] = {}
+    taken: set[VoiceKey] = set()
     for similarity, speaker, key in pairs:
         if similarity < threshold:
             break
@@ -104,12 +108,12 @@ def match_voices(
 def recognise_voices(
     wav_path: str | os.PathLike[str],
     turns: Sequence[SpeakerTurn],
-    voices: Sequence[tuple[Hashable, np.ndarray]],
+    voices: Sequence[tuple[VoiceKey, np.ndarray]],
     *,
     weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
     threshold: float = MATCH_SIMILARITY,
-) -> dict[int, Hashable]:
+) -> dict[int, VoiceKey]:
     """{speaker of ``turns``: voice key} for the speakers that are enrolled ``voices``."""
     if not voices or not turns:
         return {}
