@@ -227,25 +227,24 @@ class AccountAdmin(admin.ModelAdmin):
             messages.SUCCESS,
         )
 
+    def _issue_tokens(self, request, queryset, *, replacing: bool, verb: str, refusal: str):
+        """A new token for each selected account that has one (`replacing`) or has none (not); each
+        other account gets `refusal`, with {email} filled in, so that a misclick changes nothing."""
+        for account in queryset.select_related("user"):
+            if (self._token(account) is not None) != replacing:
+                self.message_user(request, refusal.format(email=account.user.email), messages.WARNING)
+                continue
+            self._show_token(request, account, token_issue(account, by=request.user), verb)
+
     @admin.action(description="Issue an API token (accounts without one)", permissions=["change"])
     def issue_token(self, request, queryset):
-        for account in queryset.select_related("user"):
-            if self._token(account) is not None:
-                self.message_user(
-                    request, f"{account.user.email} already has a token; use “Replace” to change it.", messages.WARNING
-                )
-                continue
-            self._show_token(request, account, token_issue(account, by=request.user), "New")
+        refusal = "{email} already has a token; use “Replace” to change it."
+        self._issue_tokens(request, queryset, replacing=False, verb="New", refusal=refusal)
 
     @admin.action(description="Replace the API token (the old one stops working at once)", permissions=["change"])
     def replace_token(self, request, queryset):
-        for account in queryset.select_related("user"):
-            if self._token(account) is None:
-                self.message_user(
-                    request, f"{account.user.email} has no token to replace; use “Issue”.", messages.WARNING
-                )
-                continue
-            self._show_token(request, account, token_issue(account, by=request.user), "Replacement")
+        refusal = "{email} has no token to replace; use “Issue”."
+        self._issue_tokens(request, queryset, replacing=True, verb="Replacement", refusal=refusal)
 
     @admin.action(description="Revoke the API token", permissions=["change"])
     def revoke_token(self, request, queryset):

@@ -32,12 +32,14 @@ def encode_cached_token(account_id: int, checked_at, user_id: int) -> bytes:
     return f"{account_id}:{int(checked_at.timestamp() * 1000)}:{user_id}".encode()
 
 
-def decode_cached_token(value: bytes | None):
+def decode_cached_token(value: bytes | None) -> tuple[int, datetime, int] | None:
     """(account_id, checked_at, user_id) or None for a missing or unreadable value."""
+    if value is None:
+        return None
     try:
         account_id, checked_ms, user_id = value.decode().split(":")
         return int(account_id), datetime.fromtimestamp(int(checked_ms) / 1000, tz=UTC), int(user_id)
-    except (AttributeError, ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError):
         return None
 
 

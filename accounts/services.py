@@ -5,11 +5,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.hashers import check_password, make_password
+from django.contrib.auth.models import User
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from audit.models import AuditEvent
-from audit.services import audit_record
+from audit.services import Actor, audit_record
 from config import shared_cache as cache
 
 from .authentication import TOKEN_CACHE_SECONDS, token_cache_key, token_version_key
@@ -61,7 +62,7 @@ def account_create(email: str, *, password: str | None = None, minutes: int | No
     return account
 
 
-def login_holding(email: str):
+def login_holding(email: str) -> User | None:
     """The login that holds this address (as its username or its email), active or not."""
     User = get_user_model()
     return User.objects.filter(username__iexact=email).first() or User.objects.filter(email__iexact=email).first()
@@ -71,7 +72,7 @@ class SignupRefused(Exception):
     """Why a sign-up or a confirmation does nothing: `status` is the page's HTTP status, `field`
     the form field the message belongs to (None: the whole request)."""
 
-    def __init__(self, message: str, status: int, field: str | None = None):
+    def __init__(self, message: str, status: int, field: str | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.field = field
@@ -117,7 +118,7 @@ def signup_create(email: str, password: str, *, client_address: str | None) -> t
 
 
 @transaction.atomic
-def signup_confirm(signup: Signup, password: str):
+def signup_confirm(signup: Signup, password: str) -> User:
     """The link's button was pressed with `password`: make the login (active, with this sign-up's
     password) and its account with the sign-up allowance, and discard every other pending sign-up
     of the address (their passwords are dropped, their links die). Returns the login.
@@ -169,7 +170,7 @@ def file_links_revoke(account: Account) -> None:
     Account.objects.filter(pk=account.pk).update(file_links_revoked_at=timezone.now())
 
 
-def _shown_to(account: Account, by) -> str:
+def _shown_to(account: Account, by: Actor) -> str:
     """For the audit entry of a token someone other than its holder was shown (support staff in
     the admin): who saw it. The holder is told by mail (audit.notices)."""
     if by is None or getattr(by, "pk", None) is None or by.pk == account.user_id:
@@ -178,7 +179,7 @@ def _shown_to(account: Account, by) -> str:
 
 
 @transaction.atomic
-def token_issue(account: Account, *, by=None) -> str:
+def token_issue(account: Account, *, by: Actor = None) -> str:
     """Create the account's token, or replace the existing one (which stops working at once).
 
     Returns the token itself: the only time it is ever seen. Audited as token_issued or
@@ -206,7 +207,7 @@ def token_issue(account: Account, *, by=None) -> str:
 
 
 @transaction.atomic
-def token_revoke(account: Account, *, by=None) -> bool:
+def token_revoke(account: Account, *, by: Actor = None) -> bool:
     """Delete the account's token; returns whether there was one (only then is it audited)."""
     Account.objects.select_for_update().filter(pk=account.pk).first()
     previous = ApiToken.objects.filter(account=account).first()
@@ -229,7 +230,7 @@ def token_revoke(account: Account, *, by=None) -> bool:
 
 
 @transaction.atomic
-def account_deactivate(account: Account, *, by=None, reason: str = "") -> bool:
+def account_deactivate(account: Account, *, by: Actor = None, reason: str = "") -> bool:
     """Close every door of the account at once (REST, MCP, the poll fast lane, the website and its
     signed-in sessions); returns whether it was active (only then is it audited)."""
     user = type(account.user).objects.select_for_update().get(pk=account.user_id)
@@ -244,7 +245,7 @@ def account_deactivate(account: Account, *, by=None, reason: str = "") -> bool:
 
 
 @transaction.atomic
-def account_reactivate(account: Account, *, by=None, reason: str = "") -> bool:
+def account_reactivate(account: Account, *, by: Actor = None, reason: str = "") -> bool:
     """Open the doors again (the same token works again); returns whether it was inactive."""
     user = type(account.user).objects.select_for_update().get(pk=account.user_id)
     if user.is_active:

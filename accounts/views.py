@@ -6,6 +6,7 @@ that can show a token are never cached.
 """
 
 import logging
+from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth import login
@@ -35,7 +36,7 @@ def _account(request) -> Account | None:
 
 
 def _render_api_page(request, account: Account | None, *, new_token: str | None = None, status: int = 200):
-    context = {"account": account, "new_token": new_token}
+    context: dict[str, Any] = {"account": account, "new_token": new_token}
     if account is not None:
         balance = account_balance(account.pk)
         ledger = list(account.ledger.order_by("-created_at", "-id")[:LEDGER_ROWS])

@@ -12,8 +12,7 @@ class AuditEventInline(ReadOnlyAdminMixin, admin.TabularInline):
 
     model = AuditEvent
     fk_name = "account"
-    fields = ["created_at", "action", "actor", "detail"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "action", "actor", "detail")
     extra = 0
     verbose_name_plural = "audit log (newest first)"
 
@@ -24,6 +23,5 @@ class AuditEventAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["action", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["account__user", "actor"]
     search_fields = ["account__user__email", "actor__username", "detail"]
-    fields = ["created_at", "action", "account", "actor", "detail"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "action", "account", "actor", "detail")
     actions = None

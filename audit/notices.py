@@ -20,8 +20,8 @@ from .models import AuditEvent
 
 logger = logging.getLogger(__name__)
 
-# The actions the holder is told of, each with the mail's subject.
-NOTIFIED = {
+# The actions the holder is told of, each with the mail's subject (keyed by the stored value).
+NOTIFIED: dict[str, str] = {
     AuditEvent.Action.TOKEN_ISSUED: "An API token was issued for your account",
     AuditEvent.Action.TOKEN_REPLACED: "Your API token was replaced",
     AuditEvent.Action.TOKEN_REVOKED: "Your API token was revoked",
@@ -44,7 +44,7 @@ def notify_holder(event: AuditEvent) -> None:
         {"email": recipient, "what": event.get_action_display(), "detail": event.detail, "at": event.created_at},
     )
 
-    def send():
+    def send() -> None:
         try:
             send_mail(subject, body, None, [recipient])
         except Exception:  # the change is made and audited; a mail server that is down cannot undo it

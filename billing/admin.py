@@ -24,7 +24,7 @@ class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["kind", "source", ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["account__user", "created_by", "job"]
     search_fields = ["account__user__email", "reason"]
-    fields = [
+    fields = readonly_fields = (
         "account",
         "kind",
         "source",
@@ -36,8 +36,7 @@ class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "period",
         "created_by",
         "created_at",
-    ]
-    readonly_fields = fields
+    )
     actions = None  # the only built-in action is "delete selected"
 
     @admin.display(description="Minutes", ordering="seconds")
@@ -48,8 +47,7 @@ class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
 class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = LedgerEntry
     fk_name = "account"
-    fields = ["created_at", "kind", "source", "minutes", "reason", "job", "created_by"]
-    readonly_fields = fields
+    fields = readonly_fields = ("created_at", "kind", "source", "minutes", "reason", "job", "created_by")
     extra = 0
     show_change_link = True
     verbose_name_plural = "ledger (newest first; read-only — add minutes with “Grant minutes”)"

@@ -10,6 +10,7 @@ from __future__ import annotations
 import calendar
 from dataclasses import dataclass
 from datetime import date, timedelta
+from typing import Any, Protocol
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -19,14 +20,14 @@ from django.utils import timezone
 
 from accounts.models import Account
 from audit.models import AuditEvent
-from audit.services import audit_record
+from audit.services import Actor, audit_record, person
 
 from . import pricing
-from .models import LedgerEntry
+from .models import LedgerEntry, Plan
 from .selectors import account_balance
 
 
-def grant_signup_minutes(account, minutes: int) -> LedgerEntry:
+def grant_signup_minutes(account: Account, minutes: int) -> LedgerEntry:
     return LedgerEntry.objects.create(
         account=account,
         kind=LedgerEntry.Kind.GRANT,
@@ -41,23 +42,24 @@ class GrantNeedsSuperuser(ValueError):
     in the last 24 hours above SUPPORT_GRANT_DAILY_MINUTES: only a superuser may make it."""
 
 
-def _check_grant_limits(minutes: int, by) -> None:
+def _check_grant_limits(minutes: int, by: Actor) -> None:
     """Support staff grant goodwill minutes; more than that is a superuser's decision
     (docs/decisions.md, "What support may do"). A grant with no person (`manage.py grant_minutes`,
     run by the operator on a server) and a superuser's are not limited."""
-    if by is None or getattr(by, "pk", None) is None or by.is_superuser:
+    creator = person(by)
+    if creator is None or creator.is_superuser:
         return
     if minutes > settings.SUPPORT_GRANT_MAX_MINUTES:
         raise GrantNeedsSuperuser(
             f"A grant above {settings.SUPPORT_GRANT_MAX_MINUTES:,} minutes needs a superuser: ask one to make it."
         )
     # One grant at a time per support user, so that two at once cannot both pass the daily total.
-    get_user_model().objects.select_for_update().filter(pk=by.pk).first()
+    get_user_model().objects.select_for_update().filter(pk=creator.pk).first()
     since = timezone.now() - timedelta(hours=24)
     granted = (
-        LedgerEntry.objects.filter(source=LedgerEntry.Source.STAFF, created_by=by, created_at__gte=since).aggregate(
-            total=Sum("seconds")
-        )["total"]
+        LedgerEntry.objects.filter(
+            source=LedgerEntry.Source.STAFF, created_by=creator, created_at__gte=since
+        ).aggregate(total=Sum("seconds"))["total"]
         or 0
     )
     if granted + minutes * 60 > settings.SUPPORT_GRANT_DAILY_MINUTES * 60:
@@ -67,7 +69,7 @@ def _check_grant_limits(minutes: int, by) -> None:
         )
 
 
-def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> LedgerEntry:
+def grant_staff_minutes(account: Account, minutes: int, *, reason: str, by: Actor = None) -> LedgerEntry:
     """Staff's grant of `minutes`, with a reason; recorded as created by `by` and audited (the
     holder is told by mail: audit.notices). Raises ValueError, GrantNeedsSuperuser above a
     support user's limits."""
@@ -85,7 +87,7 @@ def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> Ledge
             source=LedgerEntry.Source.STAFF,
             seconds=minutes * 60,
             reason=reason.strip(),
-            created_by=by,
+            created_by=person(by),
         )
         audit_record(
             account,
@@ -96,12 +98,14 @@ def grant_staff_minutes(account, minutes: int, *, reason: str, by=None) -> Ledge
     return entry
 
 
-def grant_plan_minutes(account, period: date) -> LedgerEntry | None:
+def grant_plan_minutes(account: Account, period: date) -> LedgerEntry | None:
     """The plan's monthly minutes for the period starting on `period`; None if already granted.
 
     The entry names the plan, the period and who assigned the plan (also its `created_by`), so a
     grant can always be traced back to a person's decision."""
     plan = account.plan
+    if plan is None:
+        raise ValueError("Only an account with a plan gets its monthly minutes.")
     assigned = ""
     if account.plan_assigned_on:
         by = (
@@ -126,11 +130,13 @@ def grant_plan_minutes(account, period: date) -> LedgerEntry | None:
         return None
 
 
-def _plan_label(plan) -> str:
+def _plan_label(plan: Plan | None) -> str:
     return f"{plan.name} ({plan.monthly_minutes} min/month)" if plan else "no plan"
 
 
-def plan_change(account, *, plan, renews_on: date | None, by=None, today: date | None = None) -> list[AuditEvent]:
+def plan_change(
+    account: Account, *, plan: Plan | None, renews_on: date | None, by: Actor = None, today: date | None = None
+) -> list[AuditEvent]:
     """Set the account's plan and next renewal date, as staff asked; every change is audited
     (who, before, after). A new plan is assigned as of today: renewals never grant a period that
     began before it. A renewal date in the past is refused (ValueError): it would grant periods
@@ -154,7 +160,7 @@ def plan_change(account, *, plan, renews_on: date | None, by=None, today: date |
             )
             current.plan = plan
             current.plan_assigned_on = today if plan else None
-            current.plan_assigned_by = by if plan and getattr(by, "pk", None) else None
+            current.plan_assigned_by = person(by) if plan else None
         if renews_on != current.renews_on:
             before = current.renews_on.isoformat() if current.renews_on else "none"
             after = renews_on.isoformat() if renews_on else "none"
@@ -171,6 +177,38 @@ def plan_change(account, *, plan, renews_on: date | None, by=None, today: date |
     return events
 
 
+class BilledJob(Protocol):
+    """What the ledger reads of a transcription.models.Job. Billing never imports jobs' code, so its
+    entries and lookups name the job by id."""
+
+    @property
+    def pk(self) -> Any: ...
+    @property
+    def account_id(self) -> int: ...
+    @property
+    def type(self) -> str: ...
+    @property
+    def quality(self) -> str: ...
+    @property
+    def duration(self) -> int | None: ...
+    @property
+    def is_preview(self) -> bool: ...
+    @property
+    def preview_minutes(self) -> int | None: ...
+    @property
+    def target_languages(self) -> Any: ...
+    def refresh_from_db(self, using: str | None = None, fields: list[str] | None = None) -> None: ...
+
+
+class BilledTranslation(Protocol):
+    """What the ledger reads of a transcription.models.Translation."""
+
+    @property
+    def pk(self) -> Any: ...
+    @property
+    def job(self) -> BilledJob: ...
+
+
 @dataclass
 class ChargeResult:
     ok: bool
@@ -179,14 +217,21 @@ class ChargeResult:
     error: str | None = None
 
 
-def billed_seconds(job) -> int:
-    """Seconds of video the job is billed for: the preview's length or the whole video."""
-    if job.is_preview and job.preview_minutes:
-        return min(job.preview_minutes * 60, job.duration)
+def _known_duration(job: BilledJob) -> int:
+    """A job is priced once its duration is known (transcription.services.job_charge runs after the probe)."""
+    if job.duration is None:
+        raise ValueError(f"Job {job.pk} has no duration yet: it cannot be priced.")
     return job.duration
 
 
-def ledger_charge(job) -> ChargeResult:
+def billed_seconds(job: BilledJob) -> int:
+    """Seconds of video the job is billed for: the preview's length or the whole video."""
+    if job.is_preview and job.preview_minutes:
+        return min(job.preview_minutes * 60, _known_duration(job))
+    return _known_duration(job)
+
+
+def ledger_charge(job: BilledJob) -> ChargeResult:
     """The ledger's charge for a job whose `duration` is known: in full, for the whole minutes of
     a preview (ChargeResult.preview_minutes; transcription.services.job_charge records them on the
     job), or not at all.
@@ -198,11 +243,12 @@ def ledger_charge(job) -> ChargeResult:
     with transaction.atomic():
         Account.objects.select_for_update().get(pk=job.account_id)
         job.refresh_from_db(fields=["is_preview", "preview_minutes", "duration"])
-        existing = LedgerEntry.objects.filter(job=job, kind=LedgerEntry.Kind.CHARGE).first()
+        existing = LedgerEntry.objects.filter(job_id=job.pk, kind=LedgerEntry.Kind.CHARGE).first()
         if existing is not None:
             return ChargeResult(ok=True, charged_seconds=-existing.seconds, preview_minutes=job.preview_minutes)
 
-        cost = pricing.job_cost(job.type, job.duration, job.quality, translations)
+        duration = _known_duration(job)
+        cost = pricing.job_cost(job.type, duration, job.quality, translations)
         balance = account_balance(job.account_id)
         preview_minutes = None
         if cost > balance:
@@ -221,16 +267,16 @@ def ledger_charge(job) -> ChargeResult:
             kind=LedgerEntry.Kind.CHARGE,
             source=LedgerEntry.Source.JOB,
             seconds=-cost,
-            job=job,
-            reason=f"{job.type} of {job.duration} s" + (" (preview)" if preview_minutes else ""),
+            job_id=job.pk,
+            reason=f"{job.type} of {duration} s" + (" (preview)" if preview_minutes else ""),
         )
         return ChargeResult(ok=True, charged_seconds=cost, preview_minutes=preview_minutes)
 
 
-def job_refund(job, reason: str = "Job failed") -> LedgerEntry | None:
+def job_refund(job: BilledJob, reason: str = "Job failed") -> LedgerEntry | None:
     """Return everything the job was charged and not yet refunded. None if nothing to return."""
     with transaction.atomic():
-        entries = list(LedgerEntry.objects.filter(job=job))
+        entries = list(LedgerEntry.objects.filter(job_id=job.pk))
         charged = -sum(e.seconds for e in entries if e.kind == LedgerEntry.Kind.CHARGE)
         refunded = sum(e.seconds for e in entries if e.kind == LedgerEntry.Kind.REFUND)
         already = any(e.kind == LedgerEntry.Kind.REFUND and e.translation_id is None for e in entries)
@@ -244,18 +290,18 @@ def job_refund(job, reason: str = "Job failed") -> LedgerEntry | None:
                     kind=LedgerEntry.Kind.REFUND,
                     source=LedgerEntry.Source.JOB,
                     seconds=amount,
-                    job=job,
+                    job_id=job.pk,
                     reason=reason[:300],
                 )
         except IntegrityError:
             return None
 
 
-def translation_refund(translation, reason: str = "Translation failed") -> LedgerEntry | None:
+def translation_refund(translation: BilledTranslation, reason: str = "Translation failed") -> LedgerEntry | None:
     """Return one translation's share of its job's charge. None if the job was not charged."""
     job = translation.job
     with transaction.atomic():
-        if not LedgerEntry.objects.filter(job=job, kind=LedgerEntry.Kind.CHARGE).exists():
+        if not LedgerEntry.objects.filter(job_id=job.pk, kind=LedgerEntry.Kind.CHARGE).exists():
             return None
         amount = pricing.translation_cost(job.type, billed_seconds(job), job.quality)
         if amount <= 0:
@@ -267,8 +313,8 @@ def translation_refund(translation, reason: str = "Translation failed") -> Ledge
                     kind=LedgerEntry.Kind.REFUND,
                     source=LedgerEntry.Source.TRANSLATION,
                     seconds=amount,
-                    job=job,
-                    translation=translation,
+                    job_id=job.pk,
+                    translation_id=translation.pk,
                     reason=reason[:300],
                 )
         except IntegrityError:

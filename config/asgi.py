@@ -27,9 +27,10 @@ from transcription.api.poll_front import PollFront  # noqa: E402
 django_wsgi_application = get_wsgi_application()
 # Polls the Redis script answers go through Django in the event loop; the rest to the thread pool.
 # A chunked body is read whole first (bounded), so Django's WSGI side sees it with its length.
-django_application = ChunkedBodies(
-    PollFront(django_wsgi_application, WSGIMiddleware(django_wsgi_application, workers=settings.WEB_THREADS))
-)
+# django-stubs types WSGIHandler's answer as an HttpResponseBase (iterable at run time) and its environ
+# as a dict, a2wsgi its WSGI application's as Iterable[bytes] and a TypedDict: the same objects.
+threads = WSGIMiddleware(django_wsgi_application, workers=settings.WEB_THREADS)  # type: ignore[arg-type]
+django_application = ChunkedBodies(PollFront(django_wsgi_application, threads))
 mcp_sdk_application, mcp_application = asgi_app()
 
 

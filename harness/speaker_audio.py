@@ -169,7 +169,9 @@ def espeak_conversation(out: Path, *, cache: Path, n_turns: int = 10) -> Fixture
         "See you on Friday, have a good week.",
     ]
     voices = {"a": ["-v", "en-us+m3", "-p", "35", "-s", "160"], "b": ["-v", "en-gb+f4", "-p", "70", "-s", "150"]}
-    parts, turns, t = [np.zeros(int(0.5 * SR), dtype=np.float32)], [], 0.5
+    parts: list[np.ndarray] = [np.zeros(int(0.5 * SR), dtype=np.float32)]
+    turns: list[tuple[float, float, str]] = []
+    t = 0.5
     rng = random.Random(1)
     for i in range(n_turns):
         name = "ab"[i % 2]

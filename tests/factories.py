@@ -20,14 +20,14 @@ class UserFactory(DjangoModelFactory):
     email = factory.SelfAttribute("username")
 
 
-class AccountFactory(DjangoModelFactory):
+class AccountFactory(DjangoModelFactory[Account]):
     class Meta:
         model = Account
 
     user = factory.SubFactory(UserFactory)
 
 
-class JobFactory(DjangoModelFactory):
+class JobFactory(DjangoModelFactory[Job]):
     """A job of `type` in `state`; its translations follow `target_languages` (codes), as the
     services make them."""
 
@@ -45,7 +45,7 @@ class JobFactory(DjangoModelFactory):
             TranslationFactory(job=job, position=position, language=language, language_code=language)
 
 
-class TranslationFactory(DjangoModelFactory):
+class TranslationFactory(DjangoModelFactory[Translation]):
     class Meta:
         model = Translation
 
@@ -54,7 +54,7 @@ class TranslationFactory(DjangoModelFactory):
     language_code = "es"
 
 
-class UploadFactory(DjangoModelFactory):
+class UploadFactory(DjangoModelFactory[Upload]):
     """An upload as the uploads' door leaves it once whole and checked (its bytes are not stored)."""
 
     class Meta:

@@ -92,7 +92,7 @@ def submit(api, path: str, body: dict) -> str:
 def poll_until_done(api, job_id, timeout: float = 420):
     """Poll the job as a client would until it ends: (last body, [(state, progress) as seen])."""
     deadline = time.monotonic() + timeout
-    seen = []
+    seen: list[tuple[str, int]] = []
     while time.monotonic() < deadline:
         body = api.get(f"/v1/api/transcription/{job_id}").json()
         if not seen or seen[-1] != (body["state"], body["progress"]):

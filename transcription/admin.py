@@ -42,7 +42,7 @@ def stage_durations(timeline, now: datetime | None = None) -> list[tuple[str, da
             at = at.replace(tzinfo=UTC)
         parsed.append((state, at))
     now = now or timezone.now()
-    rows = []
+    rows: list[tuple[str, datetime, float | None, bool]] = []
     for index, (state, at) in enumerate(parsed):
         if index + 1 < len(parsed):
             rows.append((state, at, (parsed[index + 1][1] - at).total_seconds(), False))
@@ -69,8 +69,7 @@ def format_duration(seconds: float) -> str:
 
 class TranslationInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Translation
-    fields = ["position", "language", "language_code", "state", "error", "updated_at"]
-    readonly_fields = fields
+    fields = readonly_fields = ("position", "language", "language_code", "state", "error", "updated_at")
     extra = 0
 
 
@@ -141,7 +140,7 @@ class JobAdmin(admin.ModelAdmin):
         ("Minutes", {"fields": ["charges"]}),
         ("Tasks", {"fields": ["task_results"]}),
     ]
-    readonly_fields = [name for _, section in fieldsets for name in section["fields"]]
+    readonly_fields = [name for _, section in fieldsets for name in section["fields"] if isinstance(name, str)]
 
     # A job is written by the pipeline only: its page is read-only for everyone. "Change" stays
     # on the list (obj is None) because that is what the retry and cancel actions require.
@@ -296,8 +295,7 @@ class JobAdmin(admin.ModelAdmin):
 class JobInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Job
     fk_name = "batch"
-    fields = ["position", "link", "url", "state", "progress", "error"]
-    readonly_fields = fields
+    fields = readonly_fields = ("position", "link", "url", "state", "progress", "error")
     extra = 0
     ordering = ["position"]
 
@@ -317,7 +315,7 @@ class BatchAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["type", ("account", admin.RelatedOnlyFieldListFilter), ("created_at", admin.DateFieldListFilter)]
     list_select_related = ["account__user"]
     search_fields = ["url", "title", "account__user__email"]
-    fields = [
+    fields = readonly_fields = (
         "id",
         "account",
         "url",
@@ -333,8 +331,7 @@ class BatchAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "background",
         "target_languages",
         "created_at",
-    ]
-    readonly_fields = fields
+    )
     inlines = [JobInline]
     actions = None
 
@@ -352,7 +349,7 @@ class TranslationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     list_filter = ["state", ("updated_at", admin.DateFieldListFilter)]
     list_select_related = ["job"]
     search_fields = ["language", "language_code", "job__account__user__email"]
-    fields = [
+    fields = readonly_fields = (
         "job",
         "position",
         "language",
@@ -362,6 +359,5 @@ class TranslationAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "burned_video",
         "created_at",
         "updated_at",
-    ]
-    readonly_fields = fields
+    )
     actions = None

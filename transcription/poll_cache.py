@@ -82,9 +82,9 @@ def get(job_id) -> tuple[CachedPoll | None, bytes | None]:
 def put(job_id, account_id: int, has_links: bool, body: bytes, version: bytes | None) -> CachedPoll:
     """Cache the answer unless the job was written since `get` returned `version`; the entry
     either way (it is this request's answer)."""
-    value = encode(account_id, has_links, body)
-    cache.set_bytes_if_version(_key(job_id), value, TIMEOUT_SECONDS, _version_key(job_id), version)
-    return decode(value)
+    tag = _tag(account_id, has_links, body)
+    cache.set_bytes_if_version(_key(job_id), tag + body, TIMEOUT_SECONDS, _version_key(job_id), version)
+    return CachedPoll(account_id, has_links, body, tag)  # what decode() reads back from it
 
 
 def forget(job_id) -> None:

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import logging
 import math
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
 
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from accounts.models import Account
 from audit.models import AuditEvent
-from audit.services import audit_record
+from audit.services import Actor, audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
 from . import dispatch, files, job_endings, poll_cache, signals, states
@@ -25,6 +28,9 @@ from .models import Batch, FailureReason, Job, JobSegments, Translation, Upload,
 from .pipeline.languages import normalize_language
 
 logger = logging.getLogger(__name__)
+
+# A job's or an upload's id as a task or a URL gives it (a string), or as the row has it.
+RowId = UUID | str
 
 
 def _add_translations(job: Job, languages: list[str]) -> None:
@@ -36,13 +42,13 @@ def _add_translations(job: Job, languages: list[str]) -> None:
 
 @transaction.atomic
 def job_create(
-    account,
+    account: Account,
     *,
     type: str,
     url: str = "",
     upload: Upload | None = None,
     target_languages: list[str] | None = None,
-    **options,
+    **options: Any,
 ) -> Job:
     """Store a job and queue it once the row is committed: of a video's `url`, or of an `upload`
     of the account (whose `url` is then upload:<id>, what the job's `video_url` shows). Raises
@@ -68,7 +74,7 @@ def job_create(
 
 @transaction.atomic
 def batch_create(
-    account,
+    account: Account,
     *,
     url: str,
     title: str,
@@ -77,7 +83,7 @@ def batch_create(
     video_urls: list[str],
     type: str,
     target_languages: list[str] | None = None,
-    **options,
+    **options: Any,
 ) -> Batch:
     """Store a batch and its jobs, queued once committed; nothing when the broker is down
     (dispatch.QueueUnavailable)."""
@@ -109,12 +115,12 @@ def batch_create(
     return batch
 
 
-def _locked(job_id) -> Job:
+def _locked(job_id: RowId) -> Job:
     return Job.objects.select_for_update().get(pk=job_id)
 
 
 @transaction.atomic
-def job_advance(job_id, state: str, fraction: float = 0.0, **fields) -> Job:
+def job_advance(job_id: RowId, state: str, fraction: float = 0.0, **fields: Any) -> Job:
     """Move a job into `state` (or further through it), setting any result `fields` on the way."""
     job = _locked(job_id)
     states.check_job_transition(job.state, state)
@@ -128,7 +134,7 @@ def job_advance(job_id, state: str, fraction: float = 0.0, **fields) -> Job:
     return job
 
 
-def job_progress(job_id, fraction: float) -> None:
+def job_progress(job_id: RowId, fraction: float) -> None:
     """Move the progress bar within the job's current state; never backwards, never across states."""
     job = Job.objects.only("state", "progress", "type").get(pk=job_id)
     if job.state in states.FINAL_STATES:
@@ -158,7 +164,7 @@ def job_charge(job: Job) -> ChargeResult:
 
 
 @transaction.atomic
-def job_finish(job_id, **results) -> Job:
+def job_finish(job_id: RowId, **results: Any) -> Job:
     job = job_advance(job_id, states.DONE, 1.0, **results)
     _announce_end(job)
     return job
@@ -172,7 +178,7 @@ def _announce_end(job: Job) -> None:
     job_endings.announce_on_commit(job.id)  # whoever awaits the answer (the OpenAI-compatible door)
 
 
-def job_fail(job_id, error: str, reason: str = FailureReason.OTHER) -> Job | None:
+def job_fail(job_id: RowId, error: str, reason: str = FailureReason.OTHER) -> Job | None:
     """Fail a job that is not final yet, with a reason a person can read (`error`) and one an
     operator counts (`reason`, a FailureReason), and refund its charge.
 
@@ -198,7 +204,7 @@ def job_fail(job_id, error: str, reason: str = FailureReason.OTHER) -> Job | Non
 
 
 @transaction.atomic
-def translation_advance(translation_id, state: str, **fields) -> Translation:
+def translation_advance(translation_id: int, state: str, **fields: Any) -> Translation:
     translation = Translation.objects.select_for_update().get(pk=translation_id)
     states.check_translation_transition(translation.state, state)
     translation.state = state
@@ -208,7 +214,7 @@ def translation_advance(translation_id, state: str, **fields) -> Translation:
     return translation
 
 
-def translation_fail(translation_id, error: str) -> Translation | None:
+def translation_fail(translation_id: int, error: str) -> Translation | None:
     """Fail one translation (the job goes on) and refund its share of the charge."""
     with transaction.atomic():
         translation = Translation.objects.select_for_update().select_related("job").get(pk=translation_id)
@@ -221,7 +227,7 @@ def translation_fail(translation_id, error: str) -> Translation | None:
     return translation
 
 
-def job_claim(job_id, seconds: float):
+def job_claim(job_id: RowId, seconds: float) -> datetime | None:
     """Claim a job for the stage a worker is about to run, for `seconds`. Returns the claim's
     expiry, which is also its token for job_renew_claim and job_release, or None when another
     worker's claim is still live (the broker delivered the task twice: Redis does so when a task
@@ -232,19 +238,19 @@ def job_claim(job_id, seconds: float):
     return until if Job.objects.filter(free, pk=job_id).update(lease_until=until) else None
 
 
-def job_renew_claim(job_id, held, seconds: float):
+def job_renew_claim(job_id: RowId, held: datetime, seconds: float) -> datetime | None:
     """The heartbeat: extend the claim that expires at `held`. Returns the new expiry, or None when
     the claim is no longer this worker's (it lapsed and the sweeper gave the job to another)."""
     until = timezone.now() + timedelta(seconds=seconds)
     return until if Job.objects.filter(pk=job_id, lease_until=held).update(lease_until=until) else None
 
 
-def job_release(job_id, held) -> None:
+def job_release(job_id: RowId, held: datetime) -> None:
     """Drop the claim that expires at `held`; a claim another worker has taken since is kept."""
     Job.objects.filter(pk=job_id, lease_until=held).update(lease_until=None)
 
 
-def job_take_lapsed_claim(job_id, attempts: int, lapsed, now) -> bool:
+def job_take_lapsed_claim(job_id: RowId, attempts: int, lapsed: datetime | None, now: datetime) -> bool:
     """The sweeper's hold on a job whose worker died (its claim expired at `lapsed`): one attempt
     used, the claim cleared for the next worker. Compare and set, so that of two sweepers only one
     re-queues the job. False when the job moved on meanwhile."""
@@ -256,7 +262,7 @@ def job_take_lapsed_claim(job_id, attempts: int, lapsed, now) -> bool:
     return bool(taken)
 
 
-def job_mark_resent(job_id, cutoff, now) -> bool:
+def job_mark_resent(job_id: RowId, cutoff: datetime, now: datetime) -> bool:
     """Note that the task of a job nobody has claimed since `cutoff` is being sent again (so it is
     sent at most once per STALLED_AFTER_SECONDS). False when a worker claimed it meanwhile."""
     marked = Job.objects.filter(pk=job_id, lease_until__isnull=True, updated_at__lt=cutoff).update(updated_at=now)
@@ -266,7 +272,7 @@ def job_mark_resent(job_id, cutoff, now) -> bool:
 
 
 @transaction.atomic
-def job_forget_artifacts(job_id) -> None:
+def job_forget_artifacts(job_id: RowId) -> None:
     """Clear the names of a job's burned videos once the files are deleted (retention)."""
     job = _locked(job_id)
     job.burned_video = None
@@ -290,7 +296,7 @@ RETRY_OPTIONS = (
 )
 
 
-def job_cancel(job_id, by=None) -> Job | None:
+def job_cancel(job_id: RowId, by: Actor = None) -> Job | None:
     """Stop a waiting or running job for support: it fails with CANCELLED_ERROR and is refunded.
 
     The refund is job_fail's: billing.services.job_refund returns everything the job was charged
@@ -314,7 +320,7 @@ def job_cancel(job_id, by=None) -> Job | None:
     return job
 
 
-def job_retry(job_id, by=None) -> Job:
+def job_retry(job_id: RowId, by: Actor = None) -> Job:
     """Queue a fresh job with the failed job's URL and options (via job_create); the failed job stays failed.
 
     The new job is charged again when its duration is known (the failed one was refunded). It is
@@ -343,7 +349,7 @@ def job_retry(job_id, by=None) -> Job:
     return job
 
 
-def job_keep_segments(job_id, *, language: str, duration: float, segments: list[dict]) -> None:
+def job_keep_segments(job_id: RowId, *, language: str, duration: float, segments: list[dict[str, Any]]) -> None:
     """Keep a job's recognised segments and words (JobSegments) for the answers built from them."""
     JobSegments.objects.update_or_create(
         job_id=job_id, defaults={"language": language, "duration": duration, "segments": segments}
@@ -353,17 +359,17 @@ def job_keep_segments(job_id, *, language: str, duration: float, segments: list[
 # --- Uploads ---------------------------------------------------------------------------------
 
 
-def upload_url(upload_id) -> str:
+def upload_url(upload_id: RowId) -> str:
     """What a job made from an upload has for its `url` (and shows as `video_url`)."""
     return f"upload:{upload_id}"
 
 
-def upload_create(account, *, size: int, filename: str = "") -> Upload:
+def upload_create(account: Account, *, size: int, filename: str = "") -> Upload:
     """A new upload of `size` bytes, receiving."""
     return Upload.objects.create(account=account, size=size, filename=filename[:255])
 
 
-def upload_received(upload_id, received: int) -> None:
+def upload_received(upload_id: RowId, received: int) -> None:
     """Note how many bytes of an upload are stored (its tus Upload-Offset); also what keeps an
     unfinished upload from the retention sweep."""
     Upload.objects.filter(pk=upload_id, state=UploadState.RECEIVING).update(
@@ -371,7 +377,7 @@ def upload_received(upload_id, received: int) -> None:
     )
 
 
-def upload_ready(upload_id, *, size: int, duration: float, has_video: bool) -> Upload:
+def upload_ready(upload_id: RowId, *, size: int, duration: float, has_video: bool) -> Upload:
     """The upload is whole, in storage, and ffprobe found audio in it: jobs may name it now."""
     with transaction.atomic():
         upload = Upload.objects.select_for_update().get(pk=upload_id)
@@ -383,7 +389,7 @@ def upload_ready(upload_id, *, size: int, duration: float, has_video: bool) -> U
     return upload
 
 
-def upload_delete(upload_id) -> None:
+def upload_delete(upload_id: RowId) -> None:
     """Forget an upload and delete its bytes, received or stored (a job that named it keeps its
     `url`; its `upload` becomes empty)."""
     files.incoming_path(upload_id).unlink(missing_ok=True)
@@ -395,7 +401,7 @@ def upload_delete(upload_id) -> None:
 
 
 @transaction.atomic
-def job_rename_speakers(job_id, names: dict[str, str | None]) -> Job:
+def job_rename_speakers(job_id: RowId, names: dict[str, str | None]) -> Job:
     """Give speakers of a job names ({"2": "Bob"}), or take a name back (None: "Speaker 2" again).
     The numbers were checked against the job's text by the caller; the save drops the cached poll."""
     job = _locked(job_id)
@@ -406,7 +412,7 @@ def job_rename_speakers(job_id, names: dict[str, str | None]) -> Job:
 
 
 @transaction.atomic
-def voice_create(account, *, name: str, url: str = "", upload: Upload | None = None) -> Voice:
+def voice_create(account: Account, *, name: str, url: str = "", upload: Upload | None = None) -> Voice:
     """Enrol a voice: its sample (at `url`, or an `upload` of the account) is read by a job of its
     own (fetched, converted, charged as a transcript of the sample and diarized like any job),
     which stores the embedding. Raises dispatch.QueueUnavailable, storing nothing, when the broker
@@ -416,13 +422,15 @@ def voice_create(account, *, name: str, url: str = "", upload: Upload | None = N
 
 
 @transaction.atomic
-def voice_store(job_id, embedding: bytes, encoder: str) -> Voice | None:
+def voice_store(job_id: RowId, embedding: bytes, encoder: str) -> Voice | None:
     """Keep the embedding a voice sample's job made (the job is then finished by its stage); None
     when the voice was deleted meanwhile."""
     voice = Voice.objects.select_for_update().select_related("job").filter(job_id=job_id).first()
     if voice is None:
         return None
-    voice.embedding, voice.encoder, voice.seconds = embedding, encoder, voice.job.duration
+    sample = voice.job  # found by its job_id: never None here
+    voice.embedding, voice.encoder = embedding, encoder
+    voice.seconds = sample.duration if sample is not None else None
     voice.save(update_fields=["embedding", "encoder", "seconds"])
     return voice
 

@@ -15,8 +15,10 @@ so a worker of any concurrency is gone within the sum of the two (its jobs then 
 claims to lapse, as after a crash).
 """
 
+import contextlib
 import logging
 import os
+import signal
 import threading
 
 from billiard.process import active_children
@@ -41,8 +43,10 @@ def _bound_the_shutdown(**kwargs) -> None:
 
 def _end_now(limit: float) -> None:
     logger.error("the worker did not stop within %s s: its pool processes are killed", limit)
-    for child in active_children():
-        child.kill()
+    for child in active_children():  # billiard's processes have terminate() but no kill()
+        if child.pid is not None:
+            with contextlib.suppress(ProcessLookupError):  # it has just ended
+                os.kill(child.pid, signal.SIGKILL)
     os._exit(1)
 
 

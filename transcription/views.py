@@ -3,7 +3,7 @@ import re
 
 from django.core import signing
 from django.core.files.storage import default_storage
-from django.http import FileResponse, HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import FileResponse, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
 from . import files
@@ -97,7 +97,7 @@ def artifact(request, token: str):
     try:
         wanted = byte_range(request.headers.get("Range"), size)
     except Unsatisfiable:
-        response = HttpResponse(status=416)
+        response: HttpResponseBase = HttpResponse(status=416)
         response["Content-Range"] = f"bytes */{size}"
         response["Accept-Ranges"] = "bytes"
         return response
@@ -112,6 +112,8 @@ def artifact(request, token: str):
         )
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
         response["Content-Length"] = str(end - start + 1)
-        response["Content-Disposition"] = content_disposition_header(False, filename)
+        disposition = content_disposition_header(False, filename)  # None only for an empty filename
+        if disposition is not None:
+            response["Content-Disposition"] = disposition
     response["Accept-Ranges"] = "bytes"
     return response

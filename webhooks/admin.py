@@ -94,8 +94,15 @@ class EndpointAdmin(admin.ModelAdmin):
 
 class AttemptInline(ReadOnlyAdminMixin, admin.TabularInline):
     model = Attempt
-    fields = ["number", "started_at", "duration_ms", "status_code", "error", "response_excerpt", "url"]
-    readonly_fields = fields
+    fields = readonly_fields = (
+        "number",
+        "started_at",
+        "duration_ms",
+        "status_code",
+        "error",
+        "response_excerpt",
+        "url",
+    )
     extra = 0
 
 
@@ -107,7 +114,7 @@ class MessageAdmin(admin.ModelAdmin):
     search_fields = ["account__user__email"]
     actions = ["send_again"]
     inlines = [AttemptInline]
-    fields = [
+    fields = readonly_fields = (
         "webhook_id",
         "account",
         "endpoint",
@@ -120,8 +127,7 @@ class MessageAdmin(admin.ModelAdmin):
         "next_attempt_at",
         "delivered_at",
         "payload",
-    ]
-    readonly_fields = fields
+    )
 
     # Messages are written by the services only: the page is read-only. "Change" stays on the
     # list (obj is None) because that is what the send-again action requires.

@@ -101,6 +101,8 @@ def post(
     try:
         check_url(url, allow_private=allow_private)
         parts = urllib.parse.urlsplit(url.strip())
+        if parts.hostname is None:  # check_url refuses an address without a host already
+            return answer(error="The address is not valid.")
         host = parts.hostname.encode("idna").decode("ascii")
     except FetchError as error:
         return answer(error=str(error))
@@ -111,6 +113,7 @@ def post(
     if parts.username is not None:  # https://user:password@host/ is how many receivers take a password
         credentials = f"{urllib.parse.unquote(parts.username)}:{urllib.parse.unquote(parts.password or '')}"
         headers = {**headers, "authorization": "Basic " + base64.b64encode(credentials.encode()).decode("ascii")}
+    connection: http.client.HTTPConnection
     if https:
         connection = http.client.HTTPSConnection(host, port, timeout=timeout, context=ssl.create_default_context())
     else:
@@ -118,7 +121,7 @@ def post(
     opener = _Connection(allow_private)
     # http.client opens its socket through this attribute (HTTPSConnection then wraps it in TLS
     # for `host`), which lets the guard see, and the watchdog close, every socket it uses.
-    connection._create_connection = opener
+    connection._create_connection = opener  # type: ignore[attr-defined]  # http.client's hook, not in typeshed
 
     def stop() -> None:
         opener.stop()
@@ -133,10 +136,10 @@ def post(
         connection.request("POST", target, body=body, headers={**headers, "user-agent": USER_AGENT})
         response = connection.getresponse()
         excerpt = response.read(read_limit).decode("utf-8", "replace").strip()
-        error = ""
+        refused = ""
         if 300 <= response.status < 400:
-            error = f"Redirects are not followed (Location: {response.getheader('location', 'none')})."
-        return answer(response.status, excerpt, error)
+            refused = f"Redirects are not followed (Location: {response.getheader('location', 'none')})."
+        return answer(response.status, excerpt, refused)
     except FetchError as error:
         return answer(error=str(error))
     except (OSError, http.client.HTTPException) as error:

@@ -15,6 +15,8 @@ import logging
 import math
 import secrets
 from datetime import UTC, datetime, timedelta
+from typing import Any
+from uuid import UUID
 
 from celery import current_app
 from django.conf import settings
@@ -25,7 +27,7 @@ from standardwebhooks import Webhook
 
 from accounts.models import Account
 from audit.models import AuditEvent
-from audit.services import audit_record
+from audit.services import Actor, audit_record
 from transcription import states
 from transcription.api.presenters import batch_payload, job_document, with_links
 from transcription.models import Batch, Job
@@ -47,6 +49,8 @@ RESEND_LOST_AFTER = timedelta(minutes=5)
 TEXT_FIELDS = ("txt", "srt", "webvtt")
 MAX_URL_LENGTH = 2048
 DELIVER_TASK = "webhooks.tasks.deliver_message"
+# A message's id as the task receives it (a string) or as the row has it.
+MessageId = UUID | str
 
 
 class WebhookUrlError(ValueError):
@@ -74,7 +78,7 @@ def _lock_account(account: Account) -> None:
 
 
 @transaction.atomic
-def endpoint_set(account: Account, url: str, *, by=None) -> str | None:
+def endpoint_set(account: Account, url: str, *, by: Actor = None) -> str | None:
     """Set the account's webhook URL (re-enabling an endpoint that a 410 disabled).
 
     Returns the new signing secret when the endpoint is new (the only time it is shown), None
@@ -99,7 +103,7 @@ def endpoint_set(account: Account, url: str, *, by=None) -> str | None:
 
 
 @transaction.atomic
-def endpoint_rotate_secret(account: Account, *, by=None) -> str:
+def endpoint_rotate_secret(account: Account, *, by: Actor = None) -> str:
     """A new signing secret, returned (shown once). The one it replaces still signs for 24 h;
     one older than that stops at once. Raises Endpoint.DoesNotExist. Audited as webhook_rotated."""
     _lock_account(account)
@@ -119,7 +123,7 @@ def endpoint_rotate_secret(account: Account, *, by=None) -> str:
 
 
 @transaction.atomic
-def endpoint_remove(account: Account, *, by=None) -> bool:
+def endpoint_remove(account: Account, *, by: Actor = None) -> bool:
     """Delete the account's endpoint; events not delivered yet end undelivered. Returns whether
     there was one (only then is it audited, as webhook_removed)."""
     _lock_account(account)
@@ -143,7 +147,7 @@ def _timestamp(moment: datetime) -> str:
     return moment.isoformat().replace("+00:00", "Z")
 
 
-def job_event_data(job: Job) -> dict:
+def job_event_data(job: Job) -> dict[str, Any]:
     """The job as GET /v1/api/transcription/{id} answers it, without the whole texts, links absolute."""
     document = with_links(job_document(job, with_text=False), None)
     for name in TEXT_FIELDS:
@@ -153,12 +157,12 @@ def job_event_data(job: Job) -> dict:
     return document
 
 
-def _queue(message_id, countdown: float = 0) -> None:
+def _queue(message_id: MessageId, countdown: float = 0) -> None:
     # Sent by name (the task routes put it on `hooks`), so the services never import the tasks.
     current_app.send_task(DELIVER_TASK, (str(message_id),), countdown=countdown)
 
 
-def _record(endpoint: Endpoint, event_type: str, data: dict, **about) -> Message:
+def _record(endpoint: Endpoint, event_type: str, data: dict[str, Any], **about: Job | Batch) -> Message:
     now = timezone.now()
     body = json.dumps({"type": event_type, "timestamp": _timestamp(now), "data": data}, separators=(",", ":"))
     message = Message.objects.create(
@@ -175,7 +179,7 @@ def _record(endpoint: Endpoint, event_type: str, data: dict, **about) -> Message
     return message
 
 
-def _batch_ended(batch_id) -> Batch | None:
+def _batch_ended(batch_id: UUID) -> Batch | None:
     """The batch, if every one of its jobs has ended, else None.
 
     The caller has just written its own job's end. Locking the batch row first makes the jobs of
@@ -189,7 +193,7 @@ def _batch_ended(batch_id) -> Batch | None:
     return batch
 
 
-def message_record_job_end(job: Job, **signal) -> None:
+def message_record_job_end(job: Job, **signal: object) -> None:
     """Record job.done or job.failed for a job that has just ended, and batch.done when it was the
     last of its batch to end. Receives transcription.signals.job_ended, inside the transaction that
     ends the job."""
@@ -223,10 +227,11 @@ def signed_headers(message: Message, signing_secrets: list[str], now: datetime) 
 def _claim_seconds() -> float:
     """How long a delivery may hold its message: twice the request's own limit, leaving room for
     the name lookup (which that limit does not cover) and for recording the attempt."""
-    return 2 * settings.WEBHOOK_TIMEOUT_SECONDS + 1
+    request_limit: float = settings.WEBHOOK_TIMEOUT_SECONDS
+    return 2 * request_limit + 1
 
 
-def message_deliver(message_id) -> Attempt | None:
+def message_deliver(message_id: MessageId) -> Attempt | None:
     """Post a message that is due and that no other worker holds; record the attempt and what
     follows from it. Returns the attempt, or None when there was nothing to do."""
     now = timezone.now()
@@ -257,7 +262,9 @@ def message_deliver(message_id) -> Attempt | None:
 
 
 @transaction.atomic
-def _attempt_record(message_id, held, url: str, started: datetime, answer) -> Attempt:
+def _attempt_record(
+    message_id: MessageId, held: datetime, url: str, started: datetime, answer: delivery.Answer
+) -> Attempt:
     message = Message.objects.select_for_update(of=("self",)).select_related("endpoint").get(pk=message_id)
     attempt = Attempt.objects.create(
         message=message,
@@ -313,7 +320,7 @@ def _endpoint_disable(endpoint: Endpoint, reason: str, now: datetime) -> None:
     logger.info("webhook of account %s disabled: %s", endpoint.account_id, reason)
 
 
-def messages_sweep(now: datetime | None = None) -> dict:
+def messages_sweep(now: datetime | None = None) -> dict[str, list[UUID]]:
     """Send again every due message that no live worker holds and whose task is gone.
 
     - `requeued`: a worker claimed it and its claim lapsed (the worker died mid-delivery);
@@ -326,7 +333,8 @@ def messages_sweep(now: datetime | None = None) -> dict:
     due = Message.objects.filter(state=Message.State.PENDING, next_attempt_at__lte=now).only(
         "id", "claimed_until", "queued_at"
     )
-    requeued, queued = [], []
+    requeued: list[UUID] = []
+    queued: list[UUID] = []
     for message in due.filter(claimed_until__lt=now)[:1000]:
         if Message.objects.filter(pk=message.id, claimed_until=message.claimed_until).update(
             claimed_until=None, queued_at=now
@@ -344,7 +352,7 @@ def messages_sweep(now: datetime | None = None) -> dict:
 
 
 @transaction.atomic
-def message_resend(message_id, *, by=None) -> Message:
+def message_resend(message_id: MessageId, *, by: Actor = None) -> Message:
     """Send an event again now, with the same webhook-id and body (support's "send again"), to the
     account's webhook as it is now. It gets one more attempt, and retries after it while the
     schedule has attempts left. Raises ValueError when the account has no enabled webhook.

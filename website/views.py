@@ -113,15 +113,16 @@ def _with_charges(jobs: list[Job]) -> list[Job]:
     charged = charged_seconds([job.pk for job in jobs])
     for job in jobs:
         seconds = charged.get(job.pk)
-        job.charged = None if seconds is None else pricing.format_minutes(seconds)
+        # shown by the template beside the job; not a field of the model
+        job.charged = None if seconds is None else pricing.format_minutes(seconds)  # type: ignore[attr-defined]
     return jobs
 
 
 def _groups(jobs: list[Job]) -> list[tuple[Batch | None, list[Job]]]:
     """Jobs in the order listed, a batch's jobs together under their batch (in queue order)."""
-    groups = []
-    for batch_id, members in itertools.groupby(jobs, key=lambda job: job.batch_id):
-        members = list(members)
+    groups: list[tuple[Batch | None, list[Job]]] = []
+    for batch_id, grouped in itertools.groupby(jobs, key=lambda job: job.batch_id):
+        members = list(grouped)
         if batch_id is None:
             groups.extend((None, [job]) for job in members)
         else:

@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -80,7 +81,7 @@ def bench_device(device: str, args, wav: Path, audio_s: float, reference: str | 
         t = time.perf_counter()
         if name == "bare":
             transcript = asr.transcribe(model, wav)
-            run = {"text": " ".join(s.text for s in transcript.segments)}
+            run: dict[str, Any] = {"text": " ".join(s.text for s in transcript.segments)}
         else:
             results, parts = recognise_like_the_stage(model, wav, args.weights)
             run = {"text": results["txt"], "parts": {k: round(v, 2) for k, v in parts.items()}}

@@ -40,10 +40,11 @@ from transcription.pipeline import asr, language_id  # noqa: E402
 from transcription.pipeline.wav import SAMPLE_RATE, read_slice  # noqa: E402
 from transcription.pipeline.whisper_model import load_model  # noqa: E402
 
+# mode: (batched, recover_dropped), asr.transcribe's two options that the modes vary
 MODES = {
-    "default": dict(batched=True, recover_dropped=True),
-    "batched-unrecovered": dict(batched=True, recover_dropped=False),
-    "plain": dict(batched=False, recover_dropped=False),
+    "default": (True, True),
+    "batched-unrecovered": (True, False),
+    "plain": (False, False),
 }
 
 
@@ -103,7 +104,8 @@ def dropped_sentences(reference: str, language: str, fates: list[str]) -> int:
 
 def evaluate(model, clip, mode: str) -> dict:
     started = time.perf_counter()
-    transcript = asr.transcribe(model, clip.path, **MODES[mode])
+    batched, recover_dropped = MODES[mode]
+    transcript = asr.transcribe(model, clip.path, batched=batched, recover_dropped=recover_dropped)
     seconds = time.perf_counter() - started
     text = " ".join(seg.text for seg in transcript.segments)
     # score in the language spoken most (a switching file: the union of its languages' number words)
@@ -149,7 +151,7 @@ def summary(rows: list[dict]) -> dict:
     for mode in sorted({r["mode"] for r in rows}):
         mine = [r for r in rows if r["mode"] == mode]
         detectable = [r for r in mine if r["language"]]
-        by_language = {}
+        by_language: dict[str, dict[str, float]] = {}
         for r in mine:
             # per language and source: "it festival" and "it espeak" are different voices
             key = f"{r['language']} {r['clip'].split('-')[1]}" if r["language"] else r["clip"]

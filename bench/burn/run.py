@@ -169,7 +169,7 @@ def bench_quality(quality: str, source: Path, folder: Path, repeats: int) -> dic
     subtitles = cues()
     ass = burn_stage.write_ass(subtitles, folder / f"bare-{quality}.ass", width=width, height=height)
     ours_out, bare_out = folder / f"ours-{quality}.mp4", folder / f"bare-{quality}.mp4"
-    progress_calls = []
+    progress_calls: list[float] = []
 
     def ours() -> None:
         progress_calls.clear()
@@ -180,7 +180,7 @@ def bench_quality(quality: str, source: Path, folder: Path, repeats: int) -> dic
             bare_command(source, ass, bare_out, width, height), check=True, stdin=subprocess.DEVNULL, timeout=6 * 3600
         )
 
-    runs = {"ours": [], "bare": []}
+    runs: dict[str, list[dict[str, float]]] = {"ours": [], "bare": []}
     for repeat in range(repeats):
         order = [("ours", ours), ("bare", bare)] if repeat % 2 == 0 else [("bare", bare), ("ours", ours)]
         for name, fn in order:

@@ -27,13 +27,15 @@ def ensure_database() -> None:
     config = environ.Env.db_url_config(os.environ["DATABASE_URL"])
     if "postgresql" not in config["ENGINE"]:
         sys.exit(f"bench/polls needs PostgreSQL; DATABASE_URL is {config['ENGINE']}")
-    params = {
-        "host": config.get("HOST") or None,
-        "port": config.get("PORT") or None,
-        "user": config.get("USER") or None,
-        "password": config.get("PASSWORD") or None,
-    }
-    with psycopg.connect(dbname="postgres", autocommit=True, connect_timeout=5, **params) as connection:
+    with psycopg.connect(
+        dbname="postgres",
+        autocommit=True,
+        connect_timeout=5,
+        host=config.get("HOST") or None,
+        port=config.get("PORT") or None,
+        user=config.get("USER") or None,
+        password=config.get("PASSWORD") or None,
+    ) as connection:
         exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone()
         if not exists:
             log(f"creating database {config['NAME']}")

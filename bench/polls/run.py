@@ -23,6 +23,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -60,7 +61,9 @@ def poll_answer_bytes(fixture: dict) -> int:
 
     from transcription.api.polls import cached_poll
 
-    return len(cached_poll(uuid.UUID(fixture["job_id"])).body)
+    cached = cached_poll(uuid.UUID(fixture["job_id"]))
+    assert cached, f"no job {fixture['job_id']}"
+    return len(cached.body)
 
 
 def free_port() -> int:
@@ -123,7 +126,9 @@ def worker_memory(master_pid: int) -> dict[str, float]:
             status = (stat.parent / "status").read_text()
         except (OSError, IndexError, ValueError):
             continue  # a process that ended meanwhile
-        rss_kb = int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)[1])
+        rss = re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE)
+        assert rss, status
+        rss_kb = int(rss[1])
         memory[stat.parent.name] = round(rss_kb / 1024, 1)
     return memory
 
@@ -257,10 +262,21 @@ def cpu_per_request(fixture: dict, count: int) -> None:
     factory = RequestFactory()
 
     def call(path: str, headers: dict) -> None:
-        environ = factory._base_environ(PATH_INFO=path, REQUEST_METHOD="GET", QUERY_STRING="", **headers)
+        # Django's private helper makes the bare WSGI environ without building a WSGIRequest (which
+        # the measured CPU would count); django-stubs do not list it.
+        environ = factory._base_environ(  # type: ignore[attr-defined]
+            PATH_INFO=path, REQUEST_METHOD="GET", QUERY_STRING="", **headers
+        )
         environ["wsgi.input"] = io.BytesIO(b"")
-        statuses = []
-        b"".join(app(environ, lambda status, _headers: statuses.append(status)))
+        statuses: list[str] = []
+
+        def start_response(
+            status: str, _headers: list[tuple[str, str]], _exc_info: object = None
+        ) -> Callable[[bytes], object]:
+            statuses.append(status)
+            return lambda _data: None
+
+        b"".join(app(environ, start_response))
         assert statuses[0].startswith("200"), statuses
 
     targets = {

@@ -119,7 +119,7 @@ def equalise(placed: list[tuple[float, np.ndarray, str]], narrowband: bool) -> l
 def _mix(placed: list[tuple[float, np.ndarray, str]]) -> tuple[np.ndarray, list[tuple[float, float, str]]]:
     end = max(start + len(x) / SR for start, x, _ in placed) + 0.5
     audio = np.zeros(int(end * SR) + 1, dtype=np.float32)
-    turns = []
+    turns: list[tuple[float, float, str]] = []
     for start, x, who in placed:
         at = int(round(start * SR))
         audio[at : at + len(x)] += x

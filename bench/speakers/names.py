@@ -57,6 +57,7 @@ def load_dataset(path: Path | None):
 
         return dataset
     spec = importlib.util.spec_from_file_location("names_bench_dataset", path)
+    assert spec and spec.loader, f"{path} is no Python module"
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up
     spec.loader.exec_module(module)
@@ -77,7 +78,8 @@ class Lines:
 
 def sample(lines: Lines, name: str, rng: random.Random, out: Path) -> Path:
     lines.use(name, 0)
-    placed, at, used = [], 0.5, set()
+    placed, at = [], 0.5
+    used: set[tuple[str, Path]] = set()
     while at < SAMPLE_SECONDS:
         x = lines.voices.line(name, rng, used, 0.8, 12.0)
         placed.append((at, x, name))
@@ -104,7 +106,7 @@ def majority(turns, reference, speaker: int) -> str:
         if t.speaker == speaker:
             for s, e, who in reference:
                 heard[who] = heard.get(who, 0.0) + max(0.0, min(e, t.end) - max(s, t.start))
-    return max(heard, key=heard.get)
+    return max(heard, key=lambda who: heard[who])
 
 
 def measure(lines: Lines, pool: list[str], work: Path, seeds: int) -> tuple[list[dict], dict[str, np.ndarray]]:
@@ -194,8 +196,8 @@ def main() -> None:
         "voices": halves,
         "seeds": args.seeds,
         "calibration_range": [min(room), max(room)] if room else None,
-        "calibration": score(rows, samples, threshold) if room else None,
-        "test": score(test_rows, test_samples, threshold) if room else None,
+        "calibration": score(rows, samples, threshold) if threshold is not None else None,
+        "test": score(test_rows, test_samples, threshold) if threshold is not None else None,
         "test_at_service_threshold": score(test_rows, test_samples, voices.MATCH_SIMILARITY),
         "test_similarities": similarities(test_rows, test_samples),
         "calibration_curve": curve,

@@ -122,6 +122,7 @@ def count(pair: str, source: list[Cue], texts: list[str], show: int) -> dict:
     english = " ".join(texts)
     source_code, target = pair.split("-")
     translator = find_translator(source_code, target)
+    assert translator, f"no translation backend installed for {pair}"
     started = time.monotonic()
     translated = translate_cues(source, translator, language=target)
     seconds = time.monotonic() - started
@@ -130,7 +131,14 @@ def count(pair: str, source: list[Cue], texts: list[str], show: int) -> dict:
     names = capitalised_inside([english]) | capitalised_inside(out_texts)
     english_words = {w.lower() for w in WORD.findall(english)}
     leftovers = pivot_unknown(translator, texts) - english_words
-    defects = {"too long": [], "capital": [], "marks": [], "pivot words": [], "empty": [], "shape": []}
+    defects: dict[str, list[object]] = {
+        "too long": [],
+        "capital": [],
+        "marks": [],
+        "pivot words": [],
+        "empty": [],
+        "shape": [],
+    }
     if len(translated) != len(source):
         defects["shape"].append("cue count")
     for index, (before, after) in enumerate(zip(source, translated)):

@@ -53,8 +53,15 @@ def ensure_database() -> None:
     from psycopg import sql
 
     config = environ.Env.db_url_config(os.environ["DATABASE_URL"])
-    params = {key.lower(): config.get(key) or None for key in ("HOST", "PORT", "USER", "PASSWORD")}
-    with psycopg.connect(dbname="postgres", autocommit=True, connect_timeout=5, **params) as connection:
+    with psycopg.connect(
+        dbname="postgres",
+        autocommit=True,
+        connect_timeout=5,
+        host=config.get("HOST") or None,
+        port=config.get("PORT") or None,
+        user=config.get("USER") or None,
+        password=config.get("PASSWORD") or None,
+    ) as connection:
         if not connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone():
             connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
 
@@ -144,10 +151,77 @@ def media(work: Path) -> tuple[Path, Path]:
     return big, talk
 
 
+def throughput(
+    base: str, token: str, pid: int, big: Path, media_root: Path, rounds: int, baseline: float
+) -> dict[str, object]:
+    """cat + sync against the two ways of uploading `big` (then sync), each `rounds` times, and the
+    web process's RSS peak during each upload."""
+    auth = f"Authorization: Bearer {token}"
+    copy = media_root / "incoming" / "cat-copy.bin"
+    copy.parent.mkdir(parents=True, exist_ok=True)
+    results: dict[str, object] = {}
+    ways = {
+        "raw": ["-T", str(big), "-X", "POST", "-H", "Content-Type: audio/wav"],  # -T streams the file
+        "multipart": ["-F", f"file=@{big}"],
+    }
+
+    def by_cat() -> float:
+        copy.unlink(missing_ok=True)
+        seconds = timed(f"cat '{big}' > '{copy}' && sync '{copy}'")
+        copy.unlink(missing_ok=True)
+        return seconds
+
+    def by_upload(body: list[str]) -> tuple[float, float]:
+        with sampling(pid) as peak:
+            started = time.perf_counter()
+            answer = json.loads(run(["curl", "-sS", "-f", f"{base}/v1/api/uploads", "-H", auth, *body]).stdout)
+            subprocess.run(["sync", str(media_root / "uploads" / answer["id"])], check=True)
+            seconds = time.perf_counter() - started
+        request("DELETE", f"{base}/v1/api/uploads/{answer['id']}", token)
+        return seconds, peak["mb"]
+
+    # cat and the two ways take turns, the order turning each round (the machine's speed drifts
+    # from minute to minute), each after a sync so no step pays for the one before it
+    seconds: dict[str, list[float]] = {"cat": [], "raw": [], "multipart": []}
+    peaks: dict[str, list[float]] = {"raw": [], "multipart": []}
+    order = ["cat", "raw", "multipart"]
+    for round_ in range(rounds):
+        for name in order[round_ % 3 :] + order[: round_ % 3]:
+            subprocess.run(["sync"], check=True)
+            if name == "cat":
+                seconds["cat"].append(by_cat())
+            else:
+                took, peak = by_upload(ways[name])
+                seconds[name].append(took)
+                peaks[name].append(peak)
+        log(", ".join(f"{name} {times[-1]:.2f} s" for name, times in seconds.items()))
+    size_mb = big.stat().st_size / 1e6
+    cat_mb_per_s = size_mb / statistics.median(seconds["cat"])
+    results["cat_seconds"] = seconds["cat"]
+    results["cat_mb_per_s"] = cat_mb_per_s
+    for name in ways:
+        mb_per_s = size_mb / statistics.median(seconds[name])
+        rss_growth_mb = max(peaks[name]) - baseline
+        results[f"upload_{name}_seconds"] = seconds[name]
+        results[f"upload_{name}_mb_per_s"] = mb_per_s
+        results[f"upload_{name}_rss_growth_mb"] = rss_growth_mb
+        results[f"upload_{name}_vs_cat"] = mb_per_s / cat_mb_per_s
+        log(
+            f"{name}: {mb_per_s:.0f} MB/s ({mb_per_s / cat_mb_per_s:.2f} x cat {cat_mb_per_s:.0f} MB/s), "
+            f"RSS +{rss_growth_mb:.1f} MB"
+        )
+    return results
+
+
 @contextlib.contextmanager
 def served(folder: Path):
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(folder))
-    handler.log_message = lambda *args: None
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        """Logs no request (setting log_message on the partial below, as before, silenced nothing)."""
+
+        def log_message(self, format: str, *args: object) -> None:
+            pass
+
+    handler = functools.partial(Quiet, directory=str(folder))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -159,7 +233,7 @@ def served(folder: Path):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--rounds", type=int, default=3, help="uploads of 1 GB per way (and cat runs)")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds of cat, a raw and a multipart upload of 1 GB")
     parser.add_argument("--abba", type=int, default=1, help="ABBA blocks of the upload-to-done comparison")
     parser.add_argument("--skip-done", action="store_true", help="throughput and memory only")
     args = parser.parse_args()
@@ -191,18 +265,6 @@ def main() -> None:
         big, talk = media(work)
         results = {"file_bytes": big.stat().st_size, "media_root": str(media_root)}
 
-        # --- cat to the same disk ---
-        copy = media_root / "incoming" / "cat-copy.bin"
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        cat_seconds = []
-        for _ in range(args.rounds):
-            copy.unlink(missing_ok=True)
-            cat_seconds.append(timed(f"cat '{big}' > '{copy}' && sync '{copy}'"))
-        copy.unlink(missing_ok=True)
-        results["cat_seconds"] = cat_seconds
-        results["cat_mb_per_s"] = big.stat().st_size / 1e6 / statistics.median(cat_seconds)
-        log(f"cat: {results['cat_mb_per_s']:.0f} MB/s")
-
         env = {**os.environ, "WEB_WORKERS": "1", "PYTHONUNBUFFERED": "1"}
         web_port = free_port()
         base = f"http://127.0.0.1:{web_port}"
@@ -228,31 +290,7 @@ def main() -> None:
             warm = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0870.wav"
             run(["curl", "-sS", "-f", f"{base}/v1/api/uploads", "-H", auth, "-F", f"file=@{warm}"])
             baseline = rss_mb(pid)
-            ways = {
-                "raw": ["-T", str(big), "-X", "POST", "-H", "Content-Type: audio/wav"],  # -T streams the file
-                "multipart": ["-F", f"file=@{big}"],
-            }
-            for name, body in ways.items():
-                seconds, peaks = [], []
-                for _ in range(args.rounds):
-                    with sampling(pid) as peak:
-                        started = time.perf_counter()
-                        answer = json.loads(
-                            run(["curl", "-sS", "-f", f"{base}/v1/api/uploads", "-H", auth, *body]).stdout
-                        )
-                        stored = media_root / "uploads" / answer["id"]
-                        subprocess.run(["sync", str(stored)], check=True)
-                        seconds.append(time.perf_counter() - started)
-                    peaks.append(peak["mb"])
-                    request("DELETE", f"{base}/v1/api/uploads/{answer['id']}", token)
-                results[f"upload_{name}_seconds"] = seconds
-                results[f"upload_{name}_mb_per_s"] = big.stat().st_size / 1e6 / statistics.median(seconds)
-                results[f"upload_{name}_rss_growth_mb"] = max(peaks) - baseline
-                results[f"upload_{name}_vs_cat"] = results[f"upload_{name}_mb_per_s"] / results["cat_mb_per_s"]
-                log(
-                    f"{name}: {results[f'upload_{name}_mb_per_s']:.0f} MB/s "
-                    f"({results[f'upload_{name}_vs_cat']:.2f} x cat), RSS +{results[f'upload_{name}_rss_growth_mb']:.1f} MB"
-                )
+            results |= throughput(base, token, pid, big, media_root, args.rounds, baseline)
             results["web_rss_before_mb"] = baseline
 
             if not args.skip_done:
@@ -286,7 +324,7 @@ def main() -> None:
 
                     log("warm-up job (loads the model in the worker)")
                     by_url()
-                    timings = {"url": [], "upload": []}
+                    timings: dict[str, list[float]] = {"url": [], "upload": []}
                     for _ in range(args.abba):
                         for name, way in (
                             ("upload", by_upload),
@@ -306,6 +344,12 @@ def main() -> None:
                     process.terminate()
                     with contextlib.suppress(subprocess.TimeoutExpired):
                         process.wait(timeout=30)
+        if args.skip_done and RESULTS.exists():  # keep the last whole run's upload-to-done figures
+            earlier = json.loads(RESULTS.read_text())
+            results |= {key: value for key, value in earlier.items() if key.startswith("done_")}
+            results.setdefault("done_when", earlier.get("done_when", earlier.get("when")))
+        elif not args.skip_done:
+            results["done_when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         results["load_average"] = os.getloadavg()
         results["when"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         RESULTS.write_text(json.dumps(results, indent=2) + "\n")

@@ -32,7 +32,9 @@ def confirmation_link(email: str) -> str:
     from django.core import mail
 
     message = [m for m in mail.outbox if m.to == [email]][-1]
-    return re.search(r"https?://\S+", message.body).group(0)
+    link = re.search(r"https?://\S+", str(message.body))
+    assert link, message.body
+    return link.group(0)
 
 
 def api_get(base_url: str, token: str) -> tuple[int, dict]:

@@ -54,7 +54,9 @@ class Visitor:
         """GET the form's page (for its CSRF token), then POST it, both with `headers`."""
         status, page = self.send("GET", path, headers=headers)
         assert status == 200, page[-2000:]
-        csrf = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+        token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page)
+        assert token, page[-2000:]
+        csrf = token.group(1)
         return self.send("POST", path, form={"csrfmiddlewaretoken": csrf, **fields}, headers=headers)
 
 

@@ -28,7 +28,9 @@ def signup(client, email, password=PASSWORD, **headers):
 
 def mailed_link(mailoutbox, email) -> str:
     message = [m for m in mailoutbox if m.to == [email]][-1]
-    return re.search(r"http://testserver(/account/confirm/\S+/)", message.body).group(1)
+    link = re.search(r"http://testserver(/account/confirm/\S+/)", str(message.body))
+    assert link, message.body
+    return link.group(1)
 
 
 def confirm(client, link, password=PASSWORD):

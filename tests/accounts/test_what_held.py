@@ -49,7 +49,9 @@ def template_forms() -> list[str]:
         for form in re.findall(r"<form[^>]*>", template.read_text()):
             if 'method="post"' in form:
                 action = re.search(r'action="([^"]*)"', form)
-                found.append(action.group(1) if action else re.search(r'id="([^"]*)"', form).group(1))
+                named = action or re.search(r'id="([^"]*)"', form)
+                assert named, form
+                found.append(named.group(1))
     return found
 
 

@@ -25,6 +25,7 @@ def call(base: str, method: str, path: str, body=None, headers=None, chunked=Fal
     """(status, headers with lower-case names, body bytes); `chunked` sends the body in chunks
     with no Content-Length."""
     parts = urlsplit(base)
+    assert parts.hostname, base
     connection = http.client.HTTPConnection(parts.hostname, parts.port, timeout=30)
     try:
         if chunked:

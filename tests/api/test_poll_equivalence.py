@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import uuid
+from collections.abc import Callable
 
 import pytest
 import redis
@@ -30,7 +31,7 @@ from transcription.api import ratelimit
 
 POLL_LIMIT = 4
 ANONYMOUS_LIMIT = 3
-SPELLINGS = {
+SPELLINGS: dict[str, Callable[[object], str]] = {
     "canonical": str,
     "upper": lambda id: str(id).upper(),
     "hex": lambda id: uuid.UUID(str(id)).hex,

@@ -11,6 +11,7 @@ from billing.selectors import account_balance
 from tests.support import queued
 from transcription import services
 from transcription.models import Job, Voice
+from transcription.pipeline.voice_print_model import VOICE_PRINT_MODEL
 
 
 def post(api, path, body):
@@ -49,13 +50,18 @@ def test_a_voice_is_queued_as_a_sample_job_and_listed_while_it_is_read(
 def test_the_list_says_ready_or_failed_with_the_reason(api, account, broker):
     ready = services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
     Job.objects.filter(pk=ready.job_id).update(duration=31)
-    services.voice_store(ready.job_id, np.ones(256, dtype=np.float32).tobytes(), "test-encoder")
+    services.voice_store(ready.job_id, np.ones(192, dtype=np.float32).tobytes(), VOICE_PRINT_MODEL)
     services.job_finish(ready.job_id)
     failed = services.voice_create(account, name="Bob", url="https://example.com/b.mp4")
     services.job_fail(failed.job_id, "The sample holds 2 voices; a voice sample must hold one person's voice alone.")
+    earlier = services.voice_create(account, name="Carol", url="https://example.com/c.mp4")
+    services.voice_store(earlier.job_id, np.ones(256, dtype=np.float32).tobytes(), "resemblyzer-0.1.4")
+    services.job_finish(earlier.job_id)
     listed = {entry["name"]: entry for entry in api.get("/v1/api/voices").json()}
     assert listed["Alice"]["state"] == "ready" and listed["Alice"]["seconds"] == 31 and listed["Alice"]["error"] is None
     assert listed["Bob"]["state"] == "failed" and listed["Bob"]["error"].startswith("The sample holds 2 voices")
+    # enrolled before the encoder changed: its print names nobody now, and the list says so
+    assert listed["Carol"]["state"] == "failed" and "earlier speaker model" in listed["Carol"]["error"]
 
 
 def test_bad_requests_are_422s_naming_each_field(api, broker):

@@ -6,7 +6,8 @@ import pytest
 from billing.selectors import account_balance
 from harness.processes import running_worker
 from tests.support import submit, wait_for_job
-from transcription.pipeline import audio, fetch
+from transcription.pipeline import audio
+from transcription.pipeline.fetch import errors as fetch_errors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -27,7 +28,7 @@ class TestWithPrivateAddressesRefused:
         job_id = submit(api, "/v1/api/transcribe", {"url": media_server.url("/files/speech.mp4")})
         wait_for_job(job_id, timeout=60)
         body = read(api, job_id)
-        assert body["state"] == "failed" and body["error"] == fetch.MSG_PRIVATE
+        assert body["state"] == "failed" and body["error"] == fetch_errors.MSG_PRIVATE
         assert media_server.count("/files/") == before
 
     @pytest.mark.parametrize("url", ["ftp://example.com/video.mp4", "file:///etc/passwd", "mailto:talks@example.com"])
@@ -35,7 +36,7 @@ class TestWithPrivateAddressesRefused:
         job_id = submit(api, "/v1/api/transcribe", {"url": url})
         wait_for_job(job_id, timeout=60)
         body = read(api, job_id)
-        assert body["state"] == "failed" and body["error"] in (fetch.MSG_SCHEME, fetch.MSG_INVALID)
+        assert body["state"] == "failed" and body["error"] in (fetch_errors.MSG_SCHEME, fetch_errors.MSG_INVALID)
 
 
 class TestFromALocalServer:
@@ -54,11 +55,11 @@ class TestFromALocalServer:
     @pytest.mark.parametrize(
         "path,error",
         [
-            ("/status/404", fetch.MSG_NOT_FOUND),
-            ("/status/403", fetch.MSG_FORBIDDEN),
-            ("/status/410", fetch.MSG_GONE),
-            ("/page/nomedia.html", fetch.MSG_NO_MEDIA),
-            ("/live/index.m3u8", fetch.MSG_LIVE),
+            ("/status/404", fetch_errors.MSG_NOT_FOUND),
+            ("/status/403", fetch_errors.MSG_FORBIDDEN),
+            ("/status/410", fetch_errors.MSG_GONE),
+            ("/page/nomedia.html", fetch_errors.MSG_NO_MEDIA),
+            ("/live/index.m3u8", fetch_errors.MSG_LIVE),
             ("/files/video_only.mp4", audio.MSG_NO_AUDIO),
         ],
     )

@@ -86,7 +86,9 @@ class Burned:
     """Outputs made once per module, on first use."""
 
     def __init__(self, media: dict[str, Path], folder: Path):
-        self.media, self.folder, self.cache, self.progress = media, folder, {}, {}
+        self.media, self.folder = media, folder
+        self.cache: dict[str, Path] = {}
+        self.progress: dict[str, list[float]] = {}
 
     def get(self, name: str, source: str = "grey", cues=CUES, **kw) -> Path:
         if name not in self.cache:

@@ -14,6 +14,7 @@ import pytest
 
 from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
+from transcription.pipeline import voice_print_model
 from transcription.pipeline.speakers import campplus, weights
 
 from . import campplus_reference
@@ -105,3 +106,5 @@ def test_embeddings_tell_the_two_actors_apart(encoder, tmp_path_factory):
 
 def test_the_service_diarizes_with_campplus():
     assert sp.default_encoder().name == sp.VOICE_PRINT_MODEL == "campplus-cn-en-common"
+    # the web process's copy of the name, read without loading the encoder
+    assert voice_print_model.VOICE_PRINT_MODEL == sp.VOICE_PRINT_MODEL

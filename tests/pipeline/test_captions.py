@@ -92,8 +92,9 @@ def check_voices(vtt: str, words: list[tuple[str, int]]) -> None:
     assert len(blocks) == len(webvtt_voices(vtt))
     for block in blocks:
         lines = block.split("\n")[2:] if "-->" in block.split("\n")[1] else block.split("\n")[1:]
-        spans = [re.match(r"^(?:<v Speaker (\d+)>)?(.*?)(?:</v>)?$", line) for line in lines]
-        assert spans[0].group(1), f"no voice span on {block!r}"
+        matches = [re.match(r"^(?:<v Speaker (\d+)>)?(.*?)(?:</v>)?$", line) for line in lines]
+        spans = [span for span in matches if span]
+        assert len(spans) == len(lines) and spans[0].group(1), f"no voice span on {block!r}"
         voices = [int(span.group(1)) for span in spans if span.group(1)]
         count = len(" ".join(span.group(2).removeprefix("- ") for span in spans).split(" "))
         speakers = [s for _, s in words[position : position + count]]
@@ -116,6 +117,7 @@ FFMPEG = shutil.which("ffmpeg")
 
 def ffmpeg_reads(path, count: int) -> None:
     """ffmpeg decodes the file (converting it to ASS) silently and finds every cue, timed alike."""
+    assert FFMPEG, "the callers check first that ffmpeg is installed"
     out = path.with_suffix(path.suffix + ".ass")
     result = subprocess.run(
         [

@@ -170,6 +170,24 @@ def test_connection_level_check(media_server):
     open_session.connect(("localhost", media_server.port), timeout=5).close()
 
 
+def test_an_answer_that_is_not_an_ip_address_is_refused():
+    """A stream lookup answers IP addresses only; anything else the policy cannot judge, so it refuses it."""
+    not_an_ip = (socket.AF_UNIX, socket.SOCK_STREAM, 0, "", (0, b"/run/socket"))
+    with pytest.raises(FetchError, match="private network address"):
+        guard.AddressPolicy(False).check_addrinfo("example.com", [not_an_ip])
+
+
+def test_connect_sets_a_timeout_only_when_given_one(media_server):
+    """Like socket.create_connection: http.client's default (no timeout given) leaves the socket's alone."""
+    session = guard.Session(guard.AddressPolicy(True))
+    with session.connect(("127.0.0.1", media_server.port)) as sock:
+        assert sock.gettimeout() == socket.getdefaulttimeout()
+    with session.connect(("127.0.0.1", media_server.port), timeout=None) as sock:
+        assert sock.gettimeout() is None
+    with session.connect(("127.0.0.1", media_server.port), timeout=2.5) as sock:
+        assert sock.gettimeout() == 2.5
+
+
 # --------------------------------------------------------------------------- probe
 
 

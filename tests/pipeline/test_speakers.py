@@ -62,6 +62,15 @@ def test_loader_refuses_arbitrary_classes(tmp_path):
         weights.load_torch_state_dict(path)
 
 
+def test_loader_refuses_a_checkpoint_that_is_not_a_state_dict(tmp_path):
+    path = tmp_path / "list.pt"
+    with open(path, "wb") as f:  # the legacy layout, holding a list and no storages
+        for part in (0x1950A86A20F9469CFC6C, 1001, {"little_endian": True}, [1, 2], []):
+            pickle.dump(part, f, protocol=2)
+    with pytest.raises(ValueError, match="not a torch state dict"):
+        weights.load_torch_state_dict(path)
+
+
 # --------------------------------------------------------------------------
 # features and the encoder
 # --------------------------------------------------------------------------

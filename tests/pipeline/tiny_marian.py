@@ -186,7 +186,8 @@ def build_tiny_marian(root: Path, *, nllb: bool = False) -> Path:
     vocab = work / "vocab.yml"
     tokens = write_vocab(spm_model, vocab)
     npz = work / "model.npz"
-    np.savez(npz, **copy_model_weights(len(tokens)))
+    # allow_pickle is named (as its default) so that no weight's name can be taken for it
+    np.savez(npz, allow_pickle=True, **copy_model_weights(len(tokens)))
     out = Path(root) / ("nllb-tiny" if nllb else "opus-mt-tiny")
     ctranslate2.converters.MarianConverter(str(npz), [str(vocab), str(vocab)]).convert(str(out), force=True)
     if nllb:
@@ -230,14 +231,18 @@ def package_index(root: Path, packages: dict[tuple[str, str], Path], sha256: dic
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(Quiet, directory=str(root)))
     base = f"http://127.0.0.1:{server.server_port}"
-    entries = [
-        {"from_code": s, "to_code": t, "package_version": "1.0", "links": [f"{base}/{path.name}"]}
-        for (s, t), path in packages.items()
-    ]
-    for entry in entries:
-        digest = (sha256 or {}).get((entry["from_code"], entry["to_code"]))
+    entries = []
+    for (source, target), path in packages.items():
+        entry: dict[str, object] = {
+            "from_code": source,
+            "to_code": target,
+            "package_version": "1.0",
+            "links": [f"{base}/{path.name}"],
+        }
+        digest = (sha256 or {}).get((source, target))
         if digest:
             entry["sha256"] = digest
+        entries.append(entry)
     (Path(root) / "index.json").write_text(json.dumps(entries))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

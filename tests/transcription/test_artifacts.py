@@ -40,7 +40,7 @@ def stored():
 def burned_name(account) -> str:
     """The storage name of a new burned job's video (a link works only while its job's account may
     have it)."""
-    return files.burned_name(JobFactory(account=account, type="burned", state="done").id, None)
+    return files.burned_name(JobFactory.create(account=account, type="burned", state="done").id, None)
 
 
 def _path(url: str) -> str:

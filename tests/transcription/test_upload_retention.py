@@ -24,7 +24,7 @@ def stored_upload(account):
     made = []
 
     def make(age_hours: float, **fields):
-        upload = UploadFactory(account=account, **fields)
+        upload = UploadFactory.create(account=account, **fields)
         if upload.state == "ready":
             default_storage.save(files.upload_name(upload.id), ContentFile(b"RIFF...."))
         else:

@@ -15,7 +15,7 @@ from django.urls import reverse
 from accounts.services import account_create
 from audit.models import AuditEvent
 from tests.webhooks.support import fail_job, message_of
-from transcription.pipeline import fetch
+from transcription.pipeline.fetch import errors as fetch_errors
 from webhooks.models import Endpoint, Message
 from webhooks.services import endpoint_set, message_deliver
 
@@ -75,11 +75,11 @@ def test_changing_the_url_keeps_the_secret(client, holder):
 @pytest.mark.parametrize(
     "url,error",
     [
-        ("http://127.0.0.1:8000/hook", fetch.MSG_PRIVATE),
-        ("http://10.1.2.3/hook", fetch.MSG_PRIVATE),
-        ("http://169.254.169.254/latest/meta-data", fetch.MSG_PRIVATE),
-        ("ftp://hooks.example.com/", fetch.MSG_SCHEME),
-        ("not a url", fetch.MSG_SCHEME),
+        ("http://127.0.0.1:8000/hook", fetch_errors.MSG_PRIVATE),
+        ("http://10.1.2.3/hook", fetch_errors.MSG_PRIVATE),
+        ("http://169.254.169.254/latest/meta-data", fetch_errors.MSG_PRIVATE),
+        ("ftp://hooks.example.com/", fetch_errors.MSG_SCHEME),
+        ("not a url", fetch_errors.MSG_SCHEME),
     ],
 )
 def test_a_private_or_odd_address_is_refused_with_the_reason(client, holder, url, error):
@@ -178,7 +178,7 @@ def test_set_webhook_prints_the_secret_alone_on_the_last_line(account):
 @pytest.mark.parametrize(
     "args,error",
     [
-        (("alice@example.com", "http://192.168.1.20/hook"), fetch.MSG_PRIVATE),
+        (("alice@example.com", "http://192.168.1.20/hook"), fetch_errors.MSG_PRIVATE),
         (("nobody@example.com", "https://hooks.example.com/a"), "No account for nobody@example.com."),
         (("alice@example.com",), "Give the webhook URL"),
         (("alice@example.com", "--remove"), "has no webhook"),
@@ -219,7 +219,7 @@ def test_support_is_refused_a_private_address(support_client, account):
     response = support_client.post(
         reverse("admin:webhooks_endpoint_add"), {"account": account.pk, "url": "http://127.0.0.1/hook"}
     )
-    assert response.status_code == 200 and fetch.MSG_PRIVATE in response.content.decode()
+    assert response.status_code == 200 and fetch_errors.MSG_PRIVATE in response.content.decode()
     assert not Endpoint.objects.exists()
 
 

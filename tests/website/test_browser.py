@@ -47,7 +47,7 @@ def confirm_email_if_asked(page, email: str) -> None:
 
     for message in mail.outbox:
         if email in message.to:
-            link = re.search(r"https?://\S+", message.body)
+            link = re.search(r"https?://\S+", str(message.body))
             assert link, message.body
             page.goto(link.group(0))
             button = page.get_by_role("button", name="Confirm and sign in")

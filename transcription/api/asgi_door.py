@@ -18,7 +18,7 @@ import io
 import json
 
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBase
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 
@@ -35,13 +35,14 @@ def django_request(scope, body: bytes = b"") -> ASGIRequest:
     return ASGIRequest(scope, io.BytesIO(body))
 
 
-def protections(request) -> tuple[HttpResponse | None, list[tuple[bytes, bytes]]]:
+def protections(request: HttpRequest) -> tuple[HttpResponseBase | None, list[tuple[bytes, bytes]]]:
     """(a refusal to send as is, or None; the protective headers for the door's own answer)."""
     empty = HttpResponse()
     chain = SecurityMiddleware(
         RequestBodyLimitMiddleware(ContentSecurityPolicyMiddleware(XFrameOptionsMiddleware(lambda request: empty)))
     )
     response = chain(request)
+    assert isinstance(response, HttpResponseBase)  # a synchronous chain: the innermost answer is a plain function's
     if response is not empty:
         return response, []
     headers = [

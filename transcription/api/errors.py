@@ -152,7 +152,7 @@ def error_answer(error: Exception) -> ErrorAnswer | None:
         detail = str(error.detail if isinstance(error, Busy) else error)
         return ErrorAnswer(503, {"detail": detail}, {"Retry-After": str(error.retry_after)})
     if isinstance(error, exceptions.Throttled):
-        wait = int(error.wait or 1)
+        wait = int(error.wait or 1)  # type: ignore[attr-defined]  # DRF's Throttled sets .wait; its stubs omit it
         return ErrorAnswer(
             429, {"detail": f"Rate limit exceeded; try again in {wait} seconds."}, {"Retry-After": str(wait)}
         )

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from rest_framework import exceptions
@@ -123,10 +124,14 @@ def admit(caller: Caller, bucket: str) -> ratelimit.RateState:
 # --- The operations every door may perform ---------------------------------------------------
 
 
+# What an operation answers: the contract's object, a list (list_voices), or nothing (a 204).
+ResponseBody = dict[str, Any] | list[dict[str, Any]] | None
+
+
 @dataclass(frozen=True)
 class Operation:
     bucket: str  # what it counts as: a job request or a poll
-    run: Callable[..., dict]  # (caller, arguments, request) -> the contract's response body
+    run: Callable[..., ResponseBody]  # (caller, arguments, request) -> the contract's response body
 
 
 OPERATIONS: dict[str, Operation] = {
@@ -160,7 +165,9 @@ def _without_id(arguments: dict) -> dict:
     return {name: value for name, value in arguments.items() if name != "id"}
 
 
-def perform(caller: Caller, name: str, arguments: dict | Callable[[], dict] | None = None, request=None) -> dict:
+def perform(
+    caller: Caller, name: str, arguments: dict | Callable[[], dict] | None = None, request=None
+) -> ResponseBody:
     """Count the request (`admit`), then run operation `name` for the caller: its response body,
     or a refusal (RequestValidationError naming every offending field, NotFound for an id of
     another account, Busy, QueueUnavailable). `arguments` may be a function that reads them, for a

@@ -80,6 +80,6 @@ def rename_schema() -> dict:
     return schema
 
 
-RENAMING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=True, openWorldHint=False)
-QUEUEING = ToolAnnotations(readOnlyHint=False, destructiveHint=False, idempotentHint=False, openWorldHint=True)
-READING = ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+RENAMING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+QUEUEING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+READING = ToolAnnotations(read_only_hint=True, open_world_hint=False)

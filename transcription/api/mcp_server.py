@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -77,7 +78,7 @@ def _validation_text(errors: list[dict]) -> str:
     return "Invalid arguments: " + "; ".join(parts)
 
 
-def _run(caller: front_door.Caller, name: str, data: dict, summary) -> CallToolResult:
+def _run(caller: front_door.Caller, name: str, data: dict, summary: Callable[[Any], str]) -> CallToolResult:
     """Perform the operation through the front door (the count, then the arguments, as REST does)
     in this worker thread; its body as structuredContent, or its refusal as a tool error."""
     close_old_connections()
@@ -99,14 +100,21 @@ def _run(caller: front_door.Caller, name: str, data: dict, summary) -> CallToolR
         close_old_connections()
 
 
-async def _call(ctx: Context, name: str, data: dict, summary) -> CallToolResult:
+async def _call(ctx: Context, name: str, parameters: dict[str, Any], summary: Callable[[Any], str]) -> CallToolResult:
+    """Every tool: front door operation `name` (the tool's own name) with the arguments the agent gave.
+    `parameters` is the tool function's `locals()` on entry, so that its signature alone says which
+    arguments it takes (the SDK passes only those): `ctx` and NOT_GIVEN ones are left out, and the
+    front door applies REST's defaults (an id left out is None to it, as a missing path id)."""
+    data = {key: value for key, value in parameters.items() if key != "ctx" and value is not NOT_GIVEN}
     # A Caller of its own per tool call: each call is counted once.
-    caller = dataclasses.replace(ctx.request_context.request.state.caller, rate=None)
+    request = ctx.request_context.request
+    assert request is not None  # the Streamable HTTP transport, the only one served, always has one
+    caller = dataclasses.replace(request.state.caller, rate=None)
     return await anyio.to_thread.run_sync(_run, caller, name, data, summary, limiter=database_threads())
 
 
-def _given(**arguments) -> dict:
-    return {name: value for name, value in arguments.items() if value is not NOT_GIVEN}
+# Each tool's parameters are the REST request's fields, untyped (see the module's docstring); its
+# body hands them to the front door, with the summary that becomes its text content.
 
 
 def _queued(body: dict) -> str:
@@ -122,15 +130,7 @@ async def transcribe(
     tag_audio_events=NOT_GIVEN,
     prompt=NOT_GIVEN,
 ) -> CallToolResult:
-    data = _given(
-        url=url,
-        upload_id=upload_id,
-        language_code=language_code,
-        verbatim=verbatim,
-        tag_audio_events=tag_audio_events,
-        prompt=prompt,
-    )
-    return await _call(ctx, "transcribe", data, _queued)
+    return await _call(ctx, "transcribe", locals(), _queued)
 
 
 async def create_subtitles(
@@ -144,17 +144,7 @@ async def create_subtitles(
     format=NOT_GIVEN,  # noqa: A002  (the REST field's name)
     target_languages=NOT_GIVEN,
 ) -> CallToolResult:
-    data = _given(
-        url=url,
-        upload_id=upload_id,
-        prompt=prompt,
-        language_code=language_code,
-        verbatim=verbatim,
-        tag_audio_events=tag_audio_events,
-        format=format,
-        target_languages=target_languages,
-    )
-    return await _call(ctx, "create_subtitles", data, _queued)
+    return await _call(ctx, "create_subtitles", locals(), _queued)
 
 
 async def burn_subtitles(
@@ -170,19 +160,14 @@ async def burn_subtitles(
     quality=NOT_GIVEN,
     target_languages=NOT_GIVEN,
 ) -> CallToolResult:
-    data = _given(
-        url=url,
-        upload_id=upload_id,
-        prompt=prompt,
-        language_code=language_code,
-        verbatim=verbatim,
-        tag_audio_events=tag_audio_events,
-        background=background,
-        font_size=font_size,
-        quality=quality,
-        target_languages=target_languages,
+    return await _call(ctx, "burn_subtitles", locals(), _queued)
+
+
+def _batch_queued(body: dict) -> str:
+    return (
+        f"Queued batch {body['batch_id']} ({body['title']!r}): {body['count']} jobs, {body['skipped']} videos "
+        "skipped. Poll get_batch with batch_id every 2-3 s, or each job with get_transcription."
     )
-    return await _call(ctx, "burn_subtitles", data, _queued)
 
 
 async def transcribe_playlist(
@@ -196,24 +181,7 @@ async def transcribe_playlist(
     font_size=NOT_GIVEN,
     background=NOT_GIVEN,
 ) -> CallToolResult:
-    data = _given(
-        url=url,
-        type=type,
-        language_code=language_code,
-        verbatim=verbatim,
-        target_languages=target_languages,
-        quality=quality,
-        font_size=font_size,
-        background=background,
-    )
-
-    def summary(body):
-        return (
-            f"Queued batch {body['batch_id']} ({body['title']!r}): {body['count']} jobs, {body['skipped']} videos "
-            "skipped. Poll get_batch with batch_id every 2-3 s, or each job with get_transcription."
-        )
-
-    return await _call(ctx, "transcribe_playlist", data, summary)
+    return await _call(ctx, "transcribe_playlist", locals(), _batch_queued)
 
 
 def _job_summary(body: dict) -> str:
@@ -226,27 +194,33 @@ def _job_summary(body: dict) -> str:
 
 
 async def get_transcription(ctx: Context, id=NOT_GIVEN) -> CallToolResult:  # noqa: A002
-    return await _call(ctx, "get_transcription", {"id": _id(id)}, _job_summary)
+    return await _call(ctx, "get_transcription", locals(), _job_summary)
+
+
+def _batch_summary(body: dict) -> str:
+    states = [item["state"] for item in body["items"]]
+    counts = ", ".join(f"{states.count(state)} {state}" for state in sorted(set(states))) or "no jobs"
+    return f"Batch {body['batch_id']} ({body['title']!r}): {counts}."
 
 
 async def get_batch(ctx: Context, id=NOT_GIVEN) -> CallToolResult:  # noqa: A002
-    def summary(body):
-        states = [item["state"] for item in body["items"]]
-        counts = ", ".join(f"{states.count(state)} {state}" for state in sorted(set(states))) or "no jobs"
-        return f"Batch {body['batch_id']} ({body['title']!r}): {counts}."
-
-    return await _call(ctx, "get_batch", {"id": _id(id)}, summary)
+    return await _call(ctx, "get_batch", locals(), _batch_summary)
 
 
-def _id(value):
-    return None if value is NOT_GIVEN else value
+def _renamed(body: dict) -> str:
+    return f"Job {body['id']}: speakers renamed. Its txt now reads:\n{body['txt'] or ''}"
 
 
 async def rename_speakers(ctx: Context, id=NOT_GIVEN, names=NOT_GIVEN) -> CallToolResult:  # noqa: A002
-    def summary(body):
-        return f"Job {body['id']}: speakers renamed. Its txt now reads:\n{body['txt'] or ''}"
+    return await _call(ctx, "rename_speakers", locals(), _renamed)
 
-    return await _call(ctx, "rename_speakers", {"id": _id(id), **_given(names=names)}, summary)
+
+def _preview_summary(body: dict) -> str:
+    verdict = "fits" if body["fits"] else "does not fit"
+    return (
+        f"{body['title']!r}: {len(body['videos'])} videos would be queued ({body['skipped']} skipped); "
+        f"needs {body['needed_seconds']} s of balance, {body['remaining_seconds']} s left: it {verdict}."
+    )
 
 
 async def preview_playlist(
@@ -256,26 +230,18 @@ async def preview_playlist(
     quality=NOT_GIVEN,
     target_languages=NOT_GIVEN,
 ) -> CallToolResult:
-    query = _given(url=url, type=type, quality=quality, target_languages=target_languages)
+    return await _call(ctx, "preview_playlist", locals(), _preview_summary)
 
-    def summary(body):
-        verdict = "fits" if body["fits"] else "does not fit"
-        return (
-            f"{body['title']!r}: {len(body['videos'])} videos would be queued ({body['skipped']} skipped); "
-            f"needs {body['needed_seconds']} s of balance, {body['remaining_seconds']} s left: it {verdict}."
-        )
 
-    return await _call(ctx, "preview_playlist", query, summary)
+def _balance_summary(body: dict) -> str:
+    return (
+        f"{body['remaining_seconds']} seconds left ({pricing.format_minutes(body['remaining_seconds'])}). "
+        + (body["pricing"])
+    )
 
 
 async def get_balance(ctx: Context) -> CallToolResult:
-    def summary(body):
-        return (
-            f"{body['remaining_seconds']} seconds left ({pricing.format_minutes(body['remaining_seconds'])}). "
-            + (body["pricing"])
-        )
-
-    return await _call(ctx, "get_balance", {}, summary)
+    return await _call(ctx, "get_balance", locals(), _balance_summary)
 
 
 def tool_table() -> list[tuple]:
@@ -388,6 +354,7 @@ def build_server() -> MCPServer:
         for function, description, input_schema, output_schema, annotations in tool_table():
             server.add_tool(function, description=description, annotations=annotations, structured_output=False)
             tool = server._tool_manager.get_tool(function.__name__)
+            assert tool is not None  # added just above
             tool.parameters = input_schema
             # Advertised, not validated by the SDK: the body is the REST presenter's, already checked.
             tool.fn_metadata.output_schema = output_schema

@@ -41,7 +41,7 @@ from . import front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart
 from .fields import LanguageCodeField, StrictChoiceField, UrlField
 from .serializers import PROMPT_MAX_LENGTH
-from .uploads import Answer, caller_for, db, declared_length, door_prelude, too_large
+from .uploads import Answer, caller_for, db, declared_length, door_prelude, too_large_message
 
 logger = logging.getLogger(__name__)
 
@@ -105,9 +105,9 @@ class TranslationForm(TranscriptionForm):
         del self.fields["language"]
 
 
-def form_data(fields: dict[str, list[str]]) -> dict:
+def form_data(fields: dict[str, list[str]]) -> dict[str, str | list[str]]:
     """Multipart fields as the serializer reads them: one value each, the list ones as lists."""
-    data = {name: values[-1] for name, values in fields.items() if not name.endswith("[]")}
+    data: dict[str, str | list[str]] = {name: values[-1] for name, values in fields.items() if not name.endswith("[]")}
     granularities = fields.get("timestamp_granularities[]") or fields.get("timestamp_granularities")
     if granularities:
         data["timestamp_granularities"] = granularities
@@ -236,7 +236,7 @@ def _language_name(code: str) -> str:
         return code
 
 
-def _segments_of_cues(srt: str) -> list[dict]:
+def _segments_of_cues(srt: str | None) -> list[dict]:
     return [
         {"start": cue.start, "end": cue.end, "text": cue.text.replace("\n", " "), "speaker": 1, "words": []}
         for cue in captions.from_srt(srt or "")
@@ -467,8 +467,7 @@ async def _speech(scope, receive, request, caller, path: str, holder: dict):
 
 
 def _too_large() -> OpenAIError:
-    answer = too_large()
-    return OpenAIError(413, answer.body["detail"], "invalid_request_error", "file_too_large", "file")
+    return OpenAIError(413, too_large_message(), "invalid_request_error", "file_too_large", "file")
 
 
 def operations_create_upload(caller):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+from typing import Any
 
 import redis
 import redis.asyncio
@@ -53,7 +54,9 @@ class PollFront:
         await self.fallback(scope, receive, send)
 
     async def _answer(self, scope) -> tuple[int, list, bytes] | None:
-        environ = build_environ(scope, io.BytesIO())
+        # A poll has no body, so an empty one stands in for a2wsgi's reader. a2wsgi types the environ
+        # as a closed TypedDict; WSGI's is an open dict (HTTP_* headers, ANSWER_ENVIRON_KEY), used as one.
+        environ: dict[str, Any] = build_environ(scope, io.BytesIO())  # type: ignore[arg-type,assignment]
         id = environ["PATH_INFO"][len(self.prefix) :]
         if not id or "/" in id or environ.get("CONTENT_LENGTH", "0") != "0" or "HTTP_TRANSFER_ENCODING" in environ:
             return None  # not a poll's URL, or a body to read: the thread pool
@@ -80,10 +83,10 @@ class PollFront:
             await self._uncount(answer)
         return answered
 
-    def _django(self, environ) -> tuple[int, list, bytes]:
+    def _django(self, environ: dict[str, Any]) -> tuple[int, list, bytes]:
         """Django's WSGI application called here, as a WSGI server would: status, headers, body."""
-        started = []
-        chunks = []
+        started: list[Any] = []
+        chunks: list[bytes] = []
 
         def start_response(status, headers, exc_info=None):
             started[:] = [status, headers]

@@ -212,6 +212,7 @@ def answer_from(poll: Poll, reply: list) -> Answer | None:
     """What the script answered: the poll counted and its answer, or None (nothing counted)."""
     if not reply[0]:
         return None
+    cached: poll_cache.CachedPoll | None
     if reply[2] == 1 and poll.held is not None:
         cached = poll.held  # Redis holds the very entry this process does
     else:

@@ -7,6 +7,7 @@ from django.db.models import Prefetch
 from transcription.artifacts import absolute_url
 from transcription.models import Translation
 from transcription.pipeline.speaker_names import name_txt, name_webvtt
+from transcription.pipeline.voice_print_model import VOICE_PRINT_MODEL
 
 
 def translations_in_order():
@@ -83,7 +84,13 @@ def batch_payload(batch, request) -> dict:
 
 def voice_state(voice) -> tuple[str, str | None]:
     """(state, error) of a Voice: `ready` once its embedding is stored, `failed` with its sample's
-    job's error, else `processing`."""
+    job's error, else `processing`. A voice enrolled with an earlier speaker encoder is `failed`:
+    its print cannot be compared with today's, so it names no speaker until enrolled again."""
+    if voice.embedding is not None and voice.encoder != VOICE_PRINT_MODEL:
+        return "failed", (
+            "This voice was enrolled with an earlier speaker model and names no speaker now: "
+            "delete it and enrol the sample again."
+        )
     if voice.embedding is not None:
         return "ready", None
     job = voice.job

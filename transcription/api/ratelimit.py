@@ -178,6 +178,11 @@ def new_member() -> str:
     return f"{_member_prefix}{next(_member_numbers)}"
 
 
+# Set by _new_member_prefix, at import and again in each forked child.
+_member_prefix: str
+_member_numbers: itertools.count[int]
+
+
 def _new_member_prefix() -> None:
     global _member_prefix, _member_numbers
     _member_prefix = secrets.token_hex(8) + ":"

@@ -71,10 +71,14 @@ def detail(status: int, message: str, headers: dict | None = None) -> Answer:
     return Answer(status, {"detail": message}, headers)
 
 
-def too_large() -> Answer:
+def too_large_message() -> str:
     gigabytes = settings.UPLOAD_MAX_BYTES / 1024**3
     size = f"{gigabytes:.1f} GB" if gigabytes >= 1 else f"{settings.UPLOAD_MAX_BYTES / 1024**2:.1f} MB"
-    return detail(413, f"The file is larger than {size}, the most one upload may carry.")
+    return f"The file is larger than {size}, the most one upload may carry."
+
+
+def too_large() -> Answer:
+    return detail(413, too_large_message())
 
 
 # --- Who calls: a Caller of the front door ----------------------------------------------------
@@ -86,12 +90,13 @@ def caller_for(request, transport: str = front_door.UPLOADS) -> front_door.Calle
     address = ratelimit.client_address(request)
     if "HTTP_AUTHORIZATION" in request.META or settings.SESSION_COOKIE_NAME not in request.COOKIES:
         return front_door.caller_from_token(request.META.get("HTTP_AUTHORIZATION"), address, transport)
-    SessionMiddleware(lambda r: None).process_request(request)
-    AuthenticationMiddleware(lambda r: None).process_request(request)
+    # Only their process_request runs: the answer they would wrap is never asked for.
+    SessionMiddleware(lambda r: HttpResponse()).process_request(request)
+    AuthenticationMiddleware(lambda r: HttpResponse()).process_request(request)
     caller = front_door.caller_from_session(request.user, address)
     if caller is None:
         return front_door.caller_from_token(None, address, transport)
-    refusal = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: None, (), {})
+    refusal = CsrfViewMiddleware(lambda r: HttpResponse()).process_view(request, lambda r: HttpResponse(), (), {})
     if refusal is not None:
         raise detail(403, "The form's CSRF token is missing or wrong; load the page again.")
     return caller
@@ -161,10 +166,10 @@ async def application(scope, receive, send):
     except Answer as answer:
         status, body, answer_headers = answer.status, answer.body, answer.headers
     except exceptions.APIException as error:
-        answer = front_door.error_answer(error)
-        if answer is None:
+        refusal = front_door.error_answer(error)
+        if refusal is None:
             raise
-        status, body, answer_headers = answer.status, answer.body, answer.headers
+        status, body, answer_headers = refusal.status, refusal.body, refusal.headers
     rate = front_door.rate_limit_headers(caller.rate if caller else None)
     answer_headers = {**rate, **answer_headers}
     if "tus-resumable" in headers or scope["method"] == "OPTIONS":

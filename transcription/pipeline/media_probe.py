@@ -24,7 +24,7 @@ class MediaSummary:
     has_video: bool  # a picture to burn subtitles on (cover art in an audio file is not one)
 
 
-def probe_media(path: str | os.PathLike, timeout: float = 60) -> MediaSummary:
+def probe_media(path: str | os.PathLike[str], timeout: float = 60) -> MediaSummary:
     """What ffprobe finds in `path`; NotMedia when it is not media, has no audio track or no length."""
     command = ["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", os.fspath(path)]
     try:

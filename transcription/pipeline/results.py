@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from typing import Any
 
 from . import captions, cleaning, paragraphs, speakers
 from .types import Segment, SpeakerTurn, renumber_speakers
@@ -18,7 +19,7 @@ def build_results(
     verbatim: bool = False,
     tag_audio_events: bool = False,
     voice_names: Mapping[int, str] | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """``{"segments", "txt", "srt", "webvtt", "speaker_names"}``: speakers laid on the words, the words cleaned
     as the job asks, then cut into paragraphs and cues. ``voice_names`` names speakers by their
     number in ``turns`` (enrolled voices the speech stage recognised); ``speaker_names`` says the
@@ -38,7 +39,7 @@ def build_results(
     }
 
 
-def segment_records(segments: Sequence[Segment]) -> list[dict]:
+def segment_records(segments: Sequence[Segment]) -> list[dict[str, Any]]:
     """Numbered segments as plain data (JSON, JobSegments): times in seconds to the millisecond,
     the text without its leading space, the speaker's number (1 when none was found), the words."""
     return [

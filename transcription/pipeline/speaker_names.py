@@ -38,7 +38,7 @@ def name_webvtt(webvtt: str | None, names: Mapping[str, str]) -> str | None:
     if not webvtt or not names:
         return webvtt
 
-    def voice(match: re.Match) -> str:
+    def voice(match: re.Match[str]) -> str:
         name = names.get(match.group(1))
         # "&" is the one character of a name that a cue's annotation must escape
         return f"<v {name.replace('&', '&amp;')}>" if name else match.group(0)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 
@@ -51,7 +52,7 @@ class SpeakerTurn:
     speaker: int  # 1-based, in order of first appearance
 
 
-def renumber_speakers(speakers: list[int | None]) -> list[int]:
+def renumber_speakers(speakers: Sequence[int | None]) -> list[int]:
     """Speaker labels as people read them: 1, 2, ... in order of first appearance; None (no
     speaker found) counts as speaker 1. The one numbering every output uses."""
     numbers: dict[int, int] = {}

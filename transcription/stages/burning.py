@@ -27,17 +27,20 @@ def run_burn_stage(job_id) -> bool:
 def _burn_stage(job: Job, directory: Path) -> bool:
     services.job_advance(job.id, states.BURNING)
     source = files.fetch(files.source_name(job.id), directory / "source.video")
-    translations = [
-        t
+    videos: list[tuple[Translation | None, str | None, str]] = [(None, job.detected_language, job.srt or "")]
+    videos += [
+        (t, t.language_code, t.srt)
         for t in job.translations.all()
         if t.state in (states.TRANSLATION_TRANSLATING, states.TRANSLATION_BURNING) and t.srt
     ]
-    videos: list[tuple[Translation | None, str | None, str]] = [(None, job.detected_language, job.srt or "")]
-    videos += [(t, t.language_code, t.srt) for t in translations]
     for index, (translation, language, srt) in enumerate(videos):
         if translation is None and job.burned_video and default_storage.exists(job.burned_video):
             continue  # made before the worker was lost
-        progress = Throttled(lambda f, index=index: services.job_progress(job.id, (index + f) / len(videos)))
+
+        def report(fraction: float, index: int = index) -> None:
+            services.job_progress(job.id, (index + fraction) / len(videos))
+
+        progress = Throttled(report)
         output = directory / "burned.mp4"
         if translation is not None:
             services.translation_advance(translation.id, states.TRANSLATION_BURNING)

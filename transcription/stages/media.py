@@ -28,7 +28,7 @@ def _charge(job_id, state: str, duration: int) -> bool:
     job = services.job_advance(job_id, state, duration=duration)
     result = services.job_charge(job)
     if not result.ok:
-        services.job_fail(job_id, result.error, FailureReason.BALANCE)
+        services.job_fail(job_id, result.error or "Not enough minutes.", FailureReason.BALANCE)
     return result.ok
 
 
@@ -43,7 +43,8 @@ def _media_stages(job: Job, directory: Path) -> bool:
         allow_private=allow_private,
         max_duration=settings.MAX_VIDEO_SECONDS,
         timeout=settings.FETCH_TIMEOUT_SECONDS,
-        **settings.YTDLP_OPTIONS,
+        proxy=settings.YTDLP_OPTIONS["proxy"],
+        cookies_file=settings.YTDLP_OPTIONS["cookies_file"],
     )
     duration = math.ceil(info.duration) if info.duration else None
     services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500])
@@ -62,7 +63,8 @@ def _media_stages(job: Job, directory: Path) -> bool:
         stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
         max_duration=settings.MAX_VIDEO_SECONDS,
         video=burned,
-        **settings.YTDLP_OPTIONS,
+        proxy=settings.YTDLP_OPTIONS["proxy"],
+        cookies_file=settings.YTDLP_OPTIONS["cookies_file"],
     )
 
     return _convert_and_store(job, directory, source, duration)
@@ -75,10 +77,11 @@ def _uploaded_media(job: Job, directory: Path) -> bool:
     if upload is None:  # the retention sweep or its owner deleted it before the job started
         raise audio.AudioError("The uploaded file was deleted before the job started; upload it again.")
     services.job_advance(job.id, states.PREPARING, 0.5, title=upload.filename[:500])
-    if job.is_voice_sample:
-        voices.check_sample_length(upload.duration)
-    if not _charge(job.id, states.PREPARING, upload.duration):
-        return False
+    if upload.duration is not None:  # else measured and charged once converted, as for a link
+        if job.is_voice_sample:
+            voices.check_sample_length(upload.duration)
+        if not _charge(job.id, states.PREPARING, upload.duration):
+            return False
     services.job_advance(job.id, states.DOWNLOADING)
     try:
         source = files.local_copy(files.upload_name(upload.id), directory / "upload")
@@ -102,7 +105,7 @@ def _convert_and_store(job: Job, directory: Path, source: Path, duration: int | 
         if not _charge(job.id, states.CONVERTING, duration):
             return False
     job.refresh_from_db(fields=["is_preview", "preview_minutes"])
-    max_seconds = job.preview_minutes * 60 if job.is_preview else None
+    max_seconds = job.preview_minutes * 60 if job.is_preview and job.preview_minutes is not None else None
     wav = directory / "audio.wav"
     audio.to_wav(source, wav, timeout=settings.FFMPEG_TIMEOUT_SECONDS, max_seconds=max_seconds)
 

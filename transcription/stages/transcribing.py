@@ -93,6 +93,7 @@ def _enrolled_voices_heard(job: Job, wav: Path, turns) -> dict[int, str]:
         for voice in Voice.objects.filter(
             account_id=job.account_id, embedding__isnull=False, encoder=voices.VOICE_PRINT_MODEL
         ).only("name", "embedding")
+        if voice.embedding is not None  # the query asks for none without
     ]
     if not enrolled:
         return {}
@@ -134,9 +135,11 @@ def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript
     parts: list[Transcript] = []
     done = 0.0
     for start, end in chunks:
-        progress = Throttled(
-            lambda f, start=start, end=end, done=done: services.job_progress(job.id, (done + f * (end - start)) / total)
-        )
+
+        def report(fraction: float, start: float = start, end: float = end, done: float = done) -> None:
+            services.job_progress(job.id, (done + fraction * (end - start)) / total)
+
+        progress = Throttled(report)
         parts.append(
             asr.transcribe(
                 model,

@@ -38,8 +38,9 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any, NoReturn
 
 import yt_dlp
 from yt_dlp.networking import Request
@@ -85,10 +86,13 @@ from .watchdog import run_watched
 
 __all__ = ["FetchError", "check_url", "probe", "download", "extract_listing", "too_long_message"]
 
+# What yt-dlp's extract_info answers: its "info dict" (a page, a video, a playlist and its entries).
+Info = dict[str, Any]
+
 _FFPROBE_FORMATS = "mov,mp4,m4a,matroska,webm,mp3,ogg,wav,w64,flac,aac,mpegts,avi,flv,asf,aiff,caf,amr,au,wv"
 
 
-def _refuse_live(info: dict) -> None:
+def _refuse_live(info: Info) -> None:
     status = info.get("live_status")
     if status == "is_upcoming":
         raise FetchError(MSG_UPCOMING)
@@ -98,12 +102,12 @@ def _refuse_live(info: dict) -> None:
         raise FetchError(MSG_POST_LIVE)
 
 
-def _refuse_playlist(info: dict) -> None:
+def _refuse_playlist(info: Info) -> None:
     if info.get("_type") in ("playlist", "multi_video"):
         raise FetchError(MSG_PLAYLIST)
 
 
-def _duration(info: dict) -> float | None:
+def _duration(info: Info) -> float | None:
     d = info.get("duration")
     try:
         return float(d) if d is not None and float(d) > 0 else None
@@ -111,21 +115,22 @@ def _duration(info: dict) -> float | None:
         return None
 
 
-def _single_video(ydl: GuardedYoutubeDL, info: dict) -> dict:
+def _single_video(ydl: GuardedYoutubeDL, info: Info) -> Info:
     """A page holding exactly one video may come back as a one-entry playlist."""
     if info.get("_type") in ("playlist", "multi_video"):
         entries = list(info.get("entries") or [])
         if len(entries) == 1 and entries[0]:
-            entry = entries[0]
+            entry: Info = entries[0]
             if entry.get("_type") in ("url", "url_transparent"):
-                return ydl.extract_info(entry["url"], download=False, ie_key=entry.get("ie_key"))
+                resolved: Info = ydl.extract_info(entry["url"], download=False, ie_key=entry.get("ie_key"))
+                return resolved
             return entry
         if not entries:
             raise FetchError(MSG_NO_MEDIA)
     return info
 
 
-def _to_media_info(info: dict, url: str, duration: float | None) -> MediaInfo:
+def _to_media_info(info: Info, url: str, duration: float | None) -> MediaInfo:
     return MediaInfo(
         id=str(info.get("id") or ""),
         title=str(info.get("title") or info.get("id") or url),
@@ -140,12 +145,13 @@ def _to_media_info(info: dict, url: str, duration: float | None) -> MediaInfo:
 # --------------------------------------------------------------------------- ffprobe on a remote file
 
 
-def _final_url(ydl: GuardedYoutubeDL, url: str, headers: dict) -> str:
+def _final_url(ydl: GuardedYoutubeDL, url: str, headers: dict[str, str]) -> str:
     """Follow redirects through the guarded handler; the URL the data comes from."""
     for method, extra in (("HEAD", {}), ("GET", {"Range": "bytes=0-0"})):
         try:
             with ydl.urlopen(Request(url, headers={**headers, **extra}, method=method)) as resp:
-                return resp.url
+                final: str = resp.url
+                return final
         except Blocked:
             raise
         except YtHTTPError:
@@ -153,7 +159,7 @@ def _final_url(ydl: GuardedYoutubeDL, url: str, headers: dict) -> str:
     return url
 
 
-def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout: float) -> float | None:
+def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: Info, timeout: float) -> float | None:
     """Duration of a direct media file by ffprobe, or None.  ffprobe reads the file only
     through a loopback relay whose requests go out through ``ydl``'s guarded handler
     (relay.py): it never resolves or connects to the client's host itself, so a name that
@@ -205,13 +211,13 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: dict, timeout
 
 
 @contextlib.contextmanager
-def _operator_params(proxy: str | None, cookies_file: str | None):
+def _operator_params(proxy: str | None, cookies_file: str | None) -> Iterator[dict[str, str]]:
     """yt-dlp parameters for the operator's proxy and cookies file. yt-dlp writes its cookie jar
     back to the file when it closes, and several workers share the operator's file: each run gets
     a private copy, removed afterwards. Through the proxy the guard still checks every URL (and
     redirect) before it is requested; only the connection check, which would see the proxy's own
     address, is left out (guard._GuardProcessor._open)."""
-    params: dict = {}
+    params: dict[str, str] = {}
     if proxy:
         params["proxy"] = proxy
     if not cookies_file:
@@ -362,11 +368,11 @@ class _DownloadLimits:
     def __init__(self, session: Session, *, max_bytes: int, max_duration: float | None):
         self.session, self.max_bytes, self.max_duration = session, max_bytes, max_duration
 
-    def refuse(self, error: FetchError):
+    def refuse(self, error: FetchError) -> NoReturn:
         self.session.fail(error)
         raise Abort()
 
-    def match_filter(self, info: dict, *, incomplete: bool = False):
+    def match_filter(self, info: Info, *, incomplete: bool = False) -> None:
         if self.session.cancelled.is_set():
             raise Abort()
         try:
@@ -384,7 +390,7 @@ class _DownloadLimits:
             self.session.start_download()
         return None
 
-    def progress(self, d: dict):
+    def progress(self, d: dict[str, Any]) -> None:
         if self.session.cancelled.is_set():
             raise Abort()
         got = d.get("downloaded_bytes") or 0
@@ -397,7 +403,7 @@ class _DownloadLimits:
 
 def _downloaded_file(ydl: GuardedYoutubeDL, url: str, session: Session) -> Path:
     """Download ``url`` with ``ydl``: the file written, or FetchError saying why there is none."""
-    info = ydl.extract_info(url, download=True)
+    info: Info = ydl.extract_info(url, download=True)
     if not info:
         raise FetchError(MSG_NO_MEDIA)
     if info.get("_type") in ("playlist", "multi_video"):
@@ -438,7 +444,7 @@ def extract_listing(
     allowed_networks: Sequence[str] = (),
     proxy: str | None = None,
     cookies_file: str | None = None,
-) -> dict:
+) -> Info:
     """yt-dlp's flat extraction of a playlist or channel page: the entries as the page lists
     them, none of them resolved or downloaded. Goes through the same address guard as probe().
     Stopped after ``deadline`` seconds in all (3 * ``timeout`` unless given)."""
@@ -446,7 +452,7 @@ def extract_listing(
     policy.check_url(url)
     session = Session(policy)
 
-    def work() -> dict:
+    def work() -> Info:
         params = {
             **ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=None),
             "noplaylist": False,
@@ -456,7 +462,7 @@ def extract_listing(
             _operator_params(proxy, cookies_file) as operator,
             GuardedYoutubeDL({**params, **operator}, session) as ydl,
         ):
-            info = ydl.extract_info(url, download=False)
+            info: Info = ydl.extract_info(url, download=False)
             if not info:
                 raise FetchError(MSG_NO_MEDIA)
             return info

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 import socket
+from typing import Protocol
 
 from yt_dlp.networking.exceptions import HTTPError as YtHTTPError
 from yt_dlp.utils import GeoRestrictedError, UnsupportedError
@@ -12,6 +13,12 @@ from yt_dlp.utils import GeoRestrictedError, UnsupportedError
 
 class FetchError(Exception):
     """Fetching failed; ``str(error)`` is a sentence for the user."""
+
+
+class _Failing(Protocol):
+    """What map_error needs of guard.Session (guard.py imports this module, not the other way)."""
+
+    failure: FetchError | None
 
 
 # --------------------------------------------------------------------------- messages
@@ -157,7 +164,7 @@ def _transport_reason(chain: list[BaseException]) -> str | None:
     return None
 
 
-def map_error(exc: BaseException, session) -> FetchError:
+def map_error(exc: BaseException, session: _Failing) -> FetchError:
     """The FetchError for what `exc` says; the session's own failure (policy, watchdog) wins."""
     if session.failure is not None:
         return session.failure
@@ -193,7 +200,8 @@ def _http_status(chain: list[BaseException], text: str) -> int | None:
     """The HTTP status the site answered with, from an exception or from yt-dlp's message."""
     for e in chain:
         if isinstance(e, YtHTTPError):
-            return e.status
+            status: int = e.status  # yt-dlp ships no types; its HTTPError.status is the int code
+            return status
         code = getattr(e, "code", None)
         if isinstance(code, int) and 400 <= code < 600:
             return code

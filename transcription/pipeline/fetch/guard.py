@@ -28,10 +28,13 @@ import urllib.parse
 import urllib.request
 import weakref
 from collections.abc import Iterable, Sequence
+from http.cookiejar import CookieJar
 from typing import Any
 
 import yt_dlp
+from yt_dlp.networking import Request, Response
 from yt_dlp.networking._urllib import HTTPHandler, UrllibRH
+from yt_dlp.networking.common import RequestDirector
 from yt_dlp.networking.exceptions import RequestError
 from yt_dlp.utils import DownloadCancelled
 
@@ -43,6 +46,18 @@ AUDIO_FORMAT = "bestaudio[protocol^=http]/bestaudio[protocol^=m3u8]/best[protoco
 # video and audio streams would need ffmpeg inside yt-dlp, which stays disabled (it would fetch
 # URLs past the address guard).
 VIDEO_FORMAT = "best[protocol^=http]/best[protocol^=m3u8]"
+
+# One answer of socket.getaddrinfo: (family, type, proto, canonname, sockaddr).
+AddrInfo = tuple[
+    socket.AddressFamily,
+    socket.SocketKind,
+    int,
+    str,
+    tuple[str, int] | tuple[str, int, int, int] | tuple[int, bytes],
+]
+# socket.create_connection's "no timeout given" default, which http.client passes on; typeshed leaves
+# this private name out.
+_DEFAULT_TIMEOUT: object = socket._GLOBAL_DEFAULT_TIMEOUT  # type: ignore[attr-defined]
 
 
 def _is_forbidden_ip(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -96,18 +111,21 @@ class AddressPolicy:
             return
         self.check_addrinfo(host, _resolve(host, port))
 
-    def check_addrinfo(self, host: str, infos: list) -> None:
+    def check_addrinfo(self, host: str, infos: list[AddrInfo]) -> None:
         if self.allow_private:
             return
         if not infos:
             raise FetchError(f"The address could not be reached: the host name {host} could not be resolved.")
         for info in infos:
-            ip = ipaddress.ip_address(info[4][0].split("%", 1)[0])
+            address = info[4][0]
+            if not isinstance(address, str):  # not an IP family (SOCK_STREAM lookups give none): refused
+                raise FetchError(MSG_PRIVATE)
+            ip = ipaddress.ip_address(address.split("%", 1)[0])
             if not self.ip_allowed(ip):
                 raise FetchError(MSG_PRIVATE)
 
 
-def _resolve(host: str, port: int) -> list:
+def _resolve(host: str, port: int) -> list[AddrInfo]:
     try:
         return socket.getaddrinfo(host, port, 0, socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError):
@@ -142,7 +160,7 @@ class Session:
         self.policy = policy
         self.lock = threading.Lock()
         self.sockets: weakref.WeakSet[socket.socket] = weakref.WeakSet()
-        self.processes: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
+        self.processes: weakref.WeakSet[subprocess.Popen[bytes]] = weakref.WeakSet()
         self.cancelled = threading.Event()
         self.failure: FetchError | None = None  # set by the policy or the watchdog; wins over anything else
         self.last_activity = time.monotonic()
@@ -186,7 +204,14 @@ class Session:
             self.fail(e)
             raise Blocked(str(e)) from None
 
-    def connect(self, address, timeout=socket._GLOBAL_DEFAULT_TIMEOUT, source_address=None, *, check=True):
+    def connect(
+        self,
+        address: tuple[str, int],
+        timeout: float | None | object = _DEFAULT_TIMEOUT,
+        source_address: tuple[str, int] | None = None,
+        *,
+        check: bool = True,
+    ) -> socket.socket:
         """socket.create_connection that checks the addresses it connects to."""
         if self.cancelled.is_set():
             raise Abort()
@@ -201,11 +226,11 @@ class Session:
         if source_address is not None:
             family = socket.AF_INET6 if ":" in source_address[0] else socket.AF_INET
             infos = [i for i in infos if i[0] == family]
-        err: OSError | None = OSError(f"no usable address for {host}")
+        err = OSError(f"no usable address for {host}")
         for family, type_, proto, _, sockaddr in infos:
             sock = socket.socket(family, type_, proto)
             try:
-                if timeout is not socket._GLOBAL_DEFAULT_TIMEOUT:
+                if timeout is None or isinstance(timeout, (int, float)):  # not _DEFAULT_TIMEOUT
                     sock.settimeout(timeout)
                 if source_address is not None:
                     sock.bind(source_address)
@@ -218,13 +243,13 @@ class Session:
                 sock.close()
         raise err
 
-    def register(self, sock) -> None:
+    def register(self, sock: socket.socket) -> None:
         with self.lock:
             self.sockets.add(sock)
         if self.cancelled.is_set():
             _shutdown(sock)
 
-    def register_process(self, proc: subprocess.Popen) -> None:
+    def register_process(self, proc: subprocess.Popen[bytes]) -> None:
         with self.lock:
             self.processes.add(proc)
         if self.cancelled.is_set():
@@ -245,7 +270,7 @@ class Session:
                 pass
 
 
-def _shutdown(sock) -> None:
+def _shutdown(sock: socket.socket) -> None:
     try:
         sock.shutdown(socket.SHUT_RDWR)
     except OSError:
@@ -264,56 +289,67 @@ class _GuardProcessor(urllib.request.BaseHandler):
         self.session = session
         self.http = http_handler
 
-    def _check(self, req):
+    def _check(self, req: urllib.request.Request) -> urllib.request.Request:
         self.session.check_request_url(req.full_url)
         return req
 
     http_request = https_request = ftp_request = file_request = _check
 
-    def http_open(self, req):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self._open(http.client.HTTPConnection, req)
 
-    def https_open(self, req):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self._open(http.client.HTTPSConnection, req, context=self.http._context)
 
-    def _open(self, base, req, **kwargs):
-        conn_class = self.http._make_conn_class(base, req)
+    def _open(
+        self, base: type[http.client.HTTPConnection], req: urllib.request.Request, **kwargs: Any
+    ) -> http.client.HTTPResponse:
+        conn_class: type[http.client.HTTPConnection] = self.http._make_conn_class(base, req)
         # Through a proxy the socket goes to the proxy, not to the URL's host: the URL
         # checks above still apply, the connection check would only see the proxy.
         proxied = req.selector == req.full_url or getattr(req, "_tunnel_host", None)
-        return self.http.do_open(functools.partial(self._connection, conn_class, not proxied), req, **kwargs)
+        response: http.client.HTTPResponse = self.http.do_open(
+            functools.partial(self._connection, conn_class, not proxied), req, **kwargs
+        )
+        return response
 
-    def _connection(self, conn_class, check, *args, **kwargs):
+    def _connection(
+        self, conn_class: type[http.client.HTTPConnection], check: bool, *args: Any, **kwargs: Any
+    ) -> http.client.HTTPConnection:
+        if self.http._source_address is not None:
+            kwargs["source_address"] = (self.http._source_address, 0)
         hc = conn_class(*args, **kwargs)
         session = self.session
         if hasattr(hc, "_create_connection"):
             hc._create_connection = functools.partial(session.connect, check=check)
-        if self.http._source_address is not None:
-            hc.source_address = (self.http._source_address, 0)
         connect = hc.connect
 
-        def connect_and_register():
+        def connect_and_register() -> None:
             connect()
             session.register(hc.sock)  # for https: the TLS socket wrapped around ours
 
-        hc.connect = connect_and_register
+        # Only this one connection's connect is wrapped, to register the socket it opens.
+        hc.connect = connect_and_register  # type: ignore[method-assign]
         return hc
 
 
 class _GuardedUrllibRH(UrllibRH):
     _SUPPORTED_URL_SCHEMES = ("http", "https", "data")
 
-    def __init__(self, *, session: Session, **kwargs):
+    def __init__(self, *, session: Session, **kwargs: Any):
         super().__init__(**kwargs)
         self._session = session
 
-    def _create_instance(self, proxies, cookiejar, legacy_ssl_support=None):
-        opener = super()._create_instance(proxies, cookiejar, legacy_ssl_support)
-        http_handler = next(h for h in opener.handlers if isinstance(h, HTTPHandler))
+    def _create_instance(
+        self, proxies: dict[str, str], cookiejar: CookieJar, legacy_ssl_support: bool | None = None
+    ) -> urllib.request.OpenerDirector:
+        opener: urllib.request.OpenerDirector = super()._create_instance(proxies, cookiejar, legacy_ssl_support)
+        # OpenerDirector.handlers: CPython's list of the handlers added, left out of typeshed
+        http_handler = next(h for h in opener.handlers if isinstance(h, HTTPHandler))  # type: ignore[attr-defined]
         opener.add_handler(_GuardProcessor(self._session, http_handler))
         return opener
 
-    def _send(self, request):
+    def _send(self, request: Request) -> Response:
         if urllib.parse.urlsplit(request.url).scheme.lower() != "data":
             self._session.check_request_url(request.url)
         return super()._send(request)
@@ -322,32 +358,32 @@ class _GuardedUrllibRH(UrllibRH):
 class GuardedYoutubeDL(yt_dlp.YoutubeDL):
     """YoutubeDL whose only request handler is the guarded one."""
 
-    def __init__(self, params: dict, session: Session):
+    def __init__(self, params: dict[str, Any], session: Session):
         self._fetch_session = session
         super().__init__(params)
 
     @functools.cached_property
-    def _request_director(self):
+    def _request_director(self) -> RequestDirector:
         return self.build_request_director([functools.partial(_GuardedUrllibRH, session=self._fetch_session)])
 
 
 class _Log:
     """yt-dlp logger that keeps messages instead of printing them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.warnings: list[str] = []
         self.errors: list[str] = []
 
-    def debug(self, msg):
+    def debug(self, msg: str) -> None:
         pass
 
-    def info(self, msg):
+    def info(self, msg: str) -> None:
         pass
 
-    def warning(self, msg):
+    def warning(self, msg: str) -> None:
         self.warnings.append(msg)
 
-    def error(self, msg):
+    def error(self, msg: str) -> None:
         self.errors.append(msg)
 
 

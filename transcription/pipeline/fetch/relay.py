@@ -14,31 +14,40 @@ from __future__ import annotations
 
 import shutil
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import TYPE_CHECKING
 
-from yt_dlp.networking import Request
+from yt_dlp.networking import Request, Response
 from yt_dlp.networking.exceptions import HTTPError as YtHTTPError
 
+if TYPE_CHECKING:
+    from .guard import GuardedYoutubeDL
+
 _CHUNK = 64 * 1024
+_LOOPBACK = "127.0.0.1"
 # What ffprobe may see of the origin's answer.
 _PASSED_ON = ("Content-Type", "Content-Length", "Content-Range", "Accept-Ranges")
+
+# (method, extra headers) -> the origin's answer, fetched through the guarded handler
+OpenUpstream = Callable[[str, dict[str, str]], Response]
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
-    def __init__(self, open_upstream):
+    def __init__(self, open_upstream: OpenUpstream):
         self.open_upstream = open_upstream
-        super().__init__(("127.0.0.1", 0), _Handler)
+        super().__init__((_LOOPBACK, 0), _Handler)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
 
-    def do_GET(self):  # noqa: N802 - the name http.server calls
+    def do_GET(self) -> None:  # noqa: N802 - the name http.server calls
         self._relay("GET")
 
-    def do_HEAD(self):  # noqa: N802
+    def do_HEAD(self) -> None:  # noqa: N802
         self._relay("HEAD")
 
     def _relay(self, method: str) -> None:
@@ -67,15 +76,15 @@ class _Handler(BaseHTTPRequestHandler):
                 except OSError:
                     pass  # ffprobe has read what it wanted and hung up
 
-    def log_message(self, format, *args):  # noqa: A002 - http.server's signature
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - http.server's signature
         pass
 
 
 class Relay:
     """`with Relay(ydl, url, headers) as local_url:` serves `url` at `local_url` while open."""
 
-    def __init__(self, ydl, url: str, headers: dict):
-        def open_upstream(method: str, extra: dict):
+    def __init__(self, ydl: GuardedYoutubeDL, url: str, headers: dict[str, str]):
+        def open_upstream(method: str, extra: dict[str, str]) -> Response:
             return ydl.urlopen(Request(url, headers={**headers, **extra}, method=method))
 
         self.server = _Server(open_upstream)
@@ -83,9 +92,8 @@ class Relay:
 
     def __enter__(self) -> str:
         self.thread.start()
-        host, port = self.server.server_address[:2]
-        return f"http://{host}:{port}/media"
+        return f"http://{_LOOPBACK}:{self.server.server_port}/media"
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()

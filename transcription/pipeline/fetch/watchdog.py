@@ -7,29 +7,31 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from .errors import FetchError, map_error
 from .guard import Session
 
+T = TypeVar("T")
+
 
 def run_watched(
     session: Session,
-    fn: Callable[[], Any],
+    fn: Callable[[], T],
     *,
     deadline: float,
     on_deadline: FetchError,
     stall: float | None = None,
     on_stall: FetchError | None = None,
     grace: float = 5.0,
-) -> Any:
+) -> T:
     """Run ``fn`` in a worker thread; stop it (sockets shut down, subprocesses
     killed) when it runs past ``deadline`` seconds or shows no activity for
     ``stall`` seconds.  A worker that does not unwind within ``grace`` seconds is
     abandoned (it is a daemon thread and can only finish with an error)."""
     outcome: dict[str, Any] = {}
 
-    def target():
+    def target() -> None:
         try:
             outcome["value"] = fn()
         except BaseException as e:  # noqa: BLE001 - handed to the caller
@@ -57,4 +59,5 @@ def run_watched(
         raise map_error(outcome["error"], session) from outcome["error"]
     if "value" not in outcome:  # abandoned without a recorded reason (should not happen)
         raise on_deadline
-    return outcome["value"]
+    value: T = outcome["value"]
+    return value

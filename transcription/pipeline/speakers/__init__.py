@@ -24,6 +24,7 @@ import os
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from ..types import SpeakerTurn
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
@@ -58,13 +59,13 @@ __all__ = [
 
 
 def diarize(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     *,
     max_speakers: int = 8,
     encoder: SpeakerEncoder | None = None,
     regions: Sequence[tuple[float, float]] | None = None,
     extent: Sequence[tuple[float, float]] | None = None,
-    weights: str | os.PathLike | None = None,
+    weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
 ) -> list[SpeakerTurn]:
     """Who spoke when in a 16 kHz mono 16-bit WAV file.
@@ -76,12 +77,19 @@ def diarize(
     """
     if max_speakers < 1:
         raise ValueError("max_speakers must be >= 1")
-    encoder = encoder or default_encoder(weights)
+    encoder = encoder or default_encoder(os.fspath(weights) if weights is not None else None)
     with single_threaded_blas():
         return _diarize(wav_path, max_speakers, encoder, regions, extent, threads)
 
 
-def _diarize(wav_path, max_speakers: int, encoder: SpeakerEncoder, regions, extent, threads) -> list[SpeakerTurn]:
+def _diarize(
+    wav_path: str | os.PathLike[str],
+    max_speakers: int,
+    encoder: SpeakerEncoder,
+    regions: Sequence[tuple[float, float]] | None,
+    extent: Sequence[tuple[float, float]] | None,
+    threads: int | None,
+) -> list[SpeakerTurn]:
     if regions is None:
         activity = find_speech(wav_path)
         regions, extent = activity.for_diarization(), activity.for_turns()
@@ -140,22 +148,25 @@ def turns_from_embeddings(
 
 
 def voice_print(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     spans: Sequence[tuple[float, float]],
     *,
     encoder: SpeakerEncoder | None = None,
-    weights: str | os.PathLike | None = None,
+    weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
 ) -> np.ndarray:
     """One voice's print: the L2-normalised mean of the encoder's window embeddings over ``spans``
     (seconds of a 16 kHz mono WAV), weighted as clustering weighs them, so a print compares with
     a speaker's centroid by a dot product. Raises ValueError when the spans hold no window long
     enough to embed (under about 0.4 s of speech)."""
-    encoder = encoder or default_encoder(weights)
+    encoder = encoder or default_encoder(os.fspath(weights) if weights is not None else None)
     with single_threaded_blas():
         emb, windows, _ = embed_regions(wav_path, spans, encoder, threads)
         if not windows:
             raise ValueError("too little speech to embed a voice")
         emb = np.where(np.isfinite(emb), emb, 0.0).astype(np.float64)
         share = np.array([w.own_end - w.own_start for w in windows])
-        return centroids(emb, np.zeros(len(windows), dtype=np.int64), share)[0].astype(np.float32)
+        print_: npt.NDArray[np.float32] = centroids(emb, np.zeros(len(windows), dtype=np.int64), share)[0].astype(
+            np.float32
+        )
+        return print_

@@ -30,6 +30,7 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
+from typing import IO
 
 from ..types import SpeakerTurn
 
@@ -58,11 +59,11 @@ class DiarizationApart:
 
     def __init__(
         self,
-        wav_path: str | os.PathLike,
+        wav_path: str | os.PathLike[str],
         *,
         regions: Sequence[tuple[float, float]],
         extent: Sequence[tuple[float, float]],
-        weights: str | os.PathLike | None = None,
+        weights: str | os.PathLike[str] | None = None,
         threads: int | None = None,
     ):
         self.request = json.dumps(
@@ -74,8 +75,8 @@ class DiarizationApart:
                 "threads": threads,
             }
         ).encode()
-        self.process: subprocess.Popen | None = None
-        self.messages = None
+        self.process: subprocess.Popen[bytes] | None = None  # while inside the with block
+        self.messages: IO[bytes] | None = None
 
     def __enter__(self) -> DiarizationApart:
         self.messages = tempfile.TemporaryFile()
@@ -93,10 +94,16 @@ class DiarizationApart:
             )
         return self
 
+    def _child(self) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
+        """The child and the file of its messages, which exist inside the ``with`` block only."""
+        if self.process is None or self.messages is None:
+            raise RuntimeError("DiarizationApart is used inside a with block")
+        return self.process, self.messages
+
     def hurry(self) -> bool:
         """Give the child (every thread of it) this process's policy and priority; False where not
         allowed."""
-        pid = self.process.pid
+        pid = self._child()[0].pid
         policy = os.sched_getscheduler(0)
         try:
             for task in _threads(pid):  # a policy is per thread and has no process-group form
@@ -113,24 +120,27 @@ class DiarizationApart:
 
     def turns(self, timeout: float) -> list[SpeakerTurn]:
         """The child's answer, waited for at most `timeout` seconds at the caller's priority."""
-        if self.process.poll() is None and not self.hurry():
+        process, messages = self._child()
+        if process.poll() is None and not self.hurry():
             logger.info("diarization goes on at nice %d: this worker may not raise its priority", NICE)
         try:
-            out, _ = self.process.communicate(timeout=timeout)
+            out, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
             raise DiarizationFailed(f"diarization took more than {timeout:.0f} s") from None
-        if self.process.returncode != 0:
-            self.messages.seek(0)
-            tail = self.messages.read()[-2000:].decode(errors="replace")
-            raise DiarizationFailed(f"diarization exited with {self.process.returncode}: {tail}")
+        if process.returncode != 0:
+            messages.seek(0)
+            tail = messages.read()[-2000:].decode(errors="replace")
+            raise DiarizationFailed(f"diarization exited with {process.returncode}: {tail}")
         return [SpeakerTurn(start=s, end=e, speaker=k) for s, e, k in json.loads(out)]
 
-    def __exit__(self, *exc) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
-        self.process.stdout.close()
-        self.messages.close()
+    def __exit__(self, *exc: object) -> None:
+        process, messages = self._child()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stdout is not None:  # a pipe (stdout=PIPE), closed here
+            process.stdout.close()
+        messages.close()
 
 
 @functools.cache

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 
 @contextmanager
-def single_threaded_blas():
+def single_threaded_blas() -> Iterator[None]:
     """The LSTM's matrices are small: BLAS threads only spin; parallelism comes from
     running batches in Python threads instead (numpy releases the GIL)."""
     try:

@@ -4,6 +4,7 @@ look-alike clusters merged and tiny ones folded (one voice gives one speaker).""
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from .blas import single_threaded_blas
 
@@ -22,7 +23,8 @@ SMALL_SPLIT_SIMILARITY = (0.68, 0.72)  # centroid similarity below which a small
 def _kmeans(x: np.ndarray, k: int, *, n_init: int = 10, iters: int = 100, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = len(x)
-    best_labels, best_inertia = None, np.inf
+    # every run beats infinity (unless x holds NaN: then all are one cluster)
+    best_labels, best_inertia = np.zeros(n, dtype=np.int64), np.inf
     for _ in range(n_init):
         # k-means++
         centres = [x[rng.integers(n)]]
@@ -59,15 +61,16 @@ def _refined_affinity(emb: np.ndarray, p_keep: float) -> np.ndarray:
     idx = np.argpartition(-sim, min(keep, n - 1), axis=1)[:, :keep]
     a = np.zeros_like(sim)
     np.put_along_axis(a, idx, 1.0, axis=1)
-    a = np.maximum(a, a.T)
-    np.fill_diagonal(a, 1.0)
-    return a
+    symmetric: npt.NDArray[np.float64] = np.maximum(a, a.T)
+    np.fill_diagonal(symmetric, 1.0)
+    return symmetric
 
 
 def _laplacian(a: np.ndarray) -> np.ndarray:
     d = a.sum(1)
     dinv = 1.0 / np.sqrt(np.maximum(d, 1e-12))
-    return np.eye(len(a)) - dinv[:, None] * a * dinv[None, :]
+    laplacian: npt.NDArray[np.float64] = np.eye(len(a)) - dinv[:, None] * a * dinv[None, :]
+    return laplacian
 
 
 def _spectral(emb: np.ndarray, max_speakers: int) -> np.ndarray:
@@ -76,15 +79,14 @@ def _spectral(emb: np.ndarray, max_speakers: int) -> np.ndarray:
     speaker count is the eigengap of the normalised Laplacian."""
     n = len(emb)
     k_max = max(1, min(max_speakers, n - 1))
-    best = None
+    tried: list[tuple[float, int, float]] = []  # (ratio, speakers, p_keep)
     for p_keep in np.linspace(0.05, 0.3, 11) if n > 40 else (0.3, 0.5):
         vals = np.linalg.eigvalsh(_laplacian(_refined_affinity(emb, float(p_keep))))[: k_max + 1]
         gaps = np.diff(vals)
         k = int(np.argmax(gaps)) + 1
         ratio = p_keep / max(gaps[k - 1], 1e-6)
-        if best is None or ratio < best[0]:
-            best = (ratio, k, float(p_keep))
-    _, k, p_keep = best
+        tried.append((float(ratio), k, float(p_keep)))
+    _, k, p_keep = min(tried, key=lambda t: t[0])  # the first of the lowest ratios
     if k <= 1:
         return np.zeros(n, dtype=np.int64)
     _, vecs = np.linalg.eigh(_laplacian(_refined_affinity(emb, p_keep)))
@@ -105,7 +107,8 @@ def centroids(
         m = labels == j
         if m.any():
             c[j] = (emb[m] * w[m, None]).sum(0)
-    return c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
+    normalised: npt.NDArray[np.float64] = c / np.maximum(np.linalg.norm(c, axis=1, keepdims=True), 1e-12)
+    return normalised
 
 
 def _compact(labels: np.ndarray) -> np.ndarray:
@@ -134,7 +137,13 @@ def cluster_embeddings(
         )
 
 
-def _cluster(emb: np.ndarray, max_speakers: int, weights, merge_similarity: float, small_split) -> np.ndarray:
+def _cluster(
+    emb: np.ndarray,
+    max_speakers: int,
+    weights: np.ndarray | None,
+    merge_similarity: float,
+    small_split: tuple[float, float],
+) -> np.ndarray:
     n = len(emb)
     if n == 0:
         return np.zeros(0, dtype=np.int64)

@@ -65,14 +65,17 @@ def _threads() -> int:
 
 
 def embed_regions(
-    wav_path, regions: Sequence[tuple[float, float]], encoder: SpeakerEncoder, threads: int | None = None
+    wav_path: str | os.PathLike[str],
+    regions: Sequence[tuple[float, float]],
+    encoder: SpeakerEncoder,
+    threads: int | None = None,
 ) -> tuple[np.ndarray, list[Window], list[Piece]]:
     """Embed windows of the speech regions; returns (embeddings, windows, pieces)."""
     pieces = split_regions(regions)
     windows: list[Window] = []
     batch: list[np.ndarray] = []
     lengths: list[int] = []
-    results: list[Future] = []
+    results: list[Future[np.ndarray]] = []
     threads = threads or _threads()
 
     def run(feats: list[np.ndarray], lens: list[int]) -> np.ndarray:
@@ -83,7 +86,7 @@ def embed_regions(
 
     with single_threaded_blas(), ThreadPoolExecutor(max_workers=threads) as pool:
 
-        def flush():
+        def flush() -> None:
             if batch:
                 results.append(pool.submit(run, list(batch), list(lengths)))
                 batch.clear()

@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from .clustering import MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY
 from .speech import SAMPLE_RATE
@@ -35,28 +36,32 @@ VOICE_PRINT_MODEL = "resemblyzer-0.1.4"
 # --------------------------------------------------------------------------
 
 
-def _hz_to_mel(f):
+def _hz_to_mel(f: npt.ArrayLike) -> npt.NDArray[np.float64]:
     f = np.asarray(f, dtype=np.float64)
     f_sp = 200.0 / 3
     mels = f / f_sp
     min_log_hz = 1000.0
     min_log_mel = min_log_hz / f_sp
     logstep = np.log(6.4) / 27.0
-    return np.where(f >= min_log_hz, min_log_mel + np.log(np.maximum(f, 1e-10) / min_log_hz) / logstep, mels)
+    mel: npt.NDArray[np.float64] = np.where(
+        f >= min_log_hz, min_log_mel + np.log(np.maximum(f, 1e-10) / min_log_hz) / logstep, mels
+    )
+    return mel
 
 
-def _mel_to_hz(m):
+def _mel_to_hz(m: npt.ArrayLike) -> npt.NDArray[np.float64]:
     m = np.asarray(m, dtype=np.float64)
     f_sp = 200.0 / 3
     freqs = f_sp * m
     min_log_hz = 1000.0
     min_log_mel = min_log_hz / f_sp
     logstep = np.log(6.4) / 27.0
-    return np.where(m >= min_log_mel, min_log_hz * np.exp(logstep * (m - min_log_mel)), freqs)
+    hz: npt.NDArray[np.float64] = np.where(m >= min_log_mel, min_log_hz * np.exp(logstep * (m - min_log_mel)), freqs)
+    return hz
 
 
 @lru_cache(maxsize=4)
-def mel_filterbank(sr: int = SAMPLE_RATE, n_fft: int = N_FFT, n_mels: int = N_MELS) -> np.ndarray:
+def mel_filterbank(sr: int = SAMPLE_RATE, n_fft: int = N_FFT, n_mels: int = N_MELS) -> npt.NDArray[np.float32]:
     """librosa.filters.mel(sr, n_fft, n_mels) with htk=False and norm='slaney'."""
     fmax = sr / 2.0
     fftfreqs = np.fft.rfftfreq(n_fft, d=1.0 / sr)
@@ -65,7 +70,7 @@ def mel_filterbank(sr: int = SAMPLE_RATE, n_fft: int = N_FFT, n_mels: int = N_ME
     ramps = mel_f[:, None] - fftfreqs[None, :]
     lower = -ramps[:-2] / fdiff[:-1, None]
     upper = ramps[2:] / fdiff[1:, None]
-    weights = np.maximum(0, np.minimum(lower, upper))
+    weights: npt.NDArray[np.float64] = np.maximum(0, np.minimum(lower, upper))
     enorm = 2.0 / (mel_f[2 : n_mels + 2] - mel_f[:n_mels])
     weights *= enorm[:, None]
     weights.flags.writeable = False
@@ -78,23 +83,26 @@ def _hann() -> np.ndarray:
     return (0.5 - 0.5 * np.cos(2 * np.pi * n / N_FFT)).astype(np.float32)  # periodic
 
 
-def mel_spectrogram(wav: np.ndarray) -> np.ndarray:
+def mel_spectrogram(wav: npt.ArrayLike) -> npt.NDArray[np.float32]:
     """Mel power spectrogram, shape (frames, 40), like resemblyzer's wav_to_mel_spectrogram.
 
     Frames are centred (zero padding, librosa >= 0.10's default): frame ``t`` is
     centred on sample ``t * 160`` and there are ``1 + len(wav) // 160`` of them.
     """
-    wav = np.asarray(wav, dtype=np.float32)
+    samples = np.asarray(wav, dtype=np.float32)
     pad = N_FFT // 2
-    y = np.pad(wav, (pad, pad))
+    y = np.pad(samples, (pad, pad))
     n_frames = 1 + (len(y) - N_FFT) // HOP
     frames = np.lib.stride_tricks.sliding_window_view(y, N_FFT)[::HOP][:n_frames]
     spec = np.fft.rfft(frames * _hann(), axis=1)
     power = (spec.real**2 + spec.imag**2).astype(np.float32)
-    return power @ mel_filterbank().T
+    mels: npt.NDArray[np.float32] = power @ mel_filterbank().T
+    return mels
 
 
-def normalize_volume(wav: np.ndarray, target_dbfs: float = AUDIO_NORM_TARGET_DBFS) -> np.ndarray:
+def normalize_volume(
+    wav: npt.NDArray[np.float32], target_dbfs: float = AUDIO_NORM_TARGET_DBFS
+) -> npt.NDArray[np.float32]:
     """resemblyzer.audio.normalize_volume(..., increase_only=True)."""
     rms = float(np.sqrt(np.mean((wav.astype(np.float64) * INT16_MAX) ** 2))) if len(wav) else 0.0
     if rms <= 0:
@@ -102,7 +110,8 @@ def normalize_volume(wav: np.ndarray, target_dbfs: float = AUDIO_NORM_TARGET_DBF
     change = target_dbfs - 20 * np.log10(rms / INT16_MAX)
     if change < 0:
         return wav
-    return (wav * (10 ** (change / 20))).astype(np.float32)
+    louder: npt.NDArray[np.float32] = (wav * (10 ** (change / 20))).astype(np.float32)
+    return louder
 
 
 # --------------------------------------------------------------------------
@@ -118,12 +127,12 @@ class VoiceEncoder:
     merge_similarity = MERGE_SIMILARITY
     small_split_similarity = SMALL_SPLIT_SIMILARITY
 
-    def __init__(self, weights_path: str | os.PathLike | None = None):
+    def __init__(self, weights_path: str | os.PathLike[str] | None = None):
         path = Path(weights_path) if weights_path else find_encoder_weights()
         if not path.is_file():
             raise FileNotFoundError(f"speaker encoder weights: {path} is not a file")
         ckpt = load_torch_state_dict(path)
-        state = ckpt.get("model_state", ckpt) if isinstance(ckpt, dict) else ckpt
+        state = ckpt.get("model_state", ckpt)
         self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         # torch's gate rows are i, f, g, o; they are reordered to i, f, o, g so the three
         # sigmoid gates are one block.  sigmoid(x) = 0.5 * tanh(x / 2) + 0.5, so their rows
@@ -169,15 +178,15 @@ class VoiceEncoder:
             return np.zeros((0, HIDDEN), dtype=np.float32)
         mask = None
         if lengths is not None:
-            lengths = np.asarray(lengths, dtype=np.int64)
-            if np.any(lengths < t_max):
+            window_lengths = np.asarray(lengths, dtype=np.int64)
+            if np.any(window_lengths < t_max):
                 # right-align the windows so that they all end at t_max; steps before a
                 # window's start are masked (state kept at zero)
                 shifted = np.zeros_like(mels)
-                for i, n in enumerate(lengths):
+                for i, n in enumerate(window_lengths):
                     shifted[i, t_max - n :] = mels[i, :n]
                 mels = shifted
-                starts = t_max - lengths
+                starts = t_max - window_lengths
                 mask = (np.arange(t_max)[None, :] >= starts[:, None]).astype(np.float32)
         x = np.ascontiguousarray(mels.transpose(1, 0, 2))  # time-major (T, B, F)
         if mask is not None:
@@ -211,10 +220,12 @@ class VoiceEncoder:
                     c *= mask[t]
                 if out is not None:
                     out[t] = h
-            x = out
+            if out is not None:  # the last layer keeps only h
+                x = out
         emb = np.maximum(h @ self.linear_w + self.linear_b, 0.0)
         norm = np.linalg.norm(emb, axis=1, keepdims=True)
-        return emb / np.maximum(norm, 1e-12)
+        normalised: npt.NDArray[np.float32] = emb / np.maximum(norm, 1e-12)
+        return normalised
 
     def embed_utterance(self, wav: np.ndarray) -> np.ndarray:
         """One embedding for a whole utterance (mean of 1.6 s partials, like resemblyzer)."""
@@ -223,9 +234,11 @@ class VoiceEncoder:
         n = len(mel)
         step = 160
         if n <= step:
-            return self.embed_mels(mel[None])[0]
+            whole: npt.NDArray[np.float32] = self.embed_mels(mel[None])[0]
+            return whole
         starts = list(range(0, n - step + 1, step // 2))
         if starts[-1] + step < n:
             starts.append(n - step)
         e = self.embed_mels(np.stack([mel[s : s + step] for s in starts])).mean(axis=0)
-        return e / np.linalg.norm(e)
+        mean: npt.NDArray[np.float32] = e / np.linalg.norm(e)
+        return mean

@@ -8,7 +8,6 @@ are compared only with prints of the same ``name``.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Protocol
@@ -43,8 +42,9 @@ VOICE_PRINT_MODEL = {"campplus": campplus.VOICE_PRINT_MODEL, "resemblyzer": rese
 
 
 @lru_cache(maxsize=4)
-def default_encoder(weights: str | os.PathLike[str] | None = None, kind: str = DEFAULT_ENCODER) -> SpeakerEncoder:
-    """The encoder of that kind, built once per process; ``weights`` is a copy of its checkpoint."""
+def default_encoder(weights: str | None = None, kind: str = DEFAULT_ENCODER) -> SpeakerEncoder:
+    """The encoder of that kind, built once per process; ``weights`` is a copy of its checkpoint (a
+    string: the cache's key must be hashable, and one path one key)."""
     if kind == "campplus":
         return campplus.CamPlusPlus(weights)
     if kind == "resemblyzer":

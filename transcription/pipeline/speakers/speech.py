@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 
 import numpy as np
+import numpy.typing as npt
 
 from ..wav import SAMPLE_RATE, open_wav, read_blocks, read_span, wav_duration
 
@@ -29,7 +31,7 @@ VAD_WINDOW = 512  # silero: one probability per 32 ms
 VAD_CONTEXT = 64  # samples of the previous window the model sees
 
 
-def speech_probabilities(path, block_seconds: float = 30.0) -> np.ndarray:
+def speech_probabilities(path: str | os.PathLike[str], block_seconds: float = 30.0) -> npt.NDArray[np.float32]:
     """Silero speech probability for every 512 samples (32 ms), streamed in blocks.
 
     Same numbers as faster-whisper's ``SileroVADModel(audio)`` on the whole file: the
@@ -39,17 +41,18 @@ def speech_probabilities(path, block_seconds: float = 30.0) -> np.ndarray:
 
     model = get_vad_model()
     session = getattr(model, "session", None)
-    stateful = session is not None and [i.name for i in session.get_inputs()] == ["input", "h", "c"]
+    if session is not None and [i.name for i in session.get_inputs()] != ["input", "h", "c"]:
+        session = None  # pragma: no cover - another faster-whisper VAD interface
     block = max(1, int(block_seconds * SAMPLE_RATE) // VAD_WINDOW) * VAD_WINDOW
     h = np.zeros((1, 1, 128), dtype=np.float32)
     c = np.zeros((1, 1, 128), dtype=np.float32)
     context = np.zeros(VAD_CONTEXT, dtype=np.float32)
-    probs = []
+    probs: list[npt.NDArray[np.float32]] = []
     for audio in read_blocks(path, block):
         rem = len(audio) % VAD_WINDOW
         if rem:
             audio = np.pad(audio, (0, VAD_WINDOW - rem))
-        if not stateful:  # pragma: no cover - another faster-whisper VAD interface
+        if session is None:  # pragma: no cover - another faster-whisper VAD interface
             probs.append(np.asarray(model(audio), dtype=np.float32).reshape(-1))
             continue
         frames = audio.reshape(-1, VAD_WINDOW)
@@ -62,18 +65,32 @@ def speech_probabilities(path, block_seconds: float = 30.0) -> np.ndarray:
 
 # How recognition reads the probabilities: faster-whisper's batched defaults (threshold 0.5, pauses
 # from 160 ms, 400 ms of padding, nothing dropped), so Whisper hears what it heard with its own VAD.
-RECOGNITION_REGIONS = dict(threshold=0.5, neg_threshold=None, min_silence_s=0.16, min_speech_s=0.0, pad_s=0.4)
+class RegionThresholds(TypedDict):
+    """How probabilities are read into regions (regions_from_probs)."""
+
+    threshold: float
+    neg_threshold: float | None
+    min_silence_s: float
+    min_speech_s: float
+    pad_s: float
+
+
+RECOGNITION_REGIONS = RegionThresholds(
+    threshold=0.5, neg_threshold=None, min_silence_s=0.16, min_speech_s=0.0, pad_s=0.4
+)
 # Diarization reads them twice. The voice encoder listens only to confident speech (threshold
 # 0.35, 150 ms of padding, blips under 250 ms dropped), so soft edges and music under a voice do not
 # blur the embeddings: read looser, one voice over loud music split in two.
-DIARIZATION_REGIONS = dict(threshold=0.35, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.15)
+DIARIZATION_REGIONS = RegionThresholds(
+    threshold=0.35, neg_threshold=None, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.15
+)
 # The turns are then laid over the speech as a listener marks it: a line starts at 0.2 and goes on
 # until Silero's probability is under 0.1, with no padding. Silero's probability falls long before a
 # voice does (the encoder's regions miss too much); 0.02, fitted on the old set's game recordings,
 # ran on past the lines of the channel-matched set's prompt and Festival voices (8% added speech
 # on its calibration half); 0.1 sits in the middle of the plateau 0.05-0.2 there (miss 4.3%, add
 # 2.7%; docs/decisions.md).
-TURN_REGIONS = dict(threshold=0.2, neg_threshold=0.1, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.0)
+TURN_REGIONS = RegionThresholds(threshold=0.2, neg_threshold=0.1, min_silence_s=0.2, min_speech_s=0.25, pad_s=0.0)
 
 
 @dataclass(frozen=True)
@@ -83,7 +100,7 @@ class SpeechActivity:
     probabilities: np.ndarray  # one per VAD_WINDOW samples (32 ms)
     duration: float  # seconds
 
-    def regions(self, **thresholds) -> list[tuple[float, float]]:
+    def regions(self, **thresholds: Unpack[RegionThresholds]) -> list[tuple[float, float]]:
         """Speech regions (start, end) in seconds, read with ``thresholds`` (see regions_from_probs)."""
         return regions_from_probs(self.probabilities, duration=self.duration, **thresholds)
 
@@ -99,7 +116,7 @@ class SpeechActivity:
         return self.regions(**TURN_REGIONS)
 
 
-def find_speech(wav_path: str | os.PathLike) -> SpeechActivity:
+def find_speech(wav_path: str | os.PathLike[str]) -> SpeechActivity:
     """One Silero pass over a 16 kHz mono 16-bit WAV, streamed."""
     return SpeechActivity(speech_probabilities(wav_path), wav_duration(wav_path))
 
@@ -140,7 +157,7 @@ def regions_from_probs(
             merged[-1][1] = r[1]
         else:
             merged.append(r)
-    out = []
+    out: list[tuple[float, float]] = []
     for s, e in merged:
         if e - s < min_speech_s:
             continue

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 import numpy as np
+import numpy.typing as npt
 
 from ..types import Segment, SpeakerTurn, Word
 from .embedding import Window
@@ -35,7 +36,7 @@ def viterbi(scores: np.ndarray, switch_cost: np.ndarray) -> np.ndarray:
     return path
 
 
-def turns_from_labels(windows: Sequence[Window], labels: Sequence[int]) -> list[SpeakerTurn]:
+def turns_from_labels(windows: Sequence[Window], labels: Iterable[int] | npt.NDArray[np.int64]) -> list[SpeakerTurn]:
     turns: list[SpeakerTurn] = []
     for win, lab in zip(windows, labels):
         if turns and turns[-1].speaker == lab and win.own_start - turns[-1].end < 1e-6:
@@ -75,15 +76,15 @@ def fit_to_regions(turns: list[SpeakerTurn], regions: Sequence[tuple[float, floa
             inside.append(t)
         if not inside:
             cands = [j for j in (first - 1, first) if 0 <= j < len(turns)]
-            j = min(cands, key=lambda j: _distance(starts[j], ends[j], s, e))
+            j = min(cands, key=lambda j: _distance(float(starts[j]), float(ends[j]), s, e))
             laid.append(SpeakerTurn(start=s, end=e, speaker=turns[j].speaker))
             continue
-        pieces = [[max(s, t.start), min(e, t.end), t.speaker] for t in inside]
+        pieces = [[max(s, t.start), min(e, t.end)] for t in inside]
         pieces[0][0], pieces[-1][1] = s, e
         for before, after in zip(pieces, pieces[1:]):
             if after[0] > before[1]:
                 before[1] = after[0] = (before[1] + after[0]) / 2
-        for a, b, speaker in pieces:
+        for (a, b), speaker in zip(pieces, (t.speaker for t in inside)):
             if laid and laid[-1].speaker == speaker and abs(laid[-1].end - a) < 1e-6:
                 laid[-1] = SpeakerTurn(laid[-1].start, max(laid[-1].end, b), speaker)
             elif b > a:

@@ -15,8 +15,9 @@ cannot be compared. Imported as a module of its own (``speakers.voices``), after
 from __future__ import annotations
 
 import os
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -41,15 +42,18 @@ SAMPLE_MAX_SECONDS = 120
 SAMPLE_MIN_SPEECH_SECONDS = 5.0
 
 
+VoiceKey = TypeVar("VoiceKey", bound=Hashable)  # what the caller names its enrolled voices by
+
+
 class VoiceSampleError(Exception):
     """A voice sample that cannot be enrolled; the message is for the client."""
 
 
 def embed_speech(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     regions: Sequence[tuple[float, float]],
     *,
-    weights: str | os.PathLike | None = None,
+    weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
 ) -> np.ndarray | None:
     """The voice print of the speech in ``regions``; None when they are too short to embed."""
@@ -74,9 +78,9 @@ def speaker_regions(
 
 def match_voices(
     speakers: Mapping[int, np.ndarray],
-    voices: Sequence[tuple[Hashable, np.ndarray]],
+    voices: Sequence[tuple[VoiceKey, np.ndarray]],
     threshold: float = MATCH_SIMILARITY,
-) -> dict[int, Hashable]:
+) -> dict[int, VoiceKey]:
     """{speaker: voice key} for the speakers that sound like an enrolled voice: pairs at least
     ``threshold`` alike (cosine of normalised embeddings), the most alike first, one voice to one
     speaker."""
@@ -90,8 +94,8 @@ def match_voices(
         key=lambda pair: pair[0],
         reverse=True,
     )
-    named: dict[int, Hashable] = {}
-    taken: set = set()
+    named: dict[int, VoiceKey] = {}
+    taken: set[VoiceKey] = set()
     for similarity, speaker, key in pairs:
         if similarity < threshold:
             break
@@ -102,14 +106,14 @@ def match_voices(
 
 
 def recognise_voices(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     turns: Sequence[SpeakerTurn],
-    voices: Sequence[tuple[Hashable, np.ndarray]],
+    voices: Sequence[tuple[VoiceKey, np.ndarray]],
     *,
-    weights: str | os.PathLike | None = None,
+    weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
     threshold: float = MATCH_SIMILARITY,
-) -> dict[int, Hashable]:
+) -> dict[int, VoiceKey]:
     """{speaker of ``turns``: voice key} for the speakers that are enrolled ``voices``."""
     if not voices or not turns:
         return {}
@@ -137,12 +141,14 @@ def check_sample_length(seconds: float) -> None:
 
 
 def voice_sample(
-    wav_path: str | os.PathLike,
+    wav_path: str | os.PathLike[str],
     regions: Sequence[tuple[float, float]],
     extent: Sequence[tuple[float, float]],
     *,
-    diarize,
-    weights: str | os.PathLike | None = None,
+    diarize: Callable[
+        [str | os.PathLike[str], Sequence[tuple[float, float]], Sequence[tuple[float, float]]], Sequence[SpeakerTurn]
+    ],
+    weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
 ) -> VoiceSample:
     """The embedding of a voice sample's one voice. ``diarize(wav, regions, extent)`` gives the

