@@ -159,6 +159,28 @@ FESTIVAL_TEXT = {
 }
 FESTIVAL_ENCODING = {"en": "ascii", "it": "latin-1", "cs": "iso-8859-2", "fi": "latin-1", "ru": "utf-8"}
 
+# Asterisk's sound folders hold more than the voice: digital silences of 1-10 s (``silence/``), beeps,
+# two-tone signals, the conference join/leave chimes and a recording of monkeys. They are not speech,
+# yet drawn as a voice's lines they were marked as its speech in the reference.
+ASTERISK_NOT_SPEECH = {
+    "beep.wav",
+    "beeperr.wav",
+    "ascending-2tone.wav",
+    "descending-2tone.wav",
+    "confbridge-join.wav",
+    "confbridge-leave.wav",
+    "tt-monkeys.wav",
+}
+
+
+def _asterisk_speech(folder: Path) -> list[Path]:
+    """The prompt recordings of one Asterisk sound folder: its tones, chimes and silences left out."""
+    return sorted(
+        p
+        for p in folder.rglob("*.wav")
+        if p.name not in ASTERISK_NOT_SPEECH and "silence" not in p.relative_to(folder).parts
+    )
+
 
 class Voices:
     """Lines of every voice as 16 kHz float arrays, drawn without repeats inside one file."""
@@ -172,7 +194,7 @@ class Voices:
             elif v.kind == "librivox":
                 self.paths[v.name] = sorted(LIBRIVOX.glob("*.wav"))
             elif v.kind == "asterisk":
-                self.paths[v.name] = sorted(p for folder in v.source for p in (ASTERISK / folder).rglob("*.wav"))
+                self.paths[v.name] = [p for folder in v.source for p in _asterisk_speech(ASTERISK / folder)]
             else:
                 self.paths[v.name] = self._festival(v)
             if not self.paths[v.name]:
@@ -236,8 +258,11 @@ class Voices:
         """Median F0 (Hz) over a few lines, by autocorrelation of voiced 40 ms frames (cached)."""
         store = self.cache / "pitch.json"
         known = json.loads(store.read_text()) if store.exists() else {}
-        if voice in known:
-            return known[voice]
+        # keyed by the voice's lines too: the lines drawn here (and so the close-pitch pairs) change
+        # when the voice's list of recordings does
+        key = f"{voice}/{len(self.paths[voice])}"
+        if key in known:
+            return known[key]
         rng = random.Random(0)
         f0s = []
         for _ in range(n):
@@ -251,9 +276,9 @@ class Voices:
                 lag = lag_lo + int(np.argmax(ac[lag_lo:lag_hi]))
                 if ac[lag] > 0.4 * ac[0]:
                     f0s.append(SR / lag)
-        known[voice] = float(np.median(f0s))
+        known[key] = float(np.median(f0s))
         store.write_text(json.dumps(known, indent=1))
-        return known[voice]
+        return known[key]
 
 
 def _read_wav(path: Path) -> np.ndarray:
@@ -269,7 +294,9 @@ def _read_wav(path: Path) -> np.ndarray:
 # ---------------------------------------------------------------------------------------------
 
 
-PAUSE_S = 0.4  # a silence this long inside a line ends a reference turn, as a careful annotator would
+# A silence this long inside a line ends a reference turn: NIST's rich-transcription evaluations
+# bridge pauses under 0.3 s and split at longer ones.
+PAUSE_S = 0.3
 SILENCE_DB = 35.0  # below the line's loudest 10 ms by this much is silence (the level sa.trim uses)
 
 
