@@ -292,7 +292,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["transcription.api.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "transcription.api.schema.ContractAutoSchema",
-    "EXCEPTION_HANDLER": "transcription.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "transcription.api.error_bodies.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 

@@ -18,4 +18,4 @@ urlpatterns = [
 ]
 
 handler404 = "website.views.not_found"
-handler500 = "transcription.api.errors.json_server_error"
+handler500 = "transcription.api.error_bodies.json_server_error"

@@ -31,7 +31,7 @@ from accounts.models import Account
 from billing import pricing
 from billing.selectors import account_balance, charged_seconds
 from transcription.api import front_door, ratelimit
-from transcription.api.errors import Busy, RequestValidationError, json_not_found
+from transcription.api.error_bodies import Busy, RequestValidationError, json_not_found
 from transcription.artifacts import signed_path
 from transcription.dispatch import QueueUnavailable
 from transcription.models import Batch, Job, JobType, Quality, Translation

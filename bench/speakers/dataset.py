@@ -28,8 +28,10 @@ from __future__ import annotations
 import random
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -250,88 +252,122 @@ def close_pitch_pairs(voices: Voices, names: list[str], count: int = 4) -> list[
     return sorted(pairs, key=lambda p: abs(pitch[p[0]] - pitch[p[1]]))[:count]
 
 
-def build(out: Path, *, half: str = "test", seed: int = 12, per_condition: int = 6, long_files: int = 1) -> list[Item]:
-    """Write one half's WAVs and RTTMs under ``out``; returns the items (condition order)."""
-    if half not in HALVES:
-        raise ValueError(f"half is one of {HALVES}")
-    out.mkdir(parents=True, exist_ok=True)
-    voices = Voices(out.parent / "bench-speakers-cache")
-    rng = random.Random(f"{seed}-{half}")
-    nprng = np.random.default_rng(seed + (half == "test"))
-    names = [v.name for v in VOICES if v.half == half]
-    close = close_pitch_pairs(voices, names)
-    items: list[Item] = []
+Placed = list[tuple[float, np.ndarray, str]]
+Channel = Callable[[np.ndarray], np.ndarray]
 
-    def add(condition: str, k: int, placed, channel=None) -> None:
-        placed = equalise(placed, narrowband=any(voices.narrowband(who) for _, _, who in placed))
+
+class _SetBuilder:
+    """One half's files, condition by condition. The conditions draw from the same two random
+    generators in a fixed order (the set is reproducible from its seed), so each method draws
+    exactly what its loop in the one long function it replaced drew, in the same order."""
+
+    def __init__(self, out: Path, half: str, seed: int):
+        self.out = out
+        self.voices = Voices(out.parent / "bench-speakers-cache")
+        self.rng = random.Random(f"{seed}-{half}")
+        self.nprng = np.random.default_rng(seed + (half == "test"))
+        self.names = [v.name for v in VOICES if v.half == half]
+        self.close = close_pitch_pairs(self.voices, self.names)
+        self.items: list[Item] = []
+
+    def add(self, condition: str, k: int, placed: Placed, channel: Channel | None = None) -> None:
+        placed = equalise(placed, narrowband=any(self.voices.narrowband(who) for _, _, who in placed))
         audio, turns = _mix(placed)
         if channel:
             audio = channel(audio)
         peak = float(np.abs(audio).max()) or 1.0
         audio = audio / max(peak, 1.0) * 0.95 if peak > 0.95 else audio
         name = f"{condition}-{k:02d}"
-        wav, rttm = out / f"{name}.wav", out / f"{name}.rttm"
+        wav, rttm = self.out / f"{name}.wav", self.out / f"{name}.rttm"
         sa.write_wav(wav, audio)
         write_rttm(rttm, name, turns)
-        items.append(Item(name, condition, wav, rttm, turns))
+        self.items.append(Item(name, condition, wav, rttm, turns))
 
-    for k in range(per_condition):
-        pair = rng.sample(names, 2)
-        add("two-voices", k, dialogue(voices, pair, rng, lines=rng.randint(14, 24)))
-    for k in range(per_condition):
-        add("same-gender-close-pitch", k, dialogue(voices, list(close[k % len(close)]), rng, lines=rng.randint(14, 24)))
-    for k in range(per_condition):
-        pair = rng.sample(names, 2)
-        placed = dialogue(
-            voices, pair, rng, lines=rng.randint(18, 28), gap=(0.05, 0.5), line_len=(0.4, 5.0), backchannels=0.35
-        )
-        add("short-turns-backchannels", k, placed)
-    for k in range(per_condition):
-        pair = rng.sample(names, 2)
+    def dialogue(self, who: list[str], lines: tuple[int, int], **shape: Any) -> Placed:
+        return dialogue(self.voices, who, self.rng, lines=self.rng.randint(*lines), **shape)
+
+    def two_voices(self, k: int) -> None:
+        pair = self.rng.sample(self.names, 2)
+        self.add("two-voices", k, self.dialogue(pair, (14, 24)))
+
+    def same_gender_close_pitch(self, k: int) -> None:
+        self.add("same-gender-close-pitch", k, self.dialogue(list(self.close[k % len(self.close)]), (14, 24)))
+
+    def short_turns(self, k: int) -> None:
+        pair = self.rng.sample(self.names, 2)
+        placed = self.dialogue(pair, (18, 28), gap=(0.05, 0.5), line_len=(0.4, 5.0), backchannels=0.35)
+        self.add("short-turns-backchannels", k, placed)
+
+    def overlap(self, k: int) -> None:
+        pair = self.rng.sample(self.names, 2)
         for _ in range(20):  # redraw until 10-20% of the speech is overlapped
-            placed = dialogue(voices, pair, rng, lines=rng.randint(14, 22), gap=(-1.2, 0.4))
+            placed = self.dialogue(pair, (14, 22), gap=(-1.2, 0.4))
             if 0.10 <= _overlap_share(_mix(placed)[1]) <= 0.20:
                 break
-        add("overlap-10-20", k, placed)
-    for k in range(per_condition):
-        pair = list(close[k % len(close)])
-        placed = dialogue(voices, pair, rng, lines=rng.randint(14, 24), gap=(-0.3, 0.8), line_len=(0.4, 6.0))
-        add("telephone-close-pitch", k, placed, channel=lambda a: telephone(a, out / "work"))
-    for k in range(per_condition):
-        pair = rng.sample(names, 2)
-        snr = rng.uniform(10, 20)
+        self.add("overlap-10-20", k, placed)
+
+    def telephone_close_pitch(self, k: int) -> None:
+        pair = list(self.close[k % len(self.close)])
+        placed = self.dialogue(pair, (14, 24), gap=(-0.3, 0.8), line_len=(0.4, 6.0))
+        self.add("telephone-close-pitch", k, placed, channel=lambda a: telephone(a, self.out / "work"))
+
+    def noise_music(self, k: int) -> None:
+        pair = self.rng.sample(self.names, 2)
+        snr = self.rng.uniform(10, 20)
         bed = "music" if k % 2 else "noise"
-        placed = dialogue(voices, pair, rng, lines=rng.randint(14, 24))
+        placed = self.dialogue(pair, (14, 24))
 
-        def channel(a, snr=snr, bed=bed):
-            return under(a, music(len(a), nprng) if bed == "music" else _pink(len(a), nprng), snr)
+        def channel(a: np.ndarray) -> np.ndarray:
+            return under(a, music(len(a), self.nprng) if bed == "music" else _pink(len(a), self.nprng), snr)
 
-        add("noise-music", k, placed, channel=channel)
-    for k in range(per_condition):
+        self.add("noise-music", k, placed, channel=channel)
+
+    def many_speakers(self, k: int) -> None:
         n = 3 + k % 4  # 3, 4, 5, 6
-        add(
-            "many-speakers",
-            k,
-            dialogue(voices, rng.sample(names, n), rng, lines=rng.randint(8 * n, 10 * n), gap=(0.1, 0.9)),
-        )
-    for k in range(long_files):
-        a, b, c = rng.sample(names, 3)
-        used: set = set()
-        first = dialogue(voices, [a, b], rng, lines=40, used=used)  # about 2 minutes
+        who = self.rng.sample(self.names, n)
+        self.add("many-speakers", k, self.dialogue(who, (8 * n, 10 * n), gap=(0.1, 0.9)))
+
+    def long_returning(self, k: int) -> None:
+        a, b, c = self.rng.sample(self.names, 3)
+        used: set[Any] = set()
+        first = dialogue(self.voices, [a, b], self.rng, lines=40, used=used)  # about 2 minutes
         at = max(s + len(x) / SR for s, x, _ in first) + 1.0
-        middle = dialogue(voices, [a, c], rng, lines=200, start=at, used=used)  # about 10 minutes
+        middle = dialogue(self.voices, [a, c], self.rng, lines=200, start=at, used=used)  # about 10 minutes
         at = max(s + len(x) / SR for s, x, _ in middle) + 1.0
-        last = dialogue(voices, [a, b], rng, lines=40, start=at, used=used)  # b returns
-        add("long-returning", k, first + middle + last)
-    one_voice_kinds = ["monologue", "lecture", "over-music"]
-    for k in range(max(per_condition, len(names))):
-        kind = one_voice_kinds[k % 3]
-        who = names[k % len(names)]
+        last = dialogue(self.voices, [a, b], self.rng, lines=40, start=at, used=used)  # b returns
+        self.add("long-returning", k, first + middle + last)
+
+    def one_voice(self, k: int) -> None:
+        kind = ("monologue", "lecture", "over-music")[k % 3]
+        who = [self.names[k % len(self.names)]]
         if kind == "monologue":
-            add("one-voice", k, dialogue(voices, [who], rng, lines=rng.randint(20, 40), gap=(0.2, 0.9)))
+            self.add("one-voice", k, self.dialogue(who, (20, 40), gap=(0.2, 0.9)))
         elif kind == "lecture":
-            add("one-voice", k, dialogue(voices, [who], rng, lines=rng.randint(20, 40), gap=(0.5, 6.0)))
+            self.add("one-voice", k, self.dialogue(who, (20, 40), gap=(0.5, 6.0)))
         else:
-            placed = dialogue(voices, [who], rng, lines=rng.randint(20, 30), gap=(0.2, 0.9))
-            add("one-voice", k, placed, channel=lambda a: under(a, music(len(a), nprng), 8.0))
-    return items
+            placed = self.dialogue(who, (20, 30), gap=(0.2, 0.9))
+            self.add("one-voice", k, placed, channel=lambda a: under(a, music(len(a), self.nprng), 8.0))
+
+
+def build(out: Path, *, half: str = "test", seed: int = 12, per_condition: int = 6, long_files: int = 1) -> list[Item]:
+    """Write one half's WAVs and RTTMs under ``out``; returns the items (condition order)."""
+    if half not in HALVES:
+        raise ValueError(f"half is one of {HALVES}")
+    out.mkdir(parents=True, exist_ok=True)
+    builder = _SetBuilder(out, half, seed)
+    for condition in (
+        builder.two_voices,
+        builder.same_gender_close_pitch,
+        builder.short_turns,
+        builder.overlap,
+        builder.telephone_close_pitch,
+        builder.noise_music,
+        builder.many_speakers,
+    ):
+        for k in range(per_condition):
+            condition(k)
+    for k in range(long_files):
+        builder.long_returning(k)
+    for k in range(max(per_condition, len(builder.names))):
+        builder.one_voice(k)
+    return builder.items

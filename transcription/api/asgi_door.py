@@ -25,7 +25,7 @@ from django.middleware.security import SecurityMiddleware
 from config.middleware import ContentSecurityPolicyMiddleware, RequestBodyLimitMiddleware
 
 from . import front_door
-from .errors import BodyTooLarge
+from .error_bodies import BodyTooLarge
 
 # Headers of the door's own answer that the protections' empty answer must not override.
 _OWN = {"content-type", "content-length"}

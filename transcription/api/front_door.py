@@ -39,7 +39,7 @@ from accounts.authentication import TokenRefused, token_holder_for_header
 from accounts.models import Account
 
 from . import operations, ratelimit
-from .errors import MISSING_TOKEN, BodyTooLarge, ErrorAnswer, RateLimited, error_answer
+from .error_bodies import MISSING_TOKEN, BodyTooLarge, ErrorAnswer, RateLimited, error_answer
 
 __all__ = [
     "OPERATIONS",
@@ -180,7 +180,7 @@ def perform(
     return operation.run(caller, arguments if arguments is not None else {}, request)
 
 
-# --- The answer's shape (errors.error_answer: the contract's status, body and headers) --------
+# --- The answer's shape (error_bodies.error_answer: the contract's status, body and headers) --------
 
 
 def rate_limit_headers(state: ratelimit.RateState | None) -> dict[str, str]:

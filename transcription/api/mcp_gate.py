@@ -14,7 +14,7 @@ from django.http.request import split_domain_port, validate_host
 from rest_framework import exceptions
 
 from . import asgi_door, front_door, ratelimit
-from .errors import BodyTooLarge
+from .error_bodies import BodyTooLarge
 
 
 @functools.lru_cache(maxsize=1)

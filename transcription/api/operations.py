@@ -31,7 +31,7 @@ from transcription.states import FINAL_STATES
 
 from . import polls
 from . import serializers as s
-from .errors import Busy, Conflict, NotDone, RequestValidationError, validation_errors
+from .error_bodies import Busy, Conflict, NotDone, RequestValidationError, validation_errors
 from .presenters import batch_payload, job_payload, translations_in_order, voice_document
 
 

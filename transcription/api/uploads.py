@@ -48,7 +48,7 @@ from transcription.models import Upload, UploadState
 
 from . import asgi_door, front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart, read_raw
-from .errors import RequestValidationError
+from .error_bodies import RequestValidationError
 from .mcp_gate import database_threads
 
 logger = logging.getLogger(__name__)

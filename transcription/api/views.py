@@ -9,7 +9,7 @@ from rest_framework.response import Response
 
 from . import front_door, ratelimit
 from . import serializers as s
-from .errors import RequestValidationError
+from .error_bodies import RequestValidationError
 
 
 def body(request) -> dict:
@@ -63,7 +63,7 @@ class ContractViewSet(viewsets.ViewSet):
     built from the bearer token after content negotiation (so ?format= of an unknown renderer is a
     404 first, as DRF answers it), the request is counted by its method (the four POSTs are job
     requests, every GET a poll, whatever the view then says), and refusals are answered by
-    errors.exception_handler in the contract's shape. DRF's own authentication, permission and
+    error_bodies.exception_handler in the contract's shape. DRF's own authentication, permission and
     throttle steps are not used; authentication_classes stays for the OpenAPI document."""
 
     throttle_classes = []
