@@ -10,14 +10,16 @@ of B's (overlapped speech at a turn change, which one speaker at a time misses b
 Nothing else moves: a turn keeps its speaker, and changes the model cannot read (a voice not
 clearly one of its speakers on either side) stay as they were.
 
-Chosen on the calibration half of bench/speakers (bench/speakers/overlap.py): a speaker talks at
-0.7 and more (0.6-0.8 as good), changes move by at most 0.75 s (0.75-1 as good), changes across a
-pause of up to 2 s are redrawn too.
+Chosen on the calibration half of bench/speakers (bench/speakers/overlap.py sweeps them; pooled
+DER 7.67% as clustered): a speaker talks at 0.7 and more (6.88%; 0.6 and 0.8 within 0.1 point),
+changes move by at most 0.75 s (1 s: 6.86%, 0.5 s: 7.05%), changes across pauses of up to 2 s are
+redrawn (0.5 s: 7.00%). Test half: 9.59% -> 8.75% (docs/decisions/speech-and-text.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -25,9 +27,6 @@ from ..types import SpeakerTurn
 from .segmentation import FRAME_STEP_SAMPLES, SpeakerActivity
 from .speech import SAMPLE_RATE
 
-TALKING = 0.7  # a window's speaker talks in frames where its probability is at least this
-MAX_SHIFT_S = 0.75  # a change moves by at most this
-MAX_PAUSE_S = 2.0  # changes across longer pauses are left alone
 SIDE_S = 1.5  # how far each side of a change the two voices are looked for
 MARGIN_S = 0.3  # ... leaving out this much around the change itself
 MIN_TURN_S = 0.05  # a turn is never shrunk below this
@@ -35,16 +34,30 @@ MIN_SIDE_FRAMES = 3
 FRAME_STEP_S = FRAME_STEP_SAMPLES / SAMPLE_RATE
 
 
-def redraw_changes(turns: Sequence[SpeakerTurn], activity: SpeakerActivity) -> list[SpeakerTurn]:
+@dataclass(frozen=True)
+class Reading:
+    """How changes are read (bench/speakers/overlap.py sweeps these on the calibration half)."""
+
+    talking: float = 0.7  # a window's speaker talks in frames where its probability is at least this
+    max_shift_s: float = 0.75  # a change moves by at most this
+    max_pause_s: float = 2.0  # changes across longer pauses are left alone
+
+
+SHIPPED = Reading()
+
+
+def redraw_changes(
+    turns: Sequence[SpeakerTurn], activity: SpeakerActivity, reading: Reading = SHIPPED
+) -> list[SpeakerTurn]:
     """``turns`` (one speaker at a time, sorted or not) with every change of speaker redrawn where
     the model hears it; a speaker's turns that come to overlap are merged. Sorted by start."""
     ordered = sorted(turns, key=lambda t: (t.start, t.end))
     bounds = [[t.start, t.end] for t in ordered]
     for k in range(len(ordered) - 1):
         before, after = ordered[k], ordered[k + 1]
-        if before.speaker == after.speaker or after.start - before.end > MAX_PAUSE_S:
+        if before.speaker == after.speaker or after.start - before.end > reading.max_pause_s:
             continue
-        edges = _change(before, after, activity)
+        edges = _change(before, after, activity, reading)
         if edges is None:
             continue
         before_end, after_start = edges
@@ -54,7 +67,9 @@ def redraw_changes(turns: Sequence[SpeakerTurn], activity: SpeakerActivity) -> l
     return _merge_each_speaker(redrawn)
 
 
-def _change(before: SpeakerTurn, after: SpeakerTurn, activity: SpeakerActivity) -> tuple[float, float] | None:
+def _change(
+    before: SpeakerTurn, after: SpeakerTurn, activity: SpeakerActivity, reading: Reading
+) -> tuple[float, float] | None:
     """Where ``before``'s speaker stops and ``after``'s starts, by the model; None where it cannot
     tell the two voices apart there."""
     change = (before.end + after.start) / 2
@@ -69,11 +84,12 @@ def _change(before: SpeakerTurn, after: SpeakerTurn, activity: SpeakerActivity) 
     after_talk = talk[after_side].mean(axis=0)
     after_talk[first] = -1.0
     second = int(np.argmax(after_talk))
-    if talk[before_side, first].mean() < TALKING or talk[after_side, second].mean() < TALKING:
+    talking, shift = reading.talking, reading.max_shift_s
+    if talk[before_side, first].mean() < talking or talk[after_side, second].mean() < talking:
         return None
-    near = (times >= max(before.start, change - MAX_SHIFT_S)) & (times <= min(after.end, change + MAX_SHIFT_S))
-    last = _run_end(near & (talk[:, first] >= TALKING), int(np.argmin(np.abs(times - (change - MARGIN_S)))), +1)
-    start = _run_end(near & (talk[:, second] >= TALKING), int(np.argmin(np.abs(times - (change + MARGIN_S)))), -1)
+    near = (times >= max(before.start, change - shift)) & (times <= min(after.end, change + shift))
+    last = _run_end(near & (talk[:, first] >= talking), int(np.argmin(np.abs(times - (change - MARGIN_S)))), +1)
+    start = _run_end(near & (talk[:, second] >= talking), int(np.argmin(np.abs(times - (change + MARGIN_S)))), -1)
     if last is None or start is None:
         return None
     return float(times[last] + FRAME_STEP_S / 2), float(times[start] - FRAME_STEP_S / 2)
