@@ -147,6 +147,14 @@ def small_split(embedded: list[dict], encoder: str) -> dict:
     }
 
 
+def _component(metric: DiarizationErrorRate, name: str) -> float:
+    """One accumulated component of the metric (seconds)."""
+    value = metric[name]
+    if not isinstance(value, int | float):
+        raise TypeError(f"{name} is not a number: {value!r}")
+    return float(value)
+
+
 def score(embedded: list[dict], encoder: str, merge: float, small_split_similarity) -> dict:
     pooled = DiarizationErrorRate(collar=0.0, skip_overlap=False)
     by_condition = {c: DiarizationErrorRate(collar=0.0, skip_overlap=False) for c in CONDITIONS}
@@ -169,7 +177,8 @@ def score(embedded: list[dict], encoder: str, merge: float, small_split_similari
         cluster_cpu += time.process_time() - cpu
         reference = annotation(item.turns, item.name)
         hypothesis = annotation([(t.start, t.end, t.speaker) for t in turns], item.name)
-        der = pooled(reference, hypothesis)
+        detail = pooled(reference, hypothesis, detailed=True)
+        der = detail["diarization error rate"]
         by_condition[item.condition](reference, hypothesis)
         found = len({t.speaker for t in turns})
         exact += found == item.speakers
@@ -181,10 +190,15 @@ def score(embedded: list[dict], encoder: str, merge: float, small_split_similari
     conditions = {
         c: round(abs(m), 4) for c, m in by_condition.items() if any(e["item"].condition == c for e in embedded)
     }
+    total = _component(pooled, "total") or 1.0
     return {
         "merge_similarity": merge,
         "small_split_similarity": list(small_split_similarity),
         "der": round(abs(pooled), 4),
+        # pyannote's components over the reference speech: missed counts overlapped speech too
+        "missed": round(_component(pooled, "missed detection") / total, 4),
+        "false_alarm": round(_component(pooled, "false alarm") / total, 4),
+        "confusion": round(_component(pooled, "confusion") / total, 4),
         "conditions": conditions,
         "worst_two_speaker_condition": max((conditions[c], c) for c in TWO_SPEAKER_CONDITIONS if c in conditions),
         "count_exact": round(exact / len(embedded), 3),
@@ -209,6 +223,53 @@ def plateau(sweep: list[dict]) -> tuple[dict, list[float]]:
             start = None
     a, b = max(runs, key=lambda r: r[1] - r[0]) if runs else (0, len(sweep))
     return sweep[(a + b - 1) // 2], [sweep[a]["merge_similarity"], sweep[b - 1]["merge_similarity"]]
+
+
+TABLE_START, TABLE_END = "<!-- results-models -->", "<!-- /results-models -->"
+COLUMNS = [
+    ("two-voices", "two-voices"),
+    ("same-gender-close-pitch", "same-gender close pitch"),
+    ("telephone-close-pitch", "telephone close pitch"),
+    ("short-turns-backchannels", "short turns"),
+    ("overlap-10-20", "overlap 10-20%"),
+    ("noise-music", "noise/music"),
+    ("many-speakers", "many speakers"),
+    ("long-returning", "long"),
+    ("one-voice", "one voice"),
+]
+
+
+def write_table(results: dict, readme: Path) -> None:
+    """The test half's figures at each encoder's shipped thresholds as the README's table, between its
+    markers."""
+    head = ["encoder", "pooled DER", "missed / false alarm", *(title for _, title in COLUMNS)]
+    head += ["count exact", "one-voice split", "CPU per audio hour"]
+    rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    shipped = default_encoder().name
+    titles = {"campplus": "CAM++", "resemblyzer": "Resemblyzer"}
+    for name in ENCODER_NAMES:
+        # what the service ships is scored: its thresholds, not the ones this run would choose
+        t = results[name]["test_at_shipped_thresholds"]
+        merge = t["merge_similarity"]
+        label = (
+            f"**{titles.get(name, name)}** (service, merge {merge})"
+            if default_encoder(None, name).name == shipped
+            else f"{titles.get(name, name)} (merge {merge})"
+        )
+        cells = [label, f"{100 * t['der']:.1f}%", f"{100 * t['missed']:.1f}% / {100 * t['false_alarm']:.1f}%"]
+        cells += [f"{100 * t['conditions'][c]:.1f}%" if c in t["conditions"] else "-" for c, _ in COLUMNS]
+        cells += [f"{100 * t['count_exact']:.0f}%", str(len(t["one_voice_split"])), f"{t['cpu_s_per_audio_hour']} s"]
+        rows.append("| " + " | ".join(cells) + " |")
+    load = results["load_average"][0]
+    minutes, files = results["audio_min"]["test"], results["files"]["test"]
+    note = f"Test half: {files} files, {minutes} minutes; load average {load:.1f} while it ran (this 2-core machine is shared)."
+    block = f"{TABLE_START}\n{note}\n\n" + "\n".join(rows) + f"\n{TABLE_END}"
+    text = readme.read_text()
+    if TABLE_START in text:
+        text = text[: text.index(TABLE_START)] + block + text[text.index(TABLE_END) + len(TABLE_END) :]
+    else:
+        text += "\n" + block + "\n"
+    readme.write_text(text)
 
 
 def _brief(s: dict) -> dict:
@@ -276,6 +337,8 @@ def main() -> None:
             flush=True,
         )
     args.results.write_text(json.dumps(results, indent=1) + "\n")
+    if args.results == HERE / "results-models.json":
+        write_table(results, HERE / "README.md")
 
 
 if __name__ == "__main__":

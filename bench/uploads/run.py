@@ -171,6 +171,25 @@ def throughput(
         copy.unlink(missing_ok=True)
         return seconds
 
+    from harness.processes import free_port
+
+    bare_port = free_port()
+    bare_file = media_root / "incoming" / "bare-copy.bin"
+    bare = subprocess.Popen(
+        [sys.executable, str(HERE / "bare_receiver.py"), str(bare_port), str(bare_file)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert bare.stdout is not None and bare.stdout.readline().strip() == "listening"
+
+    def by_bare() -> float:
+        started = time.perf_counter()
+        run(["curl", "-sS", "-f", f"http://127.0.0.1:{bare_port}/", *ways["raw"]])
+        subprocess.run(["sync", str(bare_file)], check=True)
+        seconds = time.perf_counter() - started
+        bare_file.unlink(missing_ok=True)
+        return seconds
+
     def by_upload(body: list[str]) -> tuple[float, float]:
         with sampling(pid) as peak:
             started = time.perf_counter()
@@ -182,23 +201,35 @@ def throughput(
 
     # cat and the two ways take turns, the order turning each round (the machine's speed drifts
     # from minute to minute), each after a sync so no step pays for the one before it
-    seconds: dict[str, list[float]] = {"cat": [], "raw": [], "multipart": []}
+    # and the floor: the same curl into a bare Python socket server (bare_receiver.py)
+    seconds: dict[str, list[float]] = {"cat": [], "raw": [], "multipart": [], "bare": []}
     peaks: dict[str, list[float]] = {"raw": [], "multipart": []}
-    order = ["cat", "raw", "multipart"]
-    for round_ in range(rounds):
-        for name in order[round_ % 3 :] + order[: round_ % 3]:
-            subprocess.run(["sync"], check=True)
-            if name == "cat":
-                seconds["cat"].append(by_cat())
-            else:
-                took, peak = by_upload(ways[name])
-                seconds[name].append(took)
-                peaks[name].append(peak)
-        log(", ".join(f"{name} {times[-1]:.2f} s" for name, times in seconds.items()))
+    order = list(seconds)
+    try:
+        for round_ in range(rounds):
+            for name in order[round_ % 4 :] + order[: round_ % 4]:
+                subprocess.run(["sync"], check=True)
+                if name == "cat":
+                    seconds["cat"].append(by_cat())
+                elif name == "bare":
+                    seconds["bare"].append(by_bare())
+                else:
+                    took, peak = by_upload(ways[name])
+                    seconds[name].append(took)
+                    peaks[name].append(peak)
+            log(", ".join(f"{name} {times[-1]:.2f} s" for name, times in seconds.items()))
+    finally:
+        bare.terminate()
+        bare.wait()
     size_mb = big.stat().st_size / 1e6
     cat_mb_per_s = size_mb / statistics.median(seconds["cat"])
     results["cat_seconds"] = seconds["cat"]
     results["cat_mb_per_s"] = cat_mb_per_s
+    bare_mb_per_s = size_mb / statistics.median(seconds["bare"])
+    results["bare_receiver_seconds"] = seconds["bare"]
+    results["bare_receiver_mb_per_s"] = bare_mb_per_s
+    results["bare_receiver_vs_cat"] = bare_mb_per_s / cat_mb_per_s
+    log(f"bare receiver: {bare_mb_per_s:.0f} MB/s ({bare_mb_per_s / cat_mb_per_s:.2f} x cat)")
     for name in ways:
         mb_per_s = size_mb / statistics.median(seconds[name])
         rss_growth_mb = max(peaks[name]) - baseline
