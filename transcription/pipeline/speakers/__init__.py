@@ -12,6 +12,9 @@
    windows become :class:`SpeakerTurn`s, laid over the speech with its soft ends (the VAD read
    looser than for the encoder), and :func:`assign_speakers` gives every recognised word
    its speaker, cutting segments where the voice changes.
+5. :mod:`.changes`: every change of speaker is redrawn where pyannote's segmentation model
+   (:mod:`.segmentation`, 17 ms frames) hears one voice stop and the other start; where both talk
+   at once the two turns overlap.
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
 ``weights`` (a copy of the encoder's checkpoint) and ``threads`` (encoder threads, default the CPU count,
@@ -29,10 +32,12 @@ import numpy.typing as npt
 from ..types import SpeakerTurn
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
+from .changes import redraw_changes
 from .clustering import MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY, centroids, cluster_embeddings
 from .embedding import Piece, Window, embed_regions
 from .encoder import VoiceEncoder
 from .encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
+from .segmentation import default_segmentation
 from .speech import find_speech
 from .turns import (
     SWITCH_COST_CONTINUOUS,
@@ -52,6 +57,7 @@ __all__ = [
     "assign_speakers",
     "default_encoder",
     "diarize",
+    "redraw_changes",
     "turns_from_embeddings",
     "voice_print",
     "VOICE_PRINT_MODEL",
@@ -71,7 +77,8 @@ def diarize(
     """Who spoke when in a 16 kHz mono 16-bit WAV file.
 
     Returns speaker turns sorted by time, covering the detected speech (silence
-    gets no turn); speakers are numbered 1.. in order of first appearance.
+    gets no turn); speakers are numbered 1.. in order of first appearance. Two speakers' turns
+    overlap where the segmentation model hears both at a change of speaker.
     ``regions`` (seconds: where the encoder listens) and ``extent`` (where the turns are drawn;
     default ``regions``) may be given to skip the VAD, as the speech stage does.
     """
@@ -97,7 +104,7 @@ def _diarize(
     if not regions:
         return []
     emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads)
-    return turns_from_embeddings(
+    turns = turns_from_embeddings(
         emb,
         windows,
         pieces,
@@ -106,6 +113,9 @@ def _diarize(
         merge_similarity=encoder.merge_similarity,
         small_split_similarity=encoder.small_split_similarity,
     )
+    segmentation = default_segmentation() if len({t.speaker for t in turns}) > 1 else None
+    # one voice has no change to redraw: the model runs only where there is one
+    return redraw_changes(turns, segmentation.activity_of_wav(wav_path)) if segmentation is not None else turns
 
 
 def turns_from_embeddings(
@@ -119,8 +129,9 @@ def turns_from_embeddings(
     small_split_similarity: tuple[float, float] = SMALL_SPLIT_SIMILARITY,
 ) -> list[SpeakerTurn]:
     """Speaker turns over ``extent`` from the windows' embeddings (L2-normalised rows): clustered,
-    smoothed by Viterbi, laid over the speech. The similarity thresholds are the encoder's
-    (``encoder.merge_similarity``...); bench/speakers/compare_models.py sweeps them."""
+    smoothed by Viterbi, laid over the speech (one speaker at a time: :func:`redraw_changes` then
+    moves the changes). The similarity thresholds are the encoder's (``encoder.merge_similarity``...);
+    bench/speakers/compare_models.py sweeps them."""
     if not windows:
         # only fragments too short to embed: one speaker for all of it
         return [SpeakerTurn(start=round(s, 3), end=round(e, 3), speaker=1) for s, e in extent]

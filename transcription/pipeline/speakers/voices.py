@@ -14,6 +14,7 @@ cannot be compared. Imported as a module of its own (``speakers.voices``), after
 
 from __future__ import annotations
 
+import bisect
 import os
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
@@ -66,14 +67,46 @@ def embed_speech(
 def speaker_regions(
     turns: Sequence[SpeakerTurn], max_seconds: float = MAX_SECONDS_PER_SPEAKER
 ) -> dict[int, list[tuple[float, float]]]:
-    """Each speaker's longest turns, at most ``max_seconds`` of them, in time order."""
+    """Each speaker's longest stretches of speech alone, at most ``max_seconds`` of them, in time
+    order: where another speaker's turn overlaps (both talking at a change) is left out, since the
+    other voice would blur the print."""
     by_speaker: dict[int, list[tuple[float, float]]] = {}
-    for turn in sorted(turns, key=lambda t: t.end - t.start, reverse=True):
-        kept = by_speaker.setdefault(turn.speaker, [])
+    for start, end, speaker in sorted(_alone(turns), key=lambda s: s[1] - s[0], reverse=True):
+        kept = by_speaker.setdefault(speaker, [])
         room = max_seconds - sum(e - s for s, e in kept)
         if room > 0.5:
-            kept.append((turn.start, min(turn.end, turn.start + room)))
+            kept.append((start, min(end, start + room)))
     return {speaker: sorted(regions) for speaker, regions in by_speaker.items()}
+
+
+def _alone(turns: Sequence[SpeakerTurn]) -> list[tuple[float, float, int]]:
+    """The turns less the stretches where two speakers' turns overlap."""
+    events = sorted([(t.start, 1, t.speaker) for t in turns] + [(t.end, -1, t.speaker) for t in turns])
+    talking: dict[int, int] = {}
+    both: list[tuple[float, float]] = []  # sorted, apart
+    since = 0.0
+    for at, step, speaker in events:
+        before = len(talking)
+        talking[speaker] = talking.get(speaker, 0) + step
+        if not talking[speaker]:
+            del talking[speaker]
+        if before < 2 <= len(talking):
+            since = at
+        elif len(talking) < 2 <= before and at > since:
+            both.append((since, at))
+    ends = [e for _, e in both]
+    out = []
+    for turn in turns:
+        start = turn.start
+        for s, e in both[bisect.bisect_right(ends, turn.start) :]:
+            if s >= turn.end:
+                break
+            if s > start:
+                out.append((start, s, turn.speaker))
+            start = max(start, e)
+        if turn.end > start:
+            out.append((start, turn.end, turn.speaker))
+    return out
 
 
 def match_voices(
