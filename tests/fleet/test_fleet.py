@@ -23,7 +23,14 @@ the machine (on one 1.7x slower than ours, more than the two minutes a step once
 for each condition and fails when the fleet stands still: no job changes state, progress or claim
 for longer than the sweeper lets a job wait (STALLED_SECONDS: a lost message is sent again after
 STALLED_AFTER_SECONDS, looked for every SWEEP_SECONDS; a dead worker's claim lapses after
-CLAIM_SECONDS), twice over. While any stage runs its heartbeat moves a claim every second.
+CLAIM_SECONDS), twice over. While any stage runs its heartbeat moves a claim every second. A
+row's `updated_at` is not movement: the sweeper touches it each time it sends a waiting job's task
+again (every STALLED_SECONDS for the burned jobs that wait for the stopped burn worker), which had
+kept the guard from ever firing while a step waited on a condition that could no longer come true.
+
+A fault's jobs have moved on when each has ended, changed state or been claimed afresh since the
+fault: their states are taken just before the fault, never after it (a job that went on to
+`burning` while its worker stopped would otherwise be waited for until the burn worker returned).
 """
 
 from __future__ import annotations
@@ -137,6 +144,11 @@ def jobs_of(ids):
     return {str(job.id): job for job in Job.objects.filter(pk__in=ids)}
 
 
+def states_of(ids) -> dict[str, str]:
+    """Each job's state now: taken just before a fault, what the fault's jobs must move on from."""
+    return {key: job.state for key, job in jobs_of(ids).items()}
+
+
 class Watch:
     """Waits on conditions over the jobs in `ids`, for as long as the fleet keeps moving."""
 
@@ -146,9 +158,7 @@ class Watch:
     def snapshot(self):
         from transcription.models import Job
 
-        return set(
-            Job.objects.filter(pk__in=self.ids).values_list("id", "state", "progress", "lease_until", "updated_at")
-        )
+        return set(Job.objects.filter(pk__in=self.ids).values_list("id", "state", "progress", "lease_until"))
 
     def until(self, condition, what: str):
         """condition()'s first true answer; fails when no job moved for STANDSTILL_BOUND seconds."""
@@ -162,12 +172,13 @@ class Watch:
             assert still < STANDSTILL_BOUND, f"waiting for {what}, no job moved for {still:.0f} s: {sorted(now)}"
         return found
 
-    def recovered(self, hit, fault_at: float, fault_wall) -> float:
-        """Seconds from the fault until every job it hit has moved on: ended, changed state, or been
-        claimed by a worker after the fault (a claim newer than the ones taken before it)."""
+    def recovered(self, before: dict[str, str], fault_at: float, fault_wall) -> float:
+        """Seconds from the fault until every job it hit (`before`: their states just before it) has
+        moved on: ended, changed state, or been claimed by a worker after the fault (a claim newer
+        than the ones taken before it)."""
         from datetime import timedelta
 
-        before = {key: job.state for key, job in jobs_of(hit).items()}
+        hit = list(before)
         fresh_claim = fault_wall + timedelta(seconds=CLAIM_SECONDS + 0.5)
         self.until(
             lambda: all(
@@ -257,6 +268,7 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
             lambda: Job.objects.filter(pk__in=submitted, state="processing", lease_until__isnull=False).first(),
             "a recognition",
         )
+        held_before = {str(held.id): held.state}
         fleet.kill("asr")
         killed_at, killed_wall = time.monotonic(), timezone.now()
         fleet.worker("asr")
@@ -264,12 +276,12 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
         wait_until(lambda: Job.objects.get(pk=held.id).attempts > held.attempts, "the sweeper", STALLED_SECONDS)
         faults["kill -9 asr worker: its job back in the queue"] = time.monotonic() - killed_at
         faults["kill -9 asr worker: its job running again (behind the asr queue)"] = watch.recovered(
-            [held.id], killed_at, killed_wall
+            held_before, killed_at, killed_wall
         )
 
         # Redis restarts: the queued messages and the counters are gone.
         # (burned jobs waiting for the stopped burn worker are counted when it is back)
-        in_flight = list(
+        in_flight = states_of(
             Job.objects.filter(pk__in=submitted).exclude(state__in=(*FINAL, "burning")).values_list("id", flat=True)
         )
         fleet.kill("redis")
@@ -283,7 +295,7 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
         # SIGTERM once to each other worker; each is started again at once.
         stop_times = {"burn": burn_stop}
         for queue in ("media", "asr", "hooks"):
-            held_ids = list(
+            held_by_workers = states_of(
                 Job.objects.filter(pk__in=submitted, lease_until__isnull=False)
                 .exclude(state__in=(*FINAL, "burning"))
                 .values_list("id", flat=True)
@@ -291,7 +303,7 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
             asked_at, asked_wall = time.monotonic(), timezone.now()
             stop_times[queue] = fleet.sigterm(queue)
             fleet.worker(queue)
-            faults[f"SIGTERM {queue} worker"] = watch.recovered(held_ids, asked_at, asked_wall)
+            faults[f"SIGTERM {queue} worker"] = watch.recovered(held_by_workers, asked_at, asked_wall)
 
         # The burn worker comes back once every burned job waits for it: the backlog drains.
         burned = [key for key, job in jobs_of(submitted).items() if job.type == "burned"]
