@@ -29,95 +29,40 @@ def make_speech_wav(dest: Path, text: str = SPEECH_TEXT) -> Path:
     return dest
 
 
+# The small test picture (ffmpeg's lavfi test pattern) and its quick H.264 and AAC encodings.
+H264 = ("-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p")
+AAC = ("-c:a", "aac", "-b:a", "64k")
+
+
+def _test_picture(seconds: float | None = None) -> tuple[str, ...]:
+    duration = "" if seconds is None else f":duration={seconds}"
+    return ("-f", "lavfi", "-i", f"testsrc=size=160x120:rate=10{duration}")
+
+
+def _sine(seconds: float, rate: int = 44100) -> tuple[str, ...]:
+    return ("-f", "lavfi", "-i", f"sine=frequency=440:sample_rate={rate}:duration={seconds}")
+
+
 def make_speech_mp4(dest: Path, speech_wav: Path) -> Path:
     """A small H.264 + AAC mp4 (moov at the end, so readers need Range requests)."""
-    _run(
-        ffmpeg(
-            "-f",
-            "lavfi",
-            "-i",
-            "testsrc=size=160x120:rate=10",
-            "-i",
-            str(speech_wav),
-            "-shortest",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            "-b:a",
-            "64k",
-            str(dest),
-        )
-    )
+    _run(ffmpeg(*_test_picture(), "-i", str(speech_wav), "-shortest", *H264, *AAC, str(dest)))
     return dest
 
 
 def make_video_only_mp4(dest: Path, seconds: float = 3.0) -> Path:
     """An mp4 with a video track and no audio track."""
-    _run(
-        ffmpeg(
-            "-f",
-            "lavfi",
-            "-i",
-            f"testsrc=size=160x120:rate=10:duration={seconds}",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            str(dest),
-        )
-    )
+    _run(ffmpeg(*_test_picture(seconds), *H264, str(dest)))
     return dest
 
 
 def make_ts_segment(dest: Path, seconds: float = 2.0) -> Path:
     """A short MPEG-TS (video + sine audio), used as an HLS segment."""
-    _run(
-        ffmpeg(
-            "-f",
-            "lavfi",
-            "-i",
-            f"testsrc=size=160x120:rate=10:duration={seconds}",
-            "-f",
-            "lavfi",
-            "-i",
-            f"sine=frequency=440:sample_rate=44100:duration={seconds}",
-            "-c:v",
-            "libx264",
-            "-preset",
-            "ultrafast",
-            "-pix_fmt",
-            "yuv420p",
-            "-c:a",
-            "aac",
-            "-b:a",
-            "64k",
-            "-f",
-            "mpegts",
-            str(dest),
-        )
-    )
+    _run(ffmpeg(*_test_picture(seconds), *_sine(seconds), *H264, *AAC, "-f", "mpegts", str(dest)))
     return dest
 
 
 def make_sine_wav(dest: Path, seconds: float = 5.0, rate: int = 44100) -> Path:
-    _run(
-        ffmpeg(
-            "-f",
-            "lavfi",
-            "-i",
-            f"sine=frequency=440:sample_rate={rate}:duration={seconds}",
-            "-ac",
-            "2",
-            str(dest),
-        )
-    )
+    _run(ffmpeg(*_sine(seconds, rate), "-ac", "2", str(dest)))
     return dest
 
 

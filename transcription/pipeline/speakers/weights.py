@@ -200,20 +200,26 @@ def _load_legacy(path: Path) -> dict[str, Any]:
     return _state_dict(obj, path)
 
 
-def find_encoder_weights() -> Path:
-    """Where Resemblyzer's ``pretrained.pt`` is: the file inside the installed ``resemblyzer``
-    package (``pip install --no-deps resemblyzer``; SPEAKER_ENCODER_WEIGHTS points the encoder at
-    another copy). The package is located with :func:`importlib.util.find_spec`, which does not
-    import it (importing it would import torch).
-    """
-    spec = importlib.util.find_spec("resemblyzer")
+def file_in_package(package: str, relative: str, install: str) -> Path:
+    """A file shipped inside an installed package (model weights), found with
+    :func:`importlib.util.find_spec`, which does not import the package (the wheels the weights come
+    from would import torch). `install` says how to get it when it is missing."""
+    spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError(
-            "speaker encoder weights not found: `pip install --no-deps resemblyzer` "
-            "or set SPEAKER_ENCODER_WEIGHTS to a pretrained.pt"
-        )
-    for loc in spec.submodule_search_locations:
-        p = Path(loc) / "pretrained.pt"
-        if p.is_file():
-            return p
-    raise FileNotFoundError("the installed resemblyzer package has no pretrained.pt")
+        raise FileNotFoundError(f"{relative} not found: {install}")
+    for location in spec.submodule_search_locations:
+        path = Path(location) / relative
+        if path.is_file():
+            return path
+    raise FileNotFoundError(f"the installed {package} package has no {relative}")
+
+
+def find_encoder_weights() -> Path:
+    """Resemblyzer's ``pretrained.pt`` inside the installed ``resemblyzer`` package
+    (``pip install --no-deps resemblyzer``; SPEAKER_ENCODER_WEIGHTS points the encoder at another
+    copy)."""
+    return file_in_package(
+        "resemblyzer",
+        "pretrained.pt",
+        "`pip install --no-deps resemblyzer` or set SPEAKER_ENCODER_WEIGHTS to a pretrained.pt",
+    )
