@@ -15,6 +15,13 @@
 5. :mod:`.changes`: every change of speaker is redrawn where pyannote's segmentation model
    (:mod:`.segmentation`, 17 ms frames) hears one voice stop and the other start; where both talk
    at once the two turns overlap.
+6. :mod:`.local`: pyannote 3.1's local speakers. Where the model hears two voices at once, each of
+   the window's own speakers is embedded (CAM++, from where it talks alone) and given the global
+   speaker it is surely like; where the frame has fewer voices than the model counts, the voices
+   its windows all hear are added: overlapped speech and backchannels inside the other voice's
+   line get both speakers. Steps 5 and 6 run only where clustering finds two speakers or more
+   (:func:`refine_turns`; bench/speakers/compare_models.py scores it as :func:`diarize` runs it).
+   Step 6 is built but off (``SHIPPED_LOCAL`` None): it lost on the bench's test half (:mod:`.local`).
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
 ``weights`` (a copy of the encoder's checkpoint) and ``threads`` (encoder threads, default the CPU count,
