@@ -61,6 +61,29 @@ def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(
     assert sa.score(fx.turns, turns)["n_speakers"] == 2
 
 
+def test_diarization_apart_children_share_the_graphs_the_first_one_built(encoder, audio_cache, tmp_path):
+    fx = sa.conversation(
+        audio_cache / "two-0.wav",
+        {"m": sa.clips("nl", "m"), "v": sa.clips("nl", "v")},
+        n_clips=24,
+        seed=0,
+        order="alternate",
+        gap=(0.3, 1.0),
+        cache=audio_cache / "clips",
+    )
+    activity = speech.find_speech(fx.path)
+    regions, extent = activity.for_diarization(), activity.for_turns()
+    graphs = tmp_path / "graphs"
+    answers, written = [], []
+    for _ in range(2):  # the first child builds both graphs (two voices: the segmentation model runs too)
+        with sp.DiarizationApart(fx.path, regions=regions, extent=extent, graphs=graphs) as apart:
+            answers.append(apart.turns(timeout=300))
+        written.append({path.name: path.stat().st_mtime_ns for path in graphs.iterdir()})
+    assert sorted(name.split("-")[0] for name in written[0]) == ["campplus", "segmentation"]
+    assert written[1] == written[0]  # the second child read them
+    assert answers[0] == answers[1] == sp.diarize(fx.path, encoder=encoder, regions=regions, extent=extent)
+
+
 def test_diarization_apart_reports_the_childs_error_and_leaves_no_child_behind(tmp_path):
     with sp.DiarizationApart(tmp_path / "missing.wav", regions=[(0.0, 5.0)], extent=[(0.0, 5.0)]) as apart:
         with pytest.raises(sp.DiarizationFailed, match="missing.wav"):

@@ -60,6 +60,7 @@ def _recognise(job: Job, wav: Path) -> None:
         extent=activity.for_turns(),
         weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
         threads=settings.SPEAKER_THREADS or None,
+        graphs=settings.MODEL_CACHE_DIR / "speakers",  # the child's ONNX graphs, built by the first one
     ) as diarization:
         transcript = _transcribe_chunks(job, model, wav, chunks, activity.for_recognition())
         turns = diarization.turns(timeout=speakers.diarization_timeout(chunks[-1][1] if chunks else 0.0))

@@ -55,7 +55,9 @@ class DiarizationFailed(RuntimeError):
 
 class DiarizationApart:
     """Starts ``speakers.diarize`` in a child process; ``turns()`` waits for its answer. Leaving the
-    ``with`` block kills a child that is still running (an error in recognition, a stopping worker)."""
+    ``with`` block kills a child that is still running (an error in recognition, a stopping worker).
+    ``graphs``: a directory where the child keeps the models' ONNX graphs (:mod:`.graph_cache`), so
+    that only the first child builds them."""
 
     def __init__(
         self,
@@ -65,6 +67,7 @@ class DiarizationApart:
         extent: Sequence[tuple[float, float]],
         weights: str | os.PathLike[str] | None = None,
         threads: int | None = None,
+        graphs: str | os.PathLike[str] | None = None,
     ):
         self.request = json.dumps(
             {
@@ -73,6 +76,7 @@ class DiarizationApart:
                 "extent": [list(r) for r in extent],
                 "weights": os.fspath(weights) if weights else None,
                 "threads": threads,
+                "graphs": os.fspath(graphs) if graphs else None,
             }
         ).encode()
         self.process: subprocess.Popen[bytes] | None = None  # while inside the with block

@@ -6,11 +6,12 @@ from __future__ import annotations
 import json
 import sys
 
-from . import diarize
+from . import diarize, graph_cache
 
 
 def _main() -> None:
     request = json.load(sys.stdin)
+    graph_cache.keep_graphs_in(request.get("graphs"))
     turns = diarize(
         request["wav"],
         regions=[tuple(r) for r in request["regions"]],
