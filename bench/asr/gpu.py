@@ -6,7 +6,7 @@ A device machine has none of the servers that needs, and nothing can be installe
 bench times the part of the pipeline that a GPU changes: what ``stages/transcribing._recognise`` and the
 steps after it run, in the same order, on a WAV carried there (the one pipeline.py transcribes):
 
-    find_speech (one VAD pass) -> DiarizationApart (child process, CPU) beside
+    DiarizationApart (child process, CPU) started -> find_speech (one VAD pass) -> the child diarizes beside
     asr.transcribe of each planned chunk -> turns -> assign_speakers -> clean_words -> captions
 
 against a bare ``asr.transcribe(model, wav)`` with the same model, alternating ABBA. The media
@@ -43,6 +43,7 @@ from transcription.pipeline.results import build_results  # noqa: E402
 from transcription.pipeline.wav import wav_duration  # noqa: E402
 
 CHUNK_SECONDS = 600.0  # settings.RECOGNITION_CHUNK_SECONDS' default
+GRAPHS = ROOT / "var" / "models" / "speakers"  # settings.MODEL_CACHE_DIR / "speakers", as the stage
 
 
 def recognise_like_the_stage(model, wav: Path, weights: str | None) -> tuple[dict, dict]:
@@ -50,11 +51,10 @@ def recognise_like_the_stage(model, wav: Path, weights: str | None) -> tuple[dic
     parts = {}
     t = time.perf_counter()
     chunks = audio.plan_chunks(wav, max_chunk=CHUNK_SECONDS)
-    activity = speakers.speech.find_speech(wav)
-    parts["plan_and_vad_s"] = time.perf_counter() - t
-    with speakers.DiarizationApart(
-        wav, regions=activity.for_diarization(), extent=activity.for_turns(), weights=weights
-    ) as diarization:
+    with speakers.DiarizationApart(wav, weights=weights, graphs=GRAPHS) as diarization:
+        activity = speakers.speech.find_speech(wav)  # the child gets ready meanwhile
+        diarization.diarize(regions=activity.for_diarization(), extent=activity.for_turns())
+        parts["plan_and_vad_s"] = time.perf_counter() - t
         t = time.perf_counter()
         transcript = asr.merge(
             [asr.transcribe(model, wav, start=s, end=e, speech=activity.for_recognition()) for s, e in chunks]

@@ -61,6 +61,34 @@ def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(
     assert sa.score(fx.turns, turns)["n_speakers"] == 2
 
 
+def test_diarization_apart_children_share_the_graphs_the_first_one_built(encoder, audio_cache, tmp_path):
+    fx = sa.conversation(
+        audio_cache / "two-0.wav",
+        {"m": sa.clips("nl", "m"), "v": sa.clips("nl", "v")},
+        n_clips=24,
+        seed=0,
+        order="alternate",
+        gap=(0.3, 1.0),
+        cache=audio_cache / "clips",
+    )
+    activity = speech.find_speech(fx.path)
+    regions, extent = activity.for_diarization(), activity.for_turns()
+    graphs = tmp_path / "graphs"
+    answers, written = [], []
+    for _ in range(2):  # the first child builds both graphs (two voices: the segmentation model runs too)
+        with sp.DiarizationApart(fx.path, graphs=graphs) as apart:  # as the speech stage: started first,
+            with pytest.raises(RuntimeError, match="diarize"):
+                apart.turns(timeout=1)
+            time.sleep(0.5)  # (the stage's VAD pass)
+            assert apart.process.poll() is None  # ready, waiting for the speech
+            apart.diarize(regions=regions, extent=extent)  # told where the speech is once it is found
+            answers.append(apart.turns(timeout=300))
+        written.append({path.name: path.stat().st_mtime_ns for path in graphs.iterdir()})
+    assert sorted(name.split("-")[0] for name in written[0]) == ["campplus", "segmentation"]
+    assert written[1] == written[0]  # the second child read them
+    assert answers[0] == answers[1] == sp.diarize(fx.path, encoder=encoder, regions=regions, extent=extent)
+
+
 def test_diarization_apart_reports_the_childs_error_and_leaves_no_child_behind(tmp_path):
     with sp.DiarizationApart(tmp_path / "missing.wav", regions=[(0.0, 5.0)], extent=[(0.0, 5.0)]) as apart:
         with pytest.raises(sp.DiarizationFailed, match="missing.wav"):
@@ -78,6 +106,14 @@ def test_diarization_apart_reports_the_childs_error_and_leaves_no_child_behind(t
         assert {_policy(task / "stat") for task in threads} == {os.sched_getscheduler(0)} == {os.SCHED_OTHER}
     assert apart.process.returncode is not None  # left before its answer: killed, and reaped
     assert not Path(f"/proc/{pid}").exists()
+    with sp.DiarizationApart(silence) as apart:  # left before it was told where the speech is
+        pid = apart.process.pid
+    assert apart.process.returncode is not None and not Path(f"/proc/{pid}").exists()
+    with sp.DiarizationApart(silence, weights=tmp_path / "missing.pt") as apart:  # dies getting ready
+        apart.process.wait(timeout=60)
+        apart.diarize(regions=[(0.0, 5.0)] * 20000, extent=[(0.0, 5.0)])  # more than a pipe holds
+        with pytest.raises(sp.DiarizationFailed, match="missing.pt"):
+            apart.turns(timeout=60)
 
 
 def test_diarization_apart_runs_at_nice_19_alone_where_the_idle_policy_is_refused(tmp_path, monkeypatch):

@@ -7,7 +7,13 @@ WRITE_BYTES batches and written by a thread of the sink's own, so a disk that st
 kernel throttles a process with too many dirty pages) never stalls the event loop, and each
 hand-over is worth it. The loop goes on receiving while a batch is written (waiting for each write
 halved the throughput of a 1 GB upload), and the chunks go to the disk with one writev, never
-copied into one buffer first.
+copied into one buffer first. Where the filesystem allows it the writer goes past the page cache
+(O_DIRECT, DirectWriter): the batches are copied into one aligned buffer and the disk reads them
+from there, which costs the writer a quarter of the CPU of writing through the page cache, the
+cost that mattered on a 2-core machine shared with the client. Otherwise (a tus upload resumed at
+an odd offset, a filesystem without O_DIRECT) the writer asks the kernel after each batch to start
+writing the file's dirty pages out (start_writeback), so the disk works while the rest of the body
+arrives instead of 1 GB of dirty pages being left behind for a later sync to wait on.
 A multipart body goes through python-multipart's streaming parser (Starlette's): the part named
 `file` to the file, the other fields into small buffers.
 """
@@ -16,6 +22,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
+import errno
+import functools
+import mmap
 import os
 from collections import deque
 from concurrent.futures import ThreadPoolExecutor
@@ -29,6 +39,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 WRITE_BYTES = 4 * 1024 * 1024
 WRITES_IN_FLIGHT = 2  # batches handed to the writer and not yet on disk: at most 12 MB per upload
+# (and DirectWriter's buffer, 2 x WRITE_BYTES)
 WRITEV_MAX = 1024  # IOV_MAX on Linux: the most buffers one writev takes
 FIELD_MAX_BYTES = 64 * 1024  # a form field beside the file (model, prompt, …)
 FIELDS_MAX = 50
@@ -62,6 +73,7 @@ class FileSink:
         self.batch_bytes = 0
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="upload-writer")
         self.in_flight: deque[asyncio.Future[None]] = deque()
+        self.direct = DirectWriter.open(path, self.fd, self.written)  # None: through the page cache
 
     def add(self, data: bytes | memoryview) -> None:
         if self.written + len(data) > self.limit:
@@ -80,7 +92,8 @@ class FileSink:
         if self.batch:
             batch, self.batch, self.batch_bytes = self.batch, [], 0
             loop = asyncio.get_running_loop()
-            self.in_flight.append(loop.run_in_executor(self.writer, _write_all, self.fd, batch))
+            write = self.direct.write if self.direct else functools.partial(_write_all, self.fd)
+            self.in_flight.append(loop.run_in_executor(self.writer, write, batch))
         while len(self.in_flight) > WRITES_IN_FLIGHT or (self.in_flight and self.in_flight[0].done()):
             await self.in_flight.popleft()
 
@@ -95,6 +108,87 @@ class FileSink:
                 with contextlib.suppress(Exception):
                     await pending
             self.writer.shutdown(wait=True)
+            if self.direct:
+                self.direct.close()  # the bytes past its last whole block, through self.fd
+            os.close(self.fd)
+
+
+DIRECT_BLOCK = 4096  # what O_DIRECT's offsets, lengths and buffer addresses must be multiples of
+
+
+class DirectWriter:
+    """The writer thread's way to the disk past the page cache (O_DIRECT). Through the page cache,
+    1 GB cost the writer thread 0.3-1.0 s of CPU (each page allocated, copied into, dirtied, queued
+    for writeback); this way about 0.15 s, the copy of the batches into one page-aligned buffer, and
+    the disk reads them from there (bench/uploads). The bytes past the last whole block stay in the
+    buffer for the next batch; close() appends the last of them through the sink's own fd. Used
+    from the writer thread only."""
+
+    @classmethod
+    def open(cls, path: Path, buffered_fd: int, size: int) -> DirectWriter | None:
+        """None where O_DIRECT cannot be used: a file that ends mid-block (a tus upload resumed at an
+        odd offset) or a filesystem that refuses it. The sink then writes through the page cache."""
+        if size % DIRECT_BLOCK or not hasattr(os, "O_DIRECT"):
+            return None
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_DIRECT)
+        except OSError:
+            return None
+        return cls(fd, buffered_fd, size)
+
+    def __init__(self, fd: int, buffered_fd: int, offset: int):
+        self.fd, self.buffered_fd, self.offset = fd, buffered_fd, offset
+        self.buffer = mmap.mmap(-1, 2 * WRITE_BYTES)  # anonymous memory: page-aligned
+        self.carry = 0  # bytes at the buffer's start, after the last whole block written
+        self.failed = False  # after a failed write nothing more is appended (the file ends where the disk said)
+        self.refused = False  # the filesystem refused an O_DIRECT write: the page cache from then on
+
+    def write(self, chunks: list[bytes | memoryview]) -> None:
+        try:
+            if self.refused:
+                _write_all(self.buffered_fd, chunks)
+            else:
+                self._write_direct(chunks)
+        except BaseException:
+            self.failed = True
+            raise
+
+    def _write_direct(self, chunks: list[bytes | memoryview]) -> None:
+        end = self.carry + sum(map(len, chunks))
+        if end > len(self.buffer):  # a batch larger than usual: a larger buffer, the carry kept
+            larger = mmap.mmap(-1, -(-end // DIRECT_BLOCK) * DIRECT_BLOCK)
+            larger[: self.carry] = self.buffer[: self.carry]
+            self.buffer.close()
+            self.buffer = larger
+        with memoryview(self.buffer) as view:
+            position = self.carry
+            for chunk in chunks:
+                view[position : position + len(chunk)] = chunk
+                position += len(chunk)
+            whole = position - position % DIRECT_BLOCK
+            try:
+                done = 0
+                while done < whole:
+                    done += os.pwrite(self.fd, view[done:whole], self.offset + done)
+            except OSError as error:
+                if error.errno != errno.EINVAL:  # EINVAL: this filesystem's O_DIRECT wants other sizes
+                    raise
+                self.refused = True  # the file ends after the `done` bytes written: the rest appended
+                _write_all(self.buffered_fd, [view[done:position]])
+                self.carry = 0
+                return
+            self.offset += whole
+            self.carry = position - whole
+            if whole:
+                view[: self.carry] = view[whole:position]
+
+    def close(self) -> None:
+        try:
+            if self.carry and not self.failed:
+                with memoryview(self.buffer) as view:
+                    _write_all(self.buffered_fd, [view[: self.carry]])
+        finally:
+            self.buffer.close()
             os.close(self.fd)
 
 
@@ -107,6 +201,26 @@ def _write_all(fd: int, chunks: list[bytes | memoryview]) -> None:
             views.pop(0)
         if views and done:
             views[0] = views[0][done:]
+    start_writeback(fd)
+
+
+# Linux's sync_file_range(2), which Python's os module lacks; None elsewhere (macOS), where the
+# pages are left to the kernel's flusher as before.
+_sync_file_range = getattr(ctypes.CDLL(None, use_errno=True), "sync_file_range", None)
+if _sync_file_range is not None:
+    _sync_file_range.argtypes = [ctypes.c_int, ctypes.c_int64, ctypes.c_int64, ctypes.c_uint]
+SYNC_FILE_RANGE_WRITE = 2  # <linux/fs.h>: start writing the dirty pages out, wait for none of them
+
+
+def start_writeback(fd: int) -> None:
+    """Start writing the file's dirty pages to the disk now, without waiting for the disk (the
+    pages already on their way are skipped, so this costs little per batch). Without it the bytes of
+    a large upload stay dirty in memory until the kernel's flusher or a sync writes them all at
+    once: on the bench's disk the sync after a 1 GB upload took 0.4-0.5 s, about a third of the
+    upload; with it, a few ms (bench/uploads). Failure changes nothing but when the bytes reach
+    the disk, so it is not checked."""
+    if _sync_file_range is not None:
+        _sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE)  # offset 0, length 0: the whole file
 
 
 async def _chunks(receive):

@@ -49,18 +49,19 @@ def _recognise(job: Job, wav: Path) -> None:
     services.job_advance(job.id, states.PROCESSING)
     model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR)
     chunks = audio.plan_chunks(wav, max_chunk=settings.RECOGNITION_CHUNK_SECONDS)
-    # one VAD pass for the whole job: recognition and diarization read the same probabilities
-    activity = speakers.speech.find_speech(wav)
     # diarization runs beside recognition, in a process of its own at the lowest priority: it takes
     # the CPU recognition leaves idle instead of adding its time after it (speakers.apart says why
     # not a thread); leaving the `with` on an error stops it
     with speakers.DiarizationApart(
         wav,
-        regions=activity.for_diarization(),
-        extent=activity.for_turns(),
         weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
         threads=settings.SPEAKER_THREADS or None,
+        graphs=settings.MODEL_CACHE_DIR / "speakers",  # the child's ONNX graphs, built by the first one
     ) as diarization:
+        # one VAD pass for the whole job (one core; the child gets ready on the other meanwhile):
+        # recognition and diarization read the same probabilities
+        activity = speakers.speech.find_speech(wav)
+        diarization.diarize(regions=activity.for_diarization(), extent=activity.for_turns())
         transcript = _transcribe_chunks(job, model, wav, chunks, activity.for_recognition())
         turns = diarization.turns(timeout=speakers.diarization_timeout(chunks[-1][1] if chunks else 0.0))
 

@@ -6,14 +6,19 @@ their nice values. A child process shares no GIL and, at nice 19, takes only the
 leaves idle (at nice 10 it still cost recognition about 0.9 s); under SCHED_IDLE as well, a
 recognition thread that wakes up takes its CPU back at once (docs/decisions.md, "Performance").
 The child is a plain ``python -m`` of ``apart_child`` (a Celery pool process is daemonic and may not
-start multiprocessing children): the request goes in as JSON on stdin (a file), the turns come
-back as JSON on stdout, and its messages go to a file, so no pipe fills up while nobody reads it.
+start multiprocessing children): the request goes in as two lines of JSON on stdin (a pipe), the
+turns come back as JSON on stdout, and its messages go to a file, so no pipe fills up while nobody
+reads it. The first line (the WAV, the weights) goes in at once; the second (where the speech is)
+with ``diarize()``: the child starts before the caller's VAD pass, which runs on one core, and
+imports and loads its encoder on the other meanwhile instead of in the CPU recognition leaves idle.
 
 Once recognition is done, nothing is left to protect: ``turns()`` first tries to give the child
 back the caller's policy and priority. A worker that may not lower a nice value (not root, no
 CAP_SYS_NICE, RLIMIT_NICE 0) leaves it where it was, where it still runs on any idle CPU.
 
-    with DiarizationApart(wav, regions=..., extent=...) as apart:
+    with DiarizationApart(wav) as apart:
+        activity = find_speech(wav)  # meanwhile the child gets ready
+        apart.diarize(regions=..., extent=...)
         ...  # recognition
         turns = apart.turns(timeout=600)
 """
@@ -55,44 +60,71 @@ class DiarizationFailed(RuntimeError):
 
 class DiarizationApart:
     """Starts ``speakers.diarize`` in a child process; ``turns()`` waits for its answer. Leaving the
-    ``with`` block kills a child that is still running (an error in recognition, a stopping worker)."""
+    ``with`` block kills a child that is still running (an error in recognition, a stopping worker).
+    ``graphs``: a directory where the child keeps the models' ONNX graphs (:mod:`.graph_cache`), so
+    that only the first child builds them."""
 
     def __init__(
         self,
         wav_path: str | os.PathLike[str],
         *,
-        regions: Sequence[tuple[float, float]],
-        extent: Sequence[tuple[float, float]],
+        regions: Sequence[tuple[float, float]] | None = None,
+        extent: Sequence[tuple[float, float]] | None = None,
         weights: str | os.PathLike[str] | None = None,
         threads: int | None = None,
+        graphs: str | os.PathLike[str] | None = None,
     ):
-        self.request = json.dumps(
+        self.setup = json.dumps(
             {
                 "wav": os.fspath(wav_path),
-                "regions": [list(r) for r in regions],
-                "extent": [list(r) for r in extent],
                 "weights": os.fspath(weights) if weights else None,
                 "threads": threads,
+                "graphs": os.fspath(graphs) if graphs else None,
             }
         ).encode()
+        # given here: sent as soon as the child starts; else by diarize()
+        self.speech = None if regions is None else (regions, regions if extent is None else extent)
         self.process: subprocess.Popen[bytes] | None = None  # while inside the with block
         self.messages: IO[bytes] | None = None
 
     def __enter__(self) -> DiarizationApart:
         self.messages = tempfile.TemporaryFile()
-        with tempfile.TemporaryFile() as request:  # the child reads it as its stdin
-            request.write(self.request)
-            request.seek(0)
-            path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
-            self.process = subprocess.Popen(
-                [*_idle_policy(), "nice", "-n", str(NICE), sys.executable, "-m", CHILD_MODULE],
-                stdin=request,
-                stdout=subprocess.PIPE,
-                stderr=self.messages,
-                env={**os.environ, "PYTHONPATH": path},
-                process_group=0,  # its own group: one setpriority reaches all its threads (hurry)
-            )
+        path = os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")]))
+        self.process = subprocess.Popen(
+            [*_idle_policy(), "nice", "-n", str(NICE), sys.executable, "-m", CHILD_MODULE],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.messages,
+            env={**os.environ, "PYTHONPATH": path},
+            process_group=0,  # its own group: one setpriority reaches all its threads (hurry)
+        )
+        self._send(self.setup + b"\n", close=False)
+        if self.speech is not None:
+            self.diarize(regions=self.speech[0], extent=self.speech[1])
         return self
+
+    def diarize(self, *, regions: Sequence[tuple[float, float]], extent: Sequence[tuple[float, float]]) -> None:
+        """Where the child's encoder listens (``regions``) and where it draws the turns (``extent``);
+        it starts diarizing then."""
+        speech = {"regions": [list(r) for r in regions], "extent": [list(r) for r in extent]}
+        self._send(json.dumps(speech).encode() + b"\n", close=True)
+
+    def _send(self, line: bytes, *, close: bool) -> None:
+        process = self._child()[0]
+        stdin = process.stdin
+        if stdin is None:
+            raise RuntimeError("the speech was given already")
+        try:  # a long line blocks until the child, ready, reads it
+            stdin.write(line)
+            stdin.flush()
+        except BrokenPipeError:  # the child has ended: turns() says why
+            close = True
+        if close:
+            process.stdin = None  # told: communicate() in turns() has no stdin to flush
+            try:
+                stdin.close()
+            except BrokenPipeError:  # closed all the same
+                pass
 
     def _child(self) -> tuple[subprocess.Popen[bytes], IO[bytes]]:
         """The child and the file of its messages, which exist inside the ``with`` block only."""
@@ -121,6 +153,8 @@ class DiarizationApart:
     def turns(self, timeout: float) -> list[SpeakerTurn]:
         """The child's answer, waited for at most `timeout` seconds at the caller's priority."""
         process, messages = self._child()
+        if process.stdin is not None:  # let go by diarize()
+            raise RuntimeError("diarize() first: the child has not been told where the speech is")
         if process.poll() is None and not self.hurry():
             logger.info("diarization goes on at nice %d: this worker may not raise its priority", NICE)
         try:
@@ -138,8 +172,12 @@ class DiarizationApart:
         if process.poll() is None:
             process.kill()
             process.wait()
-        if process.stdout is not None:  # a pipe (stdout=PIPE), closed here
-            process.stdout.close()
+        for pipe in (process.stdin, process.stdout):  # closed here
+            if pipe is not None and not pipe.closed:
+                try:
+                    pipe.close()
+                except BrokenPipeError:  # a line the killed child never read
+                    pass
         messages.close()
 
 

