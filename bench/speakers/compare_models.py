@@ -42,11 +42,19 @@ from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.clustering import _kmeans, centroids  # noqa: E402
 from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402
-from transcription.pipeline.speakers.encoders import ENCODER_NAMES, default_encoder  # noqa: E402
+from transcription.pipeline.speakers.encoders import DEFAULT_ENCODER, ENCODER_NAMES, default_encoder  # noqa: E402
 from transcription.pipeline.speakers.segmentation import default_segmentation  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 
 MERGE_SWEEP = [round(float(m), 3) for m in np.arange(0.30, 0.951, 0.025)] + [1.01]
+# how local speakers are read (speakers.LocalReading): swept on the calibration half at the service's
+# thresholds; None: changes redrawn only (what the service shipped before)
+LOCAL_SWEEP: list[speakers.LocalReading | None] = [None] + [
+    speakers.LocalReading(margin=margin, slack=slack, agree=agree, overlapped=True)
+    for margin in (0.2, 0.3)
+    for slack in (None, 0.1)
+    for agree in ("all", "overlapping")
+]
 PLATEAU_DER = 0.01  # within a point of the best pooled DER
 
 
@@ -75,12 +83,17 @@ def embed_set(items) -> list[dict]:
             "pieces": {},
             "cpu": {},
         }
+        entry["local"], entry["local_cpu"] = {}, {}
         for name, encoder in encoders.items():
             cpu = time.process_time()
             with single_threaded_blas():
                 emb, windows, pieces = embed_regions(item.wav, regions, encoder)
             entry["cpu"][name] = time.process_time() - cpu
             entry["emb"][name], entry["windows"][name], entry["pieces"][name] = emb, windows, pieces
+            cpu = time.process_time()
+            with single_threaded_blas():
+                entry["local"][name] = speakers.local_speakers(item.wav, speaking, encoder)
+            entry["local_cpu"][name] = time.process_time() - cpu
         out.append(entry)
         cpus = " / ".join(f"{entry['cpu'][n]:.1f}" for n in ENCODER_NAMES)
         print(item.name, f"{item.duration:.0f} s", f"vad {vad_cpu:.1f} s", f"embed {cpus} s", flush=True)
@@ -155,7 +168,13 @@ def _component(metric: DiarizationErrorRate, name: str) -> float:
     return float(value)
 
 
-def score(embedded: list[dict], encoder: str, merge: float, small_split_similarity) -> dict:
+def score(
+    embedded: list[dict],
+    encoder: str,
+    merge: float,
+    small_split_similarity,
+    reading: speakers.LocalReading | None = speakers.SHIPPED_LOCAL,
+) -> dict:
     pooled = DiarizationErrorRate(collar=0.0, skip_overlap=False)
     by_condition = {c: DiarizationErrorRate(collar=0.0, skip_overlap=False) for c in CONDITIONS}
     exact, split, files, cluster_cpu = 0, [], [], 0.0
@@ -171,9 +190,17 @@ def score(embedded: list[dict], encoder: str, merge: float, small_split_similari
                 merge_similarity=merge,
                 small_split_similarity=tuple(small_split_similarity),
             )
-            if len({t.speaker for t in turns}) > 1:  # as diarize() does: changes redrawn
-                turns = speakers.redraw_changes(turns, e["activity"])
-                cluster_cpu += e["segmentation_cpu"]
+            if len({t.speaker for t in turns}) > 1:  # as diarize() does: changes redrawn, local speakers
+                turns = speakers.refine_turns(
+                    turns,
+                    e["emb"][encoder],
+                    e["windows"][encoder],
+                    e["activity"],
+                    e["local"][encoder],
+                    e["extent"],
+                    reading,
+                )
+                cluster_cpu += e["segmentation_cpu"] + (e["local_cpu"][encoder] if reading is not None else 0.0)
         cluster_cpu += time.process_time() - cpu
         reference = annotation(item.turns, item.name)
         hypothesis = annotation([(t.start, t.end, t.speaker) for t in turns], item.name)
@@ -247,15 +274,19 @@ def write_table(results: dict, readme: Path) -> None:
     rows = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     shipped = default_encoder().name
     titles = {"campplus": "CAM++", "resemblyzer": "Resemblyzer"}
-    for name in ENCODER_NAMES:
+    scored = [(name, "test_at_shipped_thresholds") for name in ENCODER_NAMES]
+    scored.insert(1, (DEFAULT_ENCODER, "test_at_shipped_without_local"))
+    for name, key in scored:
         # what the service ships is scored: its thresholds, not the ones this run would choose
-        t = results[name]["test_at_shipped_thresholds"]
+        t = results[name][key]
         merge = t["merge_similarity"]
         label = (
             f"**{titles.get(name, name)}** (service, merge {merge})"
             if default_encoder(None, name).name == shipped
             else f"{titles.get(name, name)} (merge {merge})"
         )
+        if key == "test_at_shipped_without_local":
+            label = f"{titles.get(name, name)} without local speakers (changes redrawn only; before)"
         cells = [label, f"{100 * t['der']:.1f}%", f"{100 * t['missed']:.1f}% / {100 * t['false_alarm']:.1f}%"]
         cells += [f"{100 * t['conditions'][c]:.1f}%" if c in t["conditions"] else "-" for c, _ in COLUMNS]
         cells += [f"{100 * t['count_exact']:.0f}%", str(len(t["one_voice_split"])), f"{t['cpu_s_per_audio_hour']} s"]
@@ -309,6 +340,7 @@ def main() -> None:
         sweep = [score(halves["calibration"], name, m, small) for m in MERGE_SWEEP]
         chosen, span = plateau(sweep)
         shipped = default_encoder(None, name)
+        at_shipped = (halves["calibration"], name, shipped.merge_similarity, shipped.small_split_similarity)
         results[name] = {
             "small_split_calibration": limits,
             "chosen": {"merge_similarity": chosen["merge_similarity"], "plateau": span, "small_split": small},
@@ -316,6 +348,13 @@ def main() -> None:
             "test_at_shipped_thresholds": _brief(
                 score(halves["test"], name, shipped.merge_similarity, shipped.small_split_similarity)
             ),
+            "test_at_shipped_without_local": _brief(
+                score(halves["test"], name, shipped.merge_similarity, shipped.small_split_similarity, None)
+            ),
+            "local_sweep_calibration": [
+                {"reading": repr(r), **_brief(score(*at_shipped, r))}
+                for r in (LOCAL_SWEEP if name == DEFAULT_ENCODER else [])
+            ],
             "calibration_sweep": [_brief(s) for s in sweep],
             "test_sweep": [_brief(score(halves["test"], name, m, small)) for m in MERGE_SWEEP[::2]],
         }

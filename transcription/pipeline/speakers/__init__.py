@@ -15,6 +15,13 @@
 5. :mod:`.changes`: every change of speaker is redrawn where pyannote's segmentation model
    (:mod:`.segmentation`, 17 ms frames) hears one voice stop and the other start; where both talk
    at once the two turns overlap.
+6. :mod:`.local`: pyannote 3.1's local speakers. Where the model hears two voices at once, each of
+   the window's own speakers is embedded (CAM++, from where it talks alone) and given the global
+   speaker it is surely like; where the frame has fewer voices than the model counts, the voices
+   its windows all hear are added: overlapped speech and backchannels inside the other voice's
+   line get both speakers. Steps 5 and 6 run only where clustering finds two speakers or more
+   (:func:`refine_turns`; bench/speakers/compare_models.py scores it as :func:`diarize` runs it).
+   Step 6 is built but off (``SHIPPED_LOCAL`` None): it lost on the bench's test half (:mod:`.local`).
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
 ``weights`` (a copy of the encoder's checkpoint) and ``threads`` (encoder threads, default the CPU count,
@@ -37,7 +44,8 @@ from .clustering import MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY, centroids, clu
 from .embedding import Piece, Window, embed_regions
 from .encoder import VoiceEncoder
 from .encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
-from .segmentation import default_segmentation
+from .local import SHIPPED_LOCAL, LocalReading, LocalSpeakers, local_speakers, local_turns, turn_centroids
+from .segmentation import SpeakerActivity, default_segmentation
 from .speech import find_speech
 from .turns import (
     SWITCH_COST_CONTINUOUS,
@@ -50,6 +58,8 @@ from .turns import (
 
 __all__ = [
     "DiarizationApart",
+    "LocalReading",
+    "SHIPPED_LOCAL",
     "diarization_timeout",
     "DiarizationFailed",
     "SpeakerEncoder",
@@ -57,7 +67,9 @@ __all__ = [
     "assign_speakers",
     "default_encoder",
     "diarize",
+    "local_speakers",
     "redraw_changes",
+    "refine_turns",
     "turns_from_embeddings",
     "voice_print",
     "VOICE_PRINT_MODEL",
@@ -114,8 +126,31 @@ def _diarize(
         small_split_similarity=encoder.small_split_similarity,
     )
     segmentation = default_segmentation() if len({t.speaker for t in turns}) > 1 else None
-    # one voice has no change to redraw: the model runs only where there is one
-    return redraw_changes(turns, segmentation.activity_of_wav(wav_path)) if segmentation is not None else turns
+    if segmentation is None:
+        # one voice has no change to redraw nor overlap: the model runs only where there are two
+        return turns
+    speaking = segmentation.activity_of_wav(wav_path)
+    reading = SHIPPED_LOCAL  # read here, so a test may set it to None
+    local = local_speakers(wav_path, speaking, encoder, threads) if reading is not None else None
+    return refine_turns(turns, emb, windows, speaking, local, extent, reading)
+
+
+def refine_turns(
+    turns: list[SpeakerTurn],
+    emb: np.ndarray,
+    windows: Sequence[Window],
+    activity: SpeakerActivity,
+    local: LocalSpeakers | None,
+    extent: Sequence[tuple[float, float]],
+    reading: LocalReading | None,
+) -> list[SpeakerTurn]:
+    """The clustered ``turns`` (two speakers or more) redrawn by the segmentation model: the changes
+    of speaker moved where the model hears them (:func:`redraw_changes`), then every frame given
+    the speakers the model's local speakers say talk there (:mod:`.local`; ``reading`` None: not)."""
+    redrawn = redraw_changes(turns, activity)
+    if reading is None or local is None:
+        return redrawn
+    return local_turns(redrawn, turn_centroids(emb, windows, turns), local, extent, reading)
 
 
 def turns_from_embeddings(
