@@ -69,15 +69,7 @@ def test_a_raw_body_of_many_batches_is_written_in_order(tmp_path, monkeypatch):
     monkeypatch.setattr(bodies, "WRITE_BYTES", 4096)
     chunks = [os.urandom(1000 + i) for i in range(400)]  # about 100 batches of 4 KB
     path = tmp_path / "raw.part"
-
-    async def read():
-        sink = bodies.FileSink(path, limit=10**9)
-        try:
-            await bodies.read_raw(_receiver(_as_messages(chunks)), sink)
-        finally:
-            await sink.close()
-
-    asyncio.run(read())
+    _read_raw_into(path, chunks)
     assert path.read_bytes() == b"".join(chunks)
 
 

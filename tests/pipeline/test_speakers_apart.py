@@ -40,7 +40,8 @@ def _policy(stat: Path) -> int:
     return int(_stat_fields(stat)[38])
 
 
-def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(encoder, audio_cache):
+def _two_dutch_voices(audio_cache):
+    """The two Dutch actors taking turns, and where the VAD hears speech (for the encoder, for the turns)."""
     fx = sa.conversation(
         audio_cache / "two-0.wav",
         {"m": sa.clips("nl", "m"), "v": sa.clips("nl", "v")},
@@ -52,6 +53,11 @@ def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(
     )
     activity = speech.find_speech(fx.path)
     regions, extent = activity.for_diarization(), activity.for_turns()
+    return fx, regions, extent
+
+
+def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(encoder, audio_cache):
+    fx, regions, extent = _two_dutch_voices(audio_cache)
     with sp.DiarizationApart(fx.path, regions=regions, extent=extent) as apart:
         child_nice, child_policy = _nice_once_exec_done(apart.process.pid)
         turns = apart.turns(timeout=300)
@@ -62,17 +68,7 @@ def test_diarization_apart_gives_the_turns_of_diarize_in_a_lower_priority_child(
 
 
 def test_diarization_apart_children_share_the_graphs_the_first_one_built(encoder, audio_cache, tmp_path):
-    fx = sa.conversation(
-        audio_cache / "two-0.wav",
-        {"m": sa.clips("nl", "m"), "v": sa.clips("nl", "v")},
-        n_clips=24,
-        seed=0,
-        order="alternate",
-        gap=(0.3, 1.0),
-        cache=audio_cache / "clips",
-    )
-    activity = speech.find_speech(fx.path)
-    regions, extent = activity.for_diarization(), activity.for_turns()
+    fx, regions, extent = _two_dutch_voices(audio_cache)
     graphs = tmp_path / "graphs"
     answers, written = [], []
     for _ in range(2):  # the first child builds both graphs (two voices: the segmentation model runs too)
