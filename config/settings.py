@@ -279,7 +279,7 @@ YTDLP_OPTIONS = {"proxy": YTDLP_PROXY or None, "cookies_file": YTDLP_COOKIES_FIL
 WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
 RECOGNITION_CHUNK_SECONDS = env.float("RECOGNITION_CHUNK_SECONDS", default=600.0)
 # Diarization: another copy of Resemblyzer's pretrained.pt (default: the one in the installed
-# package), and the encoder's threads (0: the CPU count, at most 4).
+# package), and the encoder's threads (0: the CPU count, at most 16).
 SPEAKER_ENCODER_WEIGHTS = env.str("SPEAKER_ENCODER_WEIGHTS", default="")
 SPEAKER_THREADS = env.int("SPEAKER_THREADS", default=0)
 MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))

@@ -46,20 +46,25 @@ CHUNK_SECONDS = 600.0  # settings.RECOGNITION_CHUNK_SECONDS' default
 GRAPHS = ROOT / "var" / "models" / "speakers"  # settings.MODEL_CACHE_DIR / "speakers", as the stage
 
 
-def recognise_like_the_stage(model, wav: Path, weights: str | None) -> tuple[dict, dict]:
+def recognise_like_the_stage(model, wav: Path, weights: str | None, threads: int | None) -> tuple[dict, dict]:
     """What the speech stage runs for a job (stages/transcribing._recognise), minus its database writes."""
-    parts = {}
+    parts: dict[str, float | None] = {}
     t = time.perf_counter()
     chunks = audio.plan_chunks(wav, max_chunk=CHUNK_SECONDS)
-    with speakers.DiarizationApart(wav, weights=weights, graphs=GRAPHS) as diarization:
+    with speakers.DiarizationApart(wav, weights=weights, graphs=GRAPHS, threads=threads) as diarization:
         activity = speakers.speech.find_speech(wav)  # the child gets ready meanwhile
         diarization.diarize(regions=activity.for_diarization(), extent=activity.for_turns())
         parts["plan_and_vad_s"] = time.perf_counter() - t
         t = time.perf_counter()
+        cpu = _process_cpu_s()
         transcript = asr.merge(
             [asr.transcribe(model, wav, start=s, end=e, speech=activity.for_recognition()) for s, e in chunks]
         )
         parts["recognition_s"] = time.perf_counter() - t
+        # how much CPU recognition took beside the GPU, and how far the child got meanwhile (it runs
+        # at the lowest priority until turns() hurries it)
+        parts["recognition_cpu_s"] = _process_cpu_s() - cpu
+        parts["child_cpu_s_at_recognition_end"] = _child_cpu_s(diarization.process)
         t = time.perf_counter()
         turns = diarization.turns(timeout=speakers.diarization_timeout(chunks[-1][1]))
         parts["diarization_wait_s"] = time.perf_counter() - t
@@ -70,11 +75,30 @@ def recognise_like_the_stage(model, wav: Path, weights: str | None) -> tuple[dic
     return results, parts
 
 
+def _process_cpu_s() -> float:
+    times = os.times()
+    return times.user + times.system
+
+
+def _child_cpu_s(process: subprocess.Popen | None) -> float | None:
+    """CPU seconds the child (all its threads) has used so far, from /proc."""
+    if process is None:
+        return None
+    try:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime
+
+
 def bench_device(device: str, args, wav: Path, audio_s: float, reference: str | None) -> dict:
     t = time.perf_counter()
-    model = whisper_model.load_model(args.model, args.cache_dir, device)
+    model = whisper_model.load_model(args.model, args.cache_dir, device, cpu_threads=args.cpu_threads)
     load_s = time.perf_counter() - t
     asr.transcribe(model, wav, end=30.0)  # warm-up: the worker's model is warm too
+    # and so are the speaker models' ONNX graphs: built under GRAPHS once (graph_cache), as a
+    # worker's first job builds them
+    recognise_like_the_stage(model, wav, args.weights, args.speaker_threads)
     order = abba(args.rounds, "stage", "bare")
     runs: dict[str, list[dict]] = {"stage": [], "bare": []}
     for name in order:
@@ -83,7 +107,7 @@ def bench_device(device: str, args, wav: Path, audio_s: float, reference: str | 
             transcript = asr.transcribe(model, wav)
             run: dict[str, Any] = {"text": " ".join(s.text for s in transcript.segments)}
         else:
-            results, parts = recognise_like_the_stage(model, wav, args.weights)
+            results, parts = recognise_like_the_stage(model, wav, args.weights, args.speaker_threads)
             run = {"text": results["txt"], "parts": {k: round(v, 2) for k, v in parts.items()}}
         run["seconds"] = time.perf_counter() - t
         run["loadavg_1m"] = round(os.getloadavg()[0], 2)
@@ -130,6 +154,12 @@ def main() -> None:
     parser.add_argument("--cache-dir", default=str(ROOT / "var" / "models"))
     parser.add_argument("--weights", help="speaker encoder weights (SPEAKER_ENCODER_WEIGHTS)")
     parser.add_argument("--device", action="append", choices=["cuda", "cpu"], help="repeat for several")
+    parser.add_argument(
+        "--speaker-threads", type=int, help="SPEAKER_THREADS (default: the service's, one per core up to 16)"
+    )
+    parser.add_argument(
+        "--cpu-threads", type=int, help="CTranslate2's CPU threads (default: the service's, whisper_model.load_model)"
+    )
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results-gpu.json"))
     args = parser.parse_args()
@@ -138,6 +168,9 @@ def main() -> None:
     reference = args.reference.read_text() if args.reference else None
     result = {
         "model": args.model,
+        "wav": args.wav.name,
+        "speaker_threads": args.speaker_threads,
+        "cpu_threads": args.cpu_threads,
         "audio_s": round(audio_s, 1),
         "machine": {
             "cpu_count": os.cpu_count(),

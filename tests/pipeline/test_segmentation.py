@@ -103,6 +103,17 @@ def test_two_voices_at_once_light_up_the_overlap_classes(model, audio_cache, tmp
     assert (detected & (count == 2)).sum() > 0.25 * (count == 2).sum()  # recall
 
 
+def test_batches_run_in_threads_give_what_one_thread_gives(model, audio_cache, tmp_path, monkeypatch):
+    voices = {"m": sa.clips("cs", "m"), "v": sa.clips("cs", "v")}
+    fixture = sa.conversation(tmp_path / "two.wav", voices, n_clips=10, gap=(-0.5, 0.5), cache=audio_cache)
+    monkeypatch.setattr(seg, "BATCH", 1)  # one window a batch: threads finish out of order
+    alone = model.activity_of_wav(fixture.path, threads=1)
+    together = model.activity_of_wav(fixture.path, threads=3)
+    assert len(alone.starts) >= 4
+    np.testing.assert_array_equal(together.starts, alone.starts)
+    np.testing.assert_array_equal(together.probabilities, alone.probabilities)  # to the bit, in order
+
+
 def test_weights_path_is_checked(tmp_path):
     with pytest.raises(FileNotFoundError):
         seg.Segmentation(Path(tmp_path) / "missing.pt")

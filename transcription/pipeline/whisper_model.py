@@ -242,6 +242,14 @@ def _pick_device(device: str) -> tuple[str, str]:
     raise ValueError(f"Unknown device {device!r}; use 'auto', 'cpu' or 'cuda'.")
 
 
+# CTranslate2's CPU threads when the model runs on a GPU. With one per core (16 on the lent H200),
+# recognition burnt 7-13 CPU-s in its 0.6-1.1 s, so diarization's child, which takes only idle CPU
+# while recognition runs, was starved and recognition then waited 0.8-1.1 s for it. With 4 (also
+# CTranslate2's own default) bare recognition was no slower (median 2.43 against 2.44 s), the wait
+# fell to 0.6-0.7 s and the speech stage's ratio to bare from 1.026 to 0.905 (bench/asr/README.md).
+CUDA_CPU_THREADS = 4
+
+
 def load_model(
     name: str | None = DEFAULT_MODEL,
     cache_dir: str | os.PathLike[str] = "var/models",
@@ -253,12 +261,12 @@ def load_model(
 
     int8 on CPU, float16 on CUDA (``device="auto"`` picks CUDA when
     ``ctranslate2.get_cuda_device_count() > 0``). ``cpu_threads`` defaults to
-    ``os.cpu_count()``. Raises ``ModelUnavailable`` with a readable message when the
-    model cannot be found or loaded.
+    ``os.cpu_count()`` on the CPU and :data:`CUDA_CPU_THREADS` beside a GPU. Raises
+    ``ModelUnavailable`` with a readable message when the model cannot be found or loaded.
     """
     name = (name or DEFAULT_MODEL).strip()
     dev, compute_type = _pick_device(device)
-    threads = cpu_threads if cpu_threads else (os.cpu_count() or 1)
+    threads = cpu_threads or (CUDA_CPU_THREADS if dev == "cuda" else (os.cpu_count() or 1))
     key = (name, os.path.abspath(cache_dir), dev, compute_type, threads)
 
     with _models_lock:

@@ -25,8 +25,8 @@
    Step 6 is built but off (``SHIPPED_LOCAL`` None): it lost on the bench's test half (:mod:`.local`).
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
-``weights`` (a copy of the encoder's checkpoint) and ``threads`` (encoder threads, default the CPU count,
-at most 4): the service passes SPEAKER_ENCODER_WEIGHTS and SPEAKER_THREADS.
+``weights`` (a copy of the encoder's checkpoint) and ``threads`` (the models' threads, default the CPU count,
+at most 16): the service passes SPEAKER_ENCODER_WEIGHTS and SPEAKER_THREADS.
 """
 
 from __future__ import annotations
@@ -137,7 +137,7 @@ def _diarize(
     if segmentation is None:
         # one voice has no change to redraw nor overlap: the model runs only where there are two
         return turns
-    speaking = segmentation.activity_of_wav(wav_path)
+    speaking = segmentation.activity_of_wav(wav_path, threads)
     reading = SHIPPED_LOCAL  # read here, so a test may set it to None
     local = local_speakers(wav_path, speaking, encoder, threads) if reading is not None else None
     return refine_turns(turns, emb, windows, speaking, local, extent, reading)

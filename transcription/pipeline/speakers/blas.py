@@ -1,9 +1,23 @@
-"""BLAS threads for the small matrices of diarization."""
+"""Threads for diarization: BLAS kept to one thread, and the Python threads that run the models'
+batches instead."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+MAX_THREADS = 16  # each holds a batch of windows: memory stays bounded on a many-core machine
+
+
+def diarization_threads() -> int:
+    """How many batches of windows run at once: one per core this process may use. Diarization's
+    child runs at the lowest priority while recognition runs, so a thread takes only a core that
+    recognition leaves idle: on the 2-core VM that is little, but on a GPU machine nearly every core
+    is idle. Capped at 4 until stop 37: on a GPU machine's 16 cores the speech stage then took 1.84-1.95x
+    bare recognition, waiting for diarization, against 1.00-1.30x with one thread per core
+    (bench/asr/README.md)."""
+    return max(1, min(MAX_THREADS, len(os.sched_getaffinity(0))))
 
 
 @contextmanager

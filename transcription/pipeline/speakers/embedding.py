@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .blas import single_threaded_blas
+from .blas import diarization_threads, single_threaded_blas
 from .encoders import SpeakerEncoder
 from .speech import SAMPLE_RATE, open_wav, read_span
 
@@ -21,9 +21,11 @@ HOP_FRAMES = 75  # 0.75 s
 MIN_WINDOW_FRAMES = 40  # speech shorter than 0.4 s is not embedded on its own
 MAX_REGION_S = 30.0  # long speech regions are processed in pieces this long
 # windows per encoder call: CAM++'s first layers hold 32 x 40 x 150 floats per window, 49 MB for 64
-# windows, which run from memory rather than cache; at 16 a window costs 12-20% less CPU (22.3-23.4 ms
-# against 25.7-29.8 ms here, two threads) and the embeddings are the same to the bit
-ENCODER_BATCH = 16
+# windows, which run from memory rather than cache; at 16 a window cost 12-20% less CPU than at 64
+# (22.3-23.4 ms against 25.7-29.8 ms, two threads). At 4 it costs no more than at 16 (8.2 against
+# 8.5 CPU-s for a 5-minute file here) and a GPU machine's 16 threads share the batches out evenly:
+# 0.9 s against 1.3 s for that file there (bench/asr/README.md). The embeddings are the same to the bit.
+ENCODER_BATCH = 4
 
 
 @dataclass
@@ -63,10 +65,6 @@ def _piece_windows(n_frames: int) -> list[tuple[int, int]]:
     return [(a, a + WINDOW_FRAMES) for a in starts]
 
 
-def _threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))
-
-
 def embed_regions(
     wav_path: str | os.PathLike[str],
     regions: Sequence[tuple[float, float]],
@@ -79,7 +77,7 @@ def embed_regions(
     batch: list[np.ndarray] = []
     lengths: list[int] = []
     results: list[Future[np.ndarray]] = []
-    threads = threads or _threads()
+    threads = threads or diarization_threads()
 
     def run(feats: list[np.ndarray], lens: list[int]) -> np.ndarray:
         arr = np.zeros((len(feats), max(lens), feats[0].shape[1]), dtype=np.float32)

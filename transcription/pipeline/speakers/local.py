@@ -33,6 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..types import SpeakerTurn
+from .blas import diarization_threads
 from .changes import _merge_each_speaker
 from .clustering import centroids
 from .embedding import Window
@@ -118,7 +119,7 @@ def local_speakers(
                     jobs.append((embeddings, window, j, chosen))
                 if clean_s[window, j] < WHOLE_BELOW_S:
                     jobs.append((whole, window, j, feats[talking[window, frame, j]]))
-    with ThreadPoolExecutor(max_workers=threads or max(1, min(4, os.cpu_count() or 1))) as pool:
+    with ThreadPoolExecutor(max_workers=threads or diarization_threads()) as pool:
         embedded = pool.map(lambda job: encoder.embed_frames(job[3][None])[0], jobs)
         for (into, window, j, _), e in zip(jobs, embedded, strict=True):
             into[window, j] = np.where(np.isfinite(e), e, 0.0)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import graph_cache
+from .blas import diarization_threads
 from .speech import SAMPLE_RATE, open_wav, read_span, wav_duration
 from .weights import file_in_package, load_torch_state_dict
 
@@ -262,7 +264,7 @@ class Segmentation:
         path = Path(weights_path) if weights_path else find_segmentation_weights()
         graph = graph_cache.graph_bytes("segmentation", path, Path(__file__), lambda: _graph_of_checkpoint(path))
         options = onnxruntime.SessionOptions()
-        # diarization's child process: one core, beside recognition
+        # one core per run: batches run in threads of their own (_run), as the encoder's windows
         options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
@@ -279,27 +281,43 @@ class Segmentation:
         x = np.asarray(samples, dtype=np.float32)
         return self._run(len(x), lambda start: x[start : start + WINDOW_SAMPLES])
 
-    def activity_of_wav(self, wav_path: str | os.PathLike[str]) -> SpeakerActivity:
-        """:meth:`activity` of a 16 kHz mono 16-bit WAV, read one window at a time."""
+    def activity_of_wav(self, wav_path: str | os.PathLike[str], threads: int | None = None) -> SpeakerActivity:
+        """:meth:`activity` of a 16 kHz mono 16-bit WAV, read one window at a time; ``threads``
+        batches at once (default :func:`.blas.diarization_threads`)."""
         total = round(wav_duration(wav_path) * SAMPLE_RATE)
         with open_wav(wav_path) as w:
-            return self._run(total, lambda start: read_span(w, start, start + WINDOW_SAMPLES))
+            return self._run(total, lambda start: read_span(w, start, start + WINDOW_SAMPLES), threads)
 
     def frame_classes(self, samples: np.ndarray) -> FrameClasses:
         """Speech and overlap probabilities over a whole recording (16 kHz samples in [-1, 1])."""
         return self.activity(samples).frame_classes()
 
-    def _run(self, total: int, window_at: Callable[[int], np.ndarray]) -> SpeakerActivity:
+    def _run(self, total: int, window_at: Callable[[int], np.ndarray], threads: int | None = None) -> SpeakerActivity:
+        """Batches of windows, read here in order and run by ``threads`` threads at once (the
+        session runs each on one core; onnxruntime's ``run`` may be called from several threads).
+        Each batch's output is the same whichever thread runs it."""
         starts = np.array(list(_window_starts(total)), dtype=np.int64)
-        out = []
-        for first in range(0, len(starts), BATCH):
-            chunk = starts[first : first + BATCH]
-            windows = np.zeros((len(chunk), WINDOW_SAMPLES), dtype=np.float32)
-            for row, start in enumerate(chunk):
-                got = window_at(int(start))
-                windows[row, : len(got)] = got
-            out.append(np.exp(self.log_probabilities(windows)).astype(np.float16))
-        return SpeakerActivity(starts=starts, probabilities=np.concatenate(out), samples=total)
+        threads = threads or diarization_threads()
+
+        def probabilities(windows: np.ndarray) -> np.ndarray:
+            probs: np.ndarray = np.exp(self.log_probabilities(windows)).astype(np.float16)
+            return probs
+
+        out: list[Future[np.ndarray]] = []
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for first in range(0, len(starts), BATCH):
+                chunk = starts[first : first + BATCH]
+                windows = np.zeros((len(chunk), WINDOW_SAMPLES), dtype=np.float32)
+                for row, start in enumerate(chunk):
+                    got = window_at(int(start))
+                    windows[row, : len(got)] = got
+                out.append(pool.submit(probabilities, windows))
+                # at most two batches per thread read ahead: a long file's windows stay on disk
+                pending = [f for f in out if not f.done()]
+                if len(pending) > 2 * threads:
+                    wait(pending[: len(pending) - 2 * threads])
+            probs = [f.result() for f in out]
+        return SpeakerActivity(starts=starts, probabilities=np.concatenate(probs), samples=total)
 
 
 def _window_starts(total: int) -> Iterator[int]:
