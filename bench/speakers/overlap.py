@@ -85,6 +85,7 @@ def read_file(item: Item, segmentation: Segmentation) -> dict[str, Any]:
             activity.for_turns(),
             merge_similarity=encoder.merge_similarity,
             small_split_similarity=encoder.small_split_similarity,
+            between_similarity=encoder.between_similarity,
         )
     embedding_cpu = time.process_time() - cpu
     redrawn = speakers.redraw_changes(turns, speaking) if len({t.speaker for t in turns}) > 1 else turns

@@ -7,7 +7,8 @@
    onnxruntime), or Resemblyzer (:mod:`.encoder`, numpy) for comparison; weights from the
    installed wheels, read by :mod:`.weights`. :func:`voice_print` embeds one voice's stretch.
 3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity,
-   look-alike clusters merged (at the encoder's own threshold), tiny ones folded.
+   look-alike clusters merged (at the encoder's own threshold), tiny ones folded, and a cluster
+   lying between two others (windows holding both voices) handed out to them.
 4. :mod:`.turns`: a Viterbi pass smooths the labels (changes cheap at pauses, dear inside speech),
    windows become :class:`SpeakerTurn`s, laid over the speech with its soft ends (the VAD read
    looser than for the encoder), and :func:`assign_speakers` gives every recognised word
@@ -40,7 +41,13 @@ from ..types import SpeakerTurn
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
 from .changes import redraw_changes
-from .clustering import MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY, centroids, cluster_embeddings
+from .clustering import (
+    BETWEEN_SIMILARITY,
+    MERGE_SIMILARITY,
+    SMALL_SPLIT_SIMILARITY,
+    centroids,
+    cluster_embeddings,
+)
 from .embedding import Piece, Window, embed_regions
 from .encoder import VoiceEncoder
 from .encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
@@ -124,6 +131,7 @@ def _diarize(
         max_speakers=max_speakers,
         merge_similarity=encoder.merge_similarity,
         small_split_similarity=encoder.small_split_similarity,
+        between_similarity=encoder.between_similarity,
     )
     segmentation = default_segmentation() if len({t.speaker for t in turns}) > 1 else None
     if segmentation is None:
@@ -162,6 +170,7 @@ def turns_from_embeddings(
     max_speakers: int = 8,
     merge_similarity: float = MERGE_SIMILARITY,
     small_split_similarity: tuple[float, float] = SMALL_SPLIT_SIMILARITY,
+    between_similarity: float | None = BETWEEN_SIMILARITY,
 ) -> list[SpeakerTurn]:
     """Speaker turns over ``extent`` from the windows' embeddings (L2-normalised rows): clustered,
     smoothed by Viterbi, laid over the speech (one speaker at a time: :func:`redraw_changes` then
@@ -178,6 +187,7 @@ def turns_from_embeddings(
         weights=weights,
         merge_similarity=merge_similarity,
         small_split_similarity=small_split_similarity,
+        between_similarity=between_similarity,
     )
     k = int(labels.max()) + 1
     if k > 1:

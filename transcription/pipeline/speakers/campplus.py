@@ -48,6 +48,11 @@ OPSET = 17
 # 2-means test: the equal-error point of one-voice and two-voice splits of 8-11 / 12-19 windows.
 MERGE_SIMILARITY = 0.7
 SMALL_SPLIT_SIMILARITY = (0.458, 0.557)
+# a cluster this like a positive mix of two others' centroids holds windows of both voices (quick
+# exchanges, backchannels, overlap), not a third voice: the equal-error point on the calibration half
+# (seeds 12 and 14) of voices' own centroids in files of 3-6 voices (at most 0.681) and of the windows
+# no one voice holds in two-voice files (at least 0.712); compare_models.between_limit
+BETWEEN_SIMILARITY: float | None = 0.698
 
 
 @lru_cache(maxsize=1)
@@ -276,6 +281,7 @@ class CamPlusPlus:
     # chosen on the calibration half of bench/speakers (compare_models.py), in the middle of the plateau
     merge_similarity = MERGE_SIMILARITY
     small_split_similarity = SMALL_SPLIT_SIMILARITY
+    between_similarity = BETWEEN_SIMILARITY
 
     def __init__(self, weights_path: str | os.PathLike[str] | None = None):
         import onnxruntime

@@ -18,6 +18,10 @@ MIN_NEIGHBOURS = 10  # the affinity graph links each window to at least this man
 MIN_WINDOWS_TO_SPLIT = 6  # less speech than this (about 5 s) is one speaker
 SMALL_N = 20  # below this many windows (about 15 s of speech): 2-means test, not spectral
 SMALL_SPLIT_SIMILARITY = (0.68, 0.72)  # centroid similarity below which a small split holds (n < 12, n >= 12)
+# a cluster whose centroid lies between two others' (a positive mix of them) and is at least this like
+# that mix is no voice of its own but windows of both (overlap, short lines, changes of speaker): its
+# windows go to the other clusters. None: never (the encoder names its own; encoders.py)
+BETWEEN_SIMILARITY: float | None = None
 
 
 def _kmeans(x: np.ndarray, k: int, *, n_init: int = 10, iters: int = 100, seed: int = 0) -> np.ndarray:
@@ -111,6 +115,25 @@ def centroids(
     return normalised
 
 
+def between(centres: np.ndarray, i: int) -> float:
+    """How like centroid ``i`` is to the nearest positive mix of two other centroids (the norm of its
+    projection on the cone they span; 0 when it lies between no two others). A cluster of windows that
+    hold two voices lies between theirs; a voice of its own lies apart from every such mix."""
+    best = 0.0
+    for j in range(len(centres)):
+        for k in range(j + 1, len(centres)):
+            if i in (j, k):
+                continue
+            pair = centres[[j, k]]
+            gram, dots = pair @ pair.T, pair @ centres[i]
+            if abs(np.linalg.det(gram)) < 1e-9:
+                continue  # two identical centroids span no plane
+            mix = np.linalg.solve(gram, dots)
+            if (mix > 0).all():
+                best = max(best, float(np.sqrt(max(float(dots @ mix), 0.0))))
+    return best
+
+
 def _compact(labels: np.ndarray) -> np.ndarray:
     _, inv = np.unique(labels, return_inverse=True)
     return inv.reshape(labels.shape)
@@ -123,17 +146,25 @@ def cluster_embeddings(
     weights: np.ndarray | None = None,
     merge_similarity: float = MERGE_SIMILARITY,
     small_split_similarity: tuple[float, float] = SMALL_SPLIT_SIMILARITY,
+    between_similarity: float | None = BETWEEN_SIMILARITY,
 ) -> np.ndarray:
     """Cluster L2-normalised embeddings (n, d) into speakers; labels 0..k-1.
 
     At most MAX_CLUSTER_WINDOWS evenly spaced embeddings are clustered; every
     embedding is then given the nearest centroid.  Clusters whose centroids have
-    cosine similarity >= merge_similarity are merged, and clusters holding less
-    than MIN_CLUSTER_SHARE of the (weighted) embeddings are folded into the others.
+    cosine similarity >= merge_similarity are merged, clusters holding less
+    than MIN_CLUSTER_SHARE of the (weighted) embeddings are folded into the others,
+    and of three clusters or more, one lying between two others (:func:`between`
+    >= between_similarity) is handed out to the others.
     """
     with single_threaded_blas():
         return _cluster(
-            np.asarray(emb, dtype=np.float64), max_speakers, weights, merge_similarity, small_split_similarity
+            np.asarray(emb, dtype=np.float64),
+            max_speakers,
+            weights,
+            merge_similarity,
+            small_split_similarity,
+            between_similarity,
         )
 
 
@@ -143,6 +174,7 @@ def _cluster(
     weights: np.ndarray | None,
     merge_similarity: float,
     small_split: tuple[float, float],
+    between_similarity: float | None,
 ) -> np.ndarray:
     n = len(emb)
     if n == 0:
@@ -175,7 +207,7 @@ def _cluster(
         centres = centroids(emb, _compact(labels), w)
         labels = (emb @ centres.T).argmax(1)
     labels = _compact(labels)
-    # merge look-alike clusters and fold tiny ones
+    # merge look-alike clusters, fold tiny ones, hand out those of windows of two voices
     while labels.max() > 0:
         centres = centroids(emb, labels, w)
         sims = centres @ centres.T
@@ -193,5 +225,14 @@ def _cluster(
             labels[m] = np.array(others)[(emb[m] @ centres[others].T).argmax(1)]
             labels = _compact(labels)
             continue
+        if between_similarity is not None and len(centres) >= 3:
+            mixed = [between(centres, c) for c in range(len(centres))]
+            worst = int(np.argmax(mixed))
+            if mixed[worst] >= between_similarity:
+                others = [c for c in range(len(centres)) if c != worst]
+                m = labels == worst
+                labels[m] = np.array(others)[(emb[m] @ centres[others].T).argmax(1)]
+                labels = _compact(labels)
+                continue
         break
     return labels

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from .clustering import MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY
+from .clustering import BETWEEN_SIMILARITY, MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY
 from .speech import SAMPLE_RATE
 from .weights import find_encoder_weights, load_torch_state_dict
 
@@ -126,6 +126,7 @@ class VoiceEncoder:
     name = VOICE_PRINT_MODEL
     merge_similarity = MERGE_SIMILARITY
     small_split_similarity = SMALL_SPLIT_SIMILARITY
+    between_similarity = BETWEEN_SIMILARITY  # not calibrated for Resemblyzer: off
 
     def __init__(self, weights_path: str | os.PathLike[str] | None = None):
         path = Path(weights_path) if weights_path else find_encoder_weights()

@@ -23,6 +23,7 @@ class SpeakerEncoder(Protocol):
     dim: int
     merge_similarity: float  # clusters whose centroids are this alike are one voice
     small_split_similarity: tuple[float, float]  # a split of under 12 / under 20 windows holds below these
+    between_similarity: float | None  # a cluster this like a mix of two others is handed out to them
 
     def features(self, samples: np.ndarray) -> np.ndarray:
         """10 ms frames (frames, features) of 16 kHz samples in [-1, 1]."""

@@ -1,0 +1,99 @@
+"""Clustering of real voices: a cluster of windows that hold both voices (quick exchanges inside
+1.5 s windows) is no third speaker; voices of their own stay apart."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import numpy as np
+
+from harness import speaker_audio as sa
+from transcription.pipeline import speakers as sp
+from transcription.pipeline.speakers import clustering
+from transcription.pipeline.speakers.embedding import embed_regions
+from transcription.pipeline.speakers.speech import find_speech
+
+
+def _lines(who: str, count: int, seed: int, cache: Path) -> list[np.ndarray]:
+    """``count`` lines of 1.5-5 s of one Dutch actor, at one loudness."""
+    paths = sa.clips("nl", who)
+    random.Random(seed).shuffle(paths)
+    out = []
+    for path in paths:
+        x = sa.decode(path, cache)
+        if 1.5 <= len(x) / sa.SR <= 5.0:
+            out.append(x / (np.sqrt(np.mean(x**2)) + 1e-9) * 0.05)
+        if len(out) == count:
+            return out
+    raise AssertionError(f"fewer than {count} lines of {who}")
+
+
+def _quick_exchanges(out: Path, cache: Path, seed: int) -> tuple[Path, list[tuple[float, float, str]]]:
+    """The two Dutch actors: a line of one, a line of the other, then a stretch where they take turns
+    every 0.5 s (so most 1.5 s windows hold both), over and over; (start, end, "m" / "v" / "both")."""
+    m, v = _lines("m", 12, seed, cache), _lines("v", 12, seed + 100, cache)
+    rng = random.Random(seed)
+    parts: list[np.ndarray] = []
+    spans = []
+    at = 0
+    for k in range(18):
+        kind = ("m", "v", "both")[k % 3]
+        if kind == "m":
+            line = m.pop()
+        elif kind == "v":
+            line = v.pop()
+        else:
+            a, b = m.pop(), v.pop()
+            step = sa.SR // 2
+            line = np.concatenate(
+                [c for j in range(0, min(len(a), len(b)), step) for c in (a[j : j + step], b[j : j + step])]
+            )
+        parts += [line, np.zeros(int(sa.SR * rng.uniform(0.4, 0.9)), dtype=np.float32)]
+        spans.append((at / sa.SR, (at + len(line)) / sa.SR, kind))
+        at += len(line) + len(parts[-1])
+    audio = np.concatenate(parts) + np.random.default_rng(seed).normal(0, 1e-3, at).astype(np.float32)
+    sa.write_wav(out, audio)
+    return out, spans
+
+
+def test_windows_of_quick_exchanges_are_no_third_speaker(encoder, audio_cache):
+    path, spans = _quick_exchanges(audio_cache / "exchanges-4.wav", audio_cache / "clips", seed=4)
+    assert {t.speaker for t in sp.diarize(path, encoder=encoder)} == {1, 2}
+    limit = encoder.between_similarity
+    assert limit is not None
+    emb, windows, _ = embed_regions(path, find_speech(path).for_diarization(), encoder)
+    weights = np.array([w.own_end - w.own_start for w in windows])
+    thresholds = {
+        "merge_similarity": encoder.merge_similarity,
+        "small_split_similarity": encoder.small_split_similarity,
+    }
+    # without the between-check the exchanges make clusters of their own, one lying between the voices
+    alone = clustering.cluster_embeddings(emb, weights=weights, between_similarity=None, **thresholds)
+    assert alone.max() + 1 >= 3
+    centres = clustering.centroids(emb.astype(np.float64), alone, weights)
+    assert max(clustering.between(centres, i) for i in range(len(centres))) >= limit
+    labels = clustering.cluster_embeddings(emb, weights=weights, between_similarity=limit, **thresholds)
+    assert labels.max() + 1 == 2
+    # each actor's own lines are one speaker, the other actor's the other
+    kind = [next((k for s, e, k in spans if s <= (w.own_start + w.own_end) / 2 < e), None) for w in windows]
+    of = {who: {int(lab) for lab, k in zip(labels, kind) if k == who} for who in ("m", "v")}
+    assert len(of["m"]) == len(of["v"]) == 1 and of["m"] != of["v"], of
+
+
+def test_three_voices_each_lie_apart_from_the_mix_of_the_others(encoder, audio_cache):
+    """Three actors' centroids (two Dutch, one Czech): none is like a mix of the other two."""
+    voices = {"nl-m": sa.clips("nl", "m"), "nl-v": sa.clips("nl", "v"), "cs-v": sa.clips("cs", "v")}
+    fx = sa.conversation(
+        audio_cache / "three.wav", voices, n_clips=30, seed=3, cache=audio_cache / "clips", order="alternate"
+    )
+    names = list(voices)
+    emb, windows, _ = embed_regions(fx.path, [(s, e) for s, e, _ in fx.turns], encoder)
+    who = [
+        next((names.index(n) for s, e, n in fx.turns if s <= (w.own_start + w.own_end) / 2 < e), -1) for w in windows
+    ]
+    mine = np.array(who) >= 0
+    centres = clustering.centroids(emb[mine].astype(np.float64), np.array(who)[mine], count=3)
+    limit = encoder.between_similarity
+    assert limit is not None and all(clustering.between(centres, i) < limit for i in range(3))
+    assert {t.speaker for t in sp.diarize(fx.path, encoder=encoder)} == {1, 2, 3}
