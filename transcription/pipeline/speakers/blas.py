@@ -4,8 +4,14 @@ batches instead."""
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+import numpy as np
 
 MAX_THREADS = 16  # each holds a batch of windows: memory stays bounded on a many-core machine
 
@@ -31,3 +37,33 @@ def single_threaded_blas() -> Iterator[None]:
         return
     with threadpool_limits(limits=1, user_api="blas"):
         yield
+
+
+class BatchPool:
+    """``threads`` threads running batches of windows (each batch one model call, on one core), the
+    results kept in the order submitted. ``submit`` waits while two batches per thread are queued,
+    so a long file's windows stay on disk rather than in memory."""
+
+    def __init__(self, threads: int):
+        self.pool = ThreadPoolExecutor(max_workers=threads)
+        self.limit = 2 * threads
+        self.futures: list[Future[np.ndarray]] = []
+        self.queued: deque[Future[np.ndarray]] = deque()  # submitted, not yet known to be done
+
+    def __enter__(self) -> BatchPool:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=error is not None)
+
+    def submit(self, run: Callable[..., np.ndarray], *args: Any) -> None:
+        future = self.pool.submit(run, *args)
+        self.futures.append(future)
+        self.queued.append(future)
+        while len(self.queued) > self.limit:  # the oldest first: one thread-pool queue, in order
+            wait([self.queued.popleft()])
+
+    def results(self) -> list[np.ndarray]:
+        return [future.result() for future in self.futures]

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 import numpy as np
 
-from .blas import diarization_threads, single_threaded_blas
+from .blas import BatchPool, diarization_threads, single_threaded_blas
 from .encoders import SpeakerEncoder
 from .speech import SAMPLE_RATE, open_wav, read_span
 
@@ -76,8 +75,6 @@ def embed_regions(
     windows: list[Window] = []
     batch: list[np.ndarray] = []
     lengths: list[int] = []
-    results: list[Future[np.ndarray]] = []
-    threads = threads or diarization_threads()
 
     def run(feats: list[np.ndarray], lens: list[int]) -> np.ndarray:
         arr = np.zeros((len(feats), max(lens), feats[0].shape[1]), dtype=np.float32)
@@ -85,17 +82,13 @@ def embed_regions(
             arr[i, : len(m)] = m
         return encoder.embed_frames(arr, lens)
 
-    with single_threaded_blas(), ThreadPoolExecutor(max_workers=threads) as pool:
+    with single_threaded_blas(), BatchPool(threads or diarization_threads()) as pool:
 
         def flush() -> None:
             if batch:
-                results.append(pool.submit(run, list(batch), list(lengths)))
+                pool.submit(run, list(batch), list(lengths))
                 batch.clear()
                 lengths.clear()
-            # keep memory bounded: wait while too many batches are queued
-            pending = [f for f in results if not f.done()]
-            if len(pending) > 2 * threads:
-                wait(pending[: len(pending) - 2 * threads])
 
         w = open_wav(wav_path)
         try:
@@ -124,6 +117,6 @@ def embed_regions(
             flush()
         finally:
             w.close()
-        embeds = [f.result() for f in results]
+        embeds = pool.results()
     emb = np.concatenate(embeds) if embeds else np.zeros((0, encoder.dim), dtype=np.float32)
     return emb, windows, pieces

@@ -17,7 +17,6 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -27,7 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from . import graph_cache
-from .blas import diarization_threads
+from .blas import BatchPool, diarization_threads
 from .speech import SAMPLE_RATE, open_wav, read_span, wav_duration
 from .weights import file_in_package, load_torch_state_dict
 
@@ -297,26 +296,20 @@ class Segmentation:
         session runs each on one core; onnxruntime's ``run`` may be called from several threads).
         Each batch's output is the same whichever thread runs it."""
         starts = np.array(list(_window_starts(total)), dtype=np.int64)
-        threads = threads or diarization_threads()
 
         def probabilities(windows: np.ndarray) -> np.ndarray:
             probs: np.ndarray = np.exp(self.log_probabilities(windows)).astype(np.float16)
             return probs
 
-        out: list[Future[np.ndarray]] = []
-        with ThreadPoolExecutor(max_workers=threads) as pool:
+        with BatchPool(threads or diarization_threads()) as pool:
             for first in range(0, len(starts), BATCH):
                 chunk = starts[first : first + BATCH]
                 windows = np.zeros((len(chunk), WINDOW_SAMPLES), dtype=np.float32)
                 for row, start in enumerate(chunk):
                     got = window_at(int(start))
                     windows[row, : len(got)] = got
-                out.append(pool.submit(probabilities, windows))
-                # at most two batches per thread read ahead: a long file's windows stay on disk
-                pending = [f for f in out if not f.done()]
-                if len(pending) > 2 * threads:
-                    wait(pending[: len(pending) - 2 * threads])
-            probs = [f.result() for f in out]
+                pool.submit(probabilities, windows)
+            probs = pool.results()
         return SpeakerActivity(starts=starts, probabilities=np.concatenate(probs), samples=total)
 
 
