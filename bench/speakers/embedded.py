@@ -79,7 +79,7 @@ def embedded_half(items, cache: Path | None) -> list[dict]:
             entries: list[dict] = stored["entries"]
             for entry, item in zip(entries, items, strict=True):
                 entry["item"] = item
-            if any([_embed_short(entry) for entry in entries]):  # a cache from before the closer look (every one)
+            if any([_embed_short(entry) for entry in entries]):  # a cache from before the closer look: fill in all
                 with cache.open("wb") as f:
                     pickle.dump({"keys": keys, "entries": entries}, f)
             return entries
