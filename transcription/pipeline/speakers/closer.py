@@ -20,9 +20,9 @@ both). Looking again at every window scores 6.55% for about four times the extra
 0.3 embeds a quarter of the short windows (0.4: half, 6.66%; 0.2: 6.76%). Switch costs 0.05-0.2
 score alike (6.55-6.59% with every window looked at), so clustering's own are kept. Windows of
 1 s every 0.5 s, or every 0.25 s, did worse (calibration, every window looked at: 6.78% and 6.71%
-against 6.55%). Test half:
-pooled 7.89 -> 7.08%, short turns 15.1 -> 11.3%, telephone 16.5 -> 12.6%, overlap 17.4 -> 14.4%
-(bench/speakers/README.md, docs/decisions/speech-and-text.md).
+against 6.55%).
+Test half: pooled 7.89 -> 7.08%, short turns 15.1 -> 11.3%, telephone 16.5 -> 12.6%, overlap 17.4
+-> 14.4% (bench/speakers/README.md, docs/decisions/speech-and-text.md).
 """
 
 from __future__ import annotations
