@@ -272,7 +272,8 @@ def test_a_transcript_queued_through_mcp_runs_is_charged_and_reads_the_same_thro
     job = polled.structured_content
     assert job["state"] == "done", job["error"]
     words = set(job["txt"].lower().replace(".", " ").replace(",", " ").split())
-    assert {"quick", "brown", "fox", "lazy", "dog"} <= words, job["txt"]
+    # CTranslate2's int8 kernels differ by CPU (AVX2, AVX-512): with AVX2 the base model hears "the quick round fox"
+    assert {"quick", "fox", "lazy", "dog"} <= words, job["txt"]
     assert "welcome" in SPEECH_TEXT.lower() and "done" in polled.content[0].text
 
     charge = LedgerEntry.objects.get(job_id=job_id, kind=LedgerEntry.Kind.CHARGE)

@@ -43,7 +43,8 @@ def test_a_job_that_runs_to_the_end_is_announced_with_job_done(worker, api, rece
     assert request.error is None, request.error
     assert request.payload["type"] == "job.done" and request.payload["data"]["id"] == job_id
     polled = api.get(f"/v1/api/transcription/{wait_for_job(job_id).id}").json()
-    assert polled["state"] == "done" and "quick brown fox" in polled["txt"].lower()
+    # CTranslate2's int8 kernels differ by CPU (AVX2, AVX-512): with AVX2 the base model hears "the quick round fox"
+    assert polled["state"] == "done" and "lazy dog" in polled["txt"].lower()
     assert request.payload["data"] == {name: value for name, value in polled.items() if name not in TEXT_FIELDS}
     message = Message.objects.get(job_id=job_id)
     assert request.headers["webhook-id"] == message.webhook_id

@@ -112,7 +112,8 @@ def test_a_newcomer_signs_up_queues_a_video_and_watches_the_result(live_server, 
     expect(state).to_have_text("done")
     transcript = page.locator("#transcript")
     expect(transcript).to_contain_text("Speaker 1")
-    expect(transcript).to_contain_text(re.compile("brown fox", re.I))
+    # CTranslate2's int8 kernels differ by CPU (AVX2, AVX-512): with AVX2 the base model hears "the quick round fox"
+    expect(transcript).to_contain_text(re.compile("lazy dog", re.I))
     expect(page.locator(".transcript .time").first).to_have_text(re.compile(r"\d\d:\d\d:\d\d"))
 
     with page.expect_download() as download:
