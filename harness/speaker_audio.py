@@ -270,3 +270,22 @@ def with_noise(fx: Fixture, out: Path, *, snr_db: float, seed: int = 0, hum: boo
     noise *= np.sqrt(p_speech / 10 ** (snr_db / 10) / np.mean(noise**2))
     write_wav(out, (x + noise).astype(np.float32))
     return Fixture(out, fx.turns)
+
+
+def actor_lines(
+    who: str, count: int, seed: int, cache: Path, shortest: float, longest: float, *, trimmed: bool = False
+) -> list[np.ndarray]:
+    """``count`` lines of ``shortest``-``longest`` s of one Dutch actor (``who``: "m" or "v"), drawn
+    with ``seed``, at one loudness; ``trimmed``: their leading and trailing silence cut first."""
+    paths = clips("nl", who)
+    random.Random(seed).shuffle(paths)
+    out = []
+    for path in paths:
+        x = decode(path, cache)
+        if trimmed:
+            x = trim(x)
+        if shortest <= len(x) / SR <= longest:
+            out.append(x / (np.sqrt(np.mean(x**2)) + 1e-9) * 0.05)
+        if len(out) == count:
+            return out
+    raise AssertionError(f"fewer than {count} lines of {who} of {shortest}-{longest} s")

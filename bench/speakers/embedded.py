@@ -19,6 +19,7 @@ from transcription.pipeline.speakers.closer import HOP_FRAMES as CLOSER_HOP  # n
 from transcription.pipeline.speakers.closer import SIZE_FRAMES as CLOSER_SIZE  # noqa: E402
 from transcription.pipeline.speakers.embedding import centred_in, embed_regions  # noqa: E402
 from transcription.pipeline.speakers.encoders import ENCODER_NAMES, default_encoder  # noqa: E402
+from transcription.pipeline.speakers.local import turn_centroids  # noqa: E402
 from transcription.pipeline.speakers.segmentation import default_segmentation  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 
@@ -79,7 +80,8 @@ def embedded_half(items, cache: Path | None) -> list[dict]:
             entries: list[dict] = stored["entries"]
             for entry, item in zip(entries, items, strict=True):
                 entry["item"] = item
-            if any([_embed_short(entry) for entry in entries]):  # a cache from before the closer look: fill in all
+            filled = [_embed_short(entry) for entry in entries]  # a cache from before the closer look
+            if any(filled):
                 with cache.open("wb") as f:
                     pickle.dump({"keys": keys, "entries": entries}, f)
             return entries
@@ -117,10 +119,11 @@ def closer_look(entry: dict, encoder: str, turns: list) -> tuple[list, float]:
     """``speakers.closer_turns`` as diarize() runs it, from the short windows embedded beforehand
     (those :func:`speakers.unsure_spans` picks); with the CPU their embedding took."""
     emb, windows, pieces = entry["emb"][encoder], entry["windows"][encoder], entry["pieces"][encoder]
-    spans = speakers.unsure_spans(emb, windows, turns)
+    centres = turn_centroids(emb, windows, turns)
+    spans = speakers.unsure_spans(emb, windows, centres)
     short_emb, short_windows = entry["short"][encoder]
     chosen = [i for i, w in enumerate(short_windows) if centred_in(w, spans)]
     closer = speakers.closer_turns(
-        turns, emb, windows, pieces, short_emb[chosen], [short_windows[i] for i in chosen], entry["extent"]
+        turns, centres, emb, windows, pieces, short_emb[chosen], [short_windows[i] for i in chosen], entry["extent"]
     )
     return closer, entry["short_cpu"][encoder] * len(chosen) / max(1, len(short_windows))

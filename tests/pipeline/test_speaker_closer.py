@@ -16,32 +16,19 @@ from transcription.pipeline.speakers.embedding import centred_in, embed_regions
 from transcription.pipeline.speakers.speech import find_speech
 
 
-def _lines(who: str, count: int, seed: int, cache: Path, shortest: float, longest: float) -> list[np.ndarray]:
-    """``count`` lines of ``shortest``-``longest`` s of one Dutch actor, at one loudness, their
-    leading and trailing silence cut."""
-    paths = sa.clips("nl", who)
-    random.Random(seed).shuffle(paths)
-    out = []
-    for path in paths:
-        x = sa.trim(sa.decode(path, cache))
-        if shortest <= len(x) / sa.SR <= longest:
-            out.append(x / (np.sqrt(np.mean(x**2)) + 1e-9) * 0.05)
-        if len(out) == count:
-            return out
-    raise AssertionError(f"fewer than {count} lines of {who} of {shortest}-{longest} s")
-
-
 def _short_answers(
     out: Path, cache: Path, seed: int, gaps: tuple[float, float] = (0.0, 0.1), short: tuple[float, float] = (0.4, 0.9)
 ) -> tuple[Path, list[tuple[float, float, str]]]:
     """One actor talks in long lines; the other answers now and then in a line under a second
     (pauses of ``gaps`` s), and sometimes at length, so both are voices clustering finds.
     Returns the path and (start, end, "long-m" / "short-v" / "long-v") spans."""
-    m = _lines("m", 12, seed, cache, 2.5, 6.0)
+    m = sa.actor_lines("m", 12, seed, cache, 2.5, 6.0, trimmed=True)
     rng = random.Random(seed)
     # the actors' lines are seldom under a second: an answer is the start of one of their lines
-    v_short = [x[: int(sa.SR * rng.uniform(*short))] for x in _lines("v", 8, seed + 1, cache, 1.0, 2.5)]
-    v_long = _lines("v", 4, seed + 2, cache, 2.5, 6.0)
+    v_short = [
+        x[: int(sa.SR * rng.uniform(*short))] for x in sa.actor_lines("v", 8, seed + 1, cache, 1.0, 2.5, trimmed=True)
+    ]
+    v_long = sa.actor_lines("v", 4, seed + 2, cache, 2.5, 6.0, trimmed=True)
     parts: list[np.ndarray] = []
     spans = []
     at = 0

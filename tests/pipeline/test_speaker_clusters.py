@@ -15,24 +15,10 @@ from transcription.pipeline.speakers.embedding import embed_regions
 from transcription.pipeline.speakers.speech import find_speech
 
 
-def _lines(who: str, count: int, seed: int, cache: Path) -> list[np.ndarray]:
-    """``count`` lines of 1.5-5 s of one Dutch actor, at one loudness."""
-    paths = sa.clips("nl", who)
-    random.Random(seed).shuffle(paths)
-    out = []
-    for path in paths:
-        x = sa.decode(path, cache)
-        if 1.5 <= len(x) / sa.SR <= 5.0:
-            out.append(x / (np.sqrt(np.mean(x**2)) + 1e-9) * 0.05)
-        if len(out) == count:
-            return out
-    raise AssertionError(f"fewer than {count} lines of {who}")
-
-
 def _quick_exchanges(out: Path, cache: Path, seed: int) -> tuple[Path, list[tuple[float, float, str]]]:
     """The two Dutch actors: a line of one, a line of the other, then a stretch where they take turns
     every 0.5 s (so most 1.5 s windows hold both), over and over; (start, end, "m" / "v" / "both")."""
-    m, v = _lines("m", 12, seed, cache), _lines("v", 12, seed + 100, cache)
+    m, v = sa.actor_lines("m", 12, seed, cache, 1.5, 5.0), sa.actor_lines("v", 12, seed + 100, cache, 1.5, 5.0)
     rng = random.Random(seed)
     parts: list[np.ndarray] = []
     spans = []

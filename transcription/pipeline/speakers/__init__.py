@@ -61,10 +61,9 @@ from .local import SHIPPED_LOCAL, LocalReading, LocalSpeakers, local_speakers, l
 from .segmentation import SpeakerActivity, default_segmentation
 from .speech import find_speech
 from .turns import (
-    SWITCH_COST_CONTINUOUS,
-    SWITCH_COST_PAUSE,
     assign_speakers,
     fit_to_regions,
+    switch_costs,
     turns_from_labels,
     viterbi,
 )
@@ -144,11 +143,12 @@ def _diarize(
     if len({t.speaker for t in turns}) < 2:
         # one voice has no short line of another to find, no change to redraw nor overlap
         return turns
-    looked_at = unsure_spans(emb, windows, turns)
+    centres = turn_centroids(emb, windows, turns)
+    looked_at = unsure_spans(emb, windows, centres)
     short_emb, short_windows, _ = embed_regions(
         wav_path, regions, encoder, threads, size=CLOSER_SIZE_FRAMES, hop=CLOSER_HOP_FRAMES, only=looked_at
     )
-    turns = closer_turns(turns, emb, windows, pieces, short_emb, short_windows, extent)
+    turns = closer_turns(turns, centres, emb, windows, pieces, short_emb, short_windows, extent)
     segmentation = default_segmentation()
     if segmentation is None:
         return turns
@@ -208,12 +208,7 @@ def turns_from_embeddings(
     if k > 1:
         centres = centroids(emb.astype(np.float64), labels, weights)
         scores = emb @ centres.T
-        cost = np.full(len(windows), SWITCH_COST_CONTINUOUS)
-        for t in range(1, len(windows)):
-            prev, cur = windows[t - 1], windows[t]
-            if any(p.after_pause for p in pieces[prev.piece + 1 : cur.piece + 1]):
-                cost[t] = SWITCH_COST_PAUSE
-        labels = viterbi(scores, cost)
+        labels = viterbi(scores, switch_costs(windows, pieces))
     # drawn over the speech with its soft ends; what was too short to embed takes the nearest voice
     return fit_to_regions(turns_from_labels(windows, labels), extent)
 

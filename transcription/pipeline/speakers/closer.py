@@ -34,8 +34,7 @@ import numpy as np
 
 from ..types import SpeakerTurn
 from .embedding import Piece, Window
-from .local import turn_centroids
-from .turns import SWITCH_COST_CONTINUOUS, SWITCH_COST_PAUSE, _renumber, fit_to_regions, viterbi
+from .turns import _renumber, fit_to_regions, switch_costs, viterbi
 
 SIZE_FRAMES = 75  # 0.75 s windows ...
 HOP_FRAMES = 25  # ... every 0.25 s
@@ -53,18 +52,20 @@ class _Span:
     piece: int
 
 
-def unsure_spans(emb: np.ndarray, windows: Sequence[Window], turns: Sequence[SpeakerTurn]) -> list[tuple[float, float]]:
+def unsure_spans(emb: np.ndarray, windows: Sequence[Window], centres: np.ndarray) -> list[tuple[float, float]]:
     """Where to look again: the 1.5 s windows (``emb``, ``windows``) nearly as like another of the
-    ``turns``' speakers as their own nearest, widened by PAD_S. Empty for one speaker."""
-    if len({t.speaker for t in turns}) < 2 or not windows:
+    speakers (``centres``: :func:`.local.turn_centroids`) as their own nearest, widened by PAD_S.
+    Empty for one speaker."""
+    if len(centres) < 2 or not windows:
         return []
-    scores = np.sort(_finite(emb) @ turn_centroids(emb, windows, turns).T, axis=1)
+    scores = np.sort(_finite(emb) @ centres.T, axis=1)
     unsure = scores[:, -1] - scores[:, -2] < UNSURE_MARGIN
     return [(w.own_start - PAD_S, w.own_end + PAD_S) for w, u in zip(windows, unsure, strict=True) if u]
 
 
 def closer_turns(
     turns: Sequence[SpeakerTurn],
+    centres: np.ndarray,
     emb: np.ndarray,
     windows: Sequence[Window],
     pieces: Sequence[Piece],
@@ -72,12 +73,11 @@ def closer_turns(
     short_windows: Sequence[Window],
     extent: Sequence[tuple[float, float]],
 ) -> list[SpeakerTurn]:
-    """``turns`` (clustered from ``emb`` of ``windows``) drawn again with the short windows
+    """``turns`` (clustered from ``emb`` of ``windows``; ``centres`` their speakers' centroids) drawn again with the short windows
     (``short_emb``, ``short_windows``: embedded where :func:`unsure_spans` says, on the same
     ``pieces``) standing in for the 1.5 s windows' labels where they lie; laid over ``extent``."""
     if len({t.speaker for t in turns}) < 2 or not short_windows:
         return list(turns)
-    centres = turn_centroids(emb, windows, turns)
     scored = [
         (_Span(w.own_start, w.own_end, w.piece), row)
         for w, row in zip(short_windows, _finite(short_emb) @ centres.T, strict=True)
@@ -88,11 +88,7 @@ def closer_turns(
     scored.sort(key=lambda pair: pair[0].own_start)
     spans = [span for span, _ in scored]
     weighted = np.array([row * (span.own_end - span.own_start) / SCORE_UNIT_S for span, row in scored])
-    cost = np.full(len(spans), SWITCH_COST_CONTINUOUS)
-    for t in range(1, len(spans)):
-        if any(p.after_pause for p in pieces[spans[t - 1].piece + 1 : spans[t].piece + 1]):
-            cost[t] = SWITCH_COST_PAUSE
-    labels = viterbi(weighted, cost)
+    labels = viterbi(weighted, switch_costs(spans, pieces))
     drawn: list[SpeakerTurn] = []
     for span, label in zip(spans, labels, strict=True):
         if drawn and drawn[-1].speaker == label and span.own_start - drawn[-1].end < 1e-3:

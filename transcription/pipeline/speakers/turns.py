@@ -10,10 +10,20 @@ import numpy as np
 import numpy.typing as npt
 
 from ..types import Segment, SpeakerTurn, Word
-from .embedding import Window
+from .embedding import Piece, Window
 
 SWITCH_COST_CONTINUOUS = 0.1  # in cosine-similarity units, per change inside speech
 SWITCH_COST_PAUSE = 0.02  # per change across a pause
+
+
+def switch_costs(spans: Sequence[Window], pieces: Sequence[Piece]) -> np.ndarray:
+    """The Viterbi cost of a change of speaker before each of ``spans`` (anything with a ``piece``,
+    in time order): cheap where a pause lies between it and the one before, dear inside speech."""
+    cost = np.full(len(spans), SWITCH_COST_CONTINUOUS)
+    for t in range(1, len(spans)):
+        if any(p.after_pause for p in pieces[spans[t - 1].piece + 1 : spans[t].piece + 1]):
+            cost[t] = SWITCH_COST_PAUSE
+    return cost
 
 
 def viterbi(scores: np.ndarray, switch_cost: np.ndarray) -> np.ndarray:
