@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -16,7 +17,14 @@ SWITCH_COST_CONTINUOUS = 0.1  # in cosine-similarity units, per change inside sp
 SWITCH_COST_PAUSE = 0.02  # per change across a pause
 
 
-def switch_costs(spans: Sequence[Window], pieces: Sequence[Piece]) -> np.ndarray:
+class InPiece(Protocol):
+    """A stretch of the timeline that knows which continuous piece of speech it lies in."""
+
+    @property
+    def piece(self) -> int: ...
+
+
+def switch_costs(spans: Sequence[InPiece], pieces: Sequence[Piece]) -> np.ndarray:
     """The Viterbi cost of a change of speaker before each of ``spans`` (anything with a ``piece``,
     in time order): cheap where a pause lies between it and the one before, dear inside speech."""
     cost = np.full(len(spans), SWITCH_COST_CONTINUOUS)
