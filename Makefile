@@ -59,6 +59,7 @@ bench-burn: install-bench
 
 bench-speakers: install-bench
 	nice -n 10 $(PY) bench/speakers/compare_models.py
+	nice -n 10 $(PY) bench/speakers/phone_line.py
 	nice -n 10 $(PY) bench/speakers/run.py
 
 clean:
