@@ -38,8 +38,8 @@ sys.path.insert(0, str(ROOT))
 
 from pyannote.metrics.diarization import DiarizationErrorRate  # noqa: E402
 
-from bench.speakers.dataset import CONDITIONS, TWO_SPEAKER_CONDITIONS, build  # noqa: E402
-from bench.speakers.embedded import closer_look, embedded_half  # noqa: E402
+from bench.speakers.dataset import CONDITIONS, TWO_SPEAKER_CONDITIONS  # noqa: E402
+from bench.speakers.embedded import closer_look, embedded_runs  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
@@ -331,16 +331,16 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=HERE / "results-models.json")
     args = parser.parse_args()
     halves: dict[str, list[dict]] = {"calibration": [], "test": []}
-    runs = [("calibration", args.seed), *(("calibration", s) for s in args.calibration_seeds), ("test", args.seed)]
-    for half, seed in runs:
-        folder = args.out / (half if seed == args.seed else f"{half}-seed{seed}")
-        long_files = args.long if seed == args.seed else 0  # the long file of the first seed is enough
-        items = build(folder, half=half, seed=seed, per_condition=args.per_condition, long_files=long_files)
-        if seed != args.seed:
-            for item in items:
-                item.name = f"{item.name}-seed{seed}"
-        cache = None if args.no_cache else folder / f"embedded-{args.per_condition}-{long_files}.pkl"
-        halves[half] += embedded_half(items, cache)
+    runs = embedded_runs(
+        args.out,
+        seed=args.seed,
+        calibration_seeds=args.calibration_seeds,
+        per_condition=args.per_condition,
+        long_files=args.long,
+        cache=not args.no_cache,
+    )
+    for half, _, entries in runs:
+        halves[half] += entries
     results = {
         "protocol": (
             "pyannote.metrics DiarizationErrorRate, collar 0, overlap scored; thresholds chosen on the "

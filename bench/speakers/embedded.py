@@ -8,11 +8,13 @@ import hashlib
 import pickle
 import sys
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.speakers.dataset import build  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.closer import HOP_FRAMES as CLOSER_HOP  # noqa: E402
@@ -93,6 +95,24 @@ def embedded_half(items, cache: Path | None) -> list[dict]:
         with cache.open("wb") as f:
             pickle.dump({"keys": keys, "entries": entries}, f)
     return entries
+
+
+def embedded_runs(
+    out: Path, *, seed: int, calibration_seeds: Sequence[int], per_condition: int, long_files: int, cache: bool = True
+) -> Iterator[tuple[str, Path, list[dict]]]:
+    """The set as compare_models.py scores it, embedded: (half, folder, entries) for the calibration
+    half drawn with ``seed`` and each of ``calibration_seeds`` (its files named ``...-seedN``, without
+    the long file), then the test half with ``seed``. Each run's cache lies in its folder."""
+    runs = [("calibration", seed), *(("calibration", s) for s in calibration_seeds), ("test", seed)]
+    for half, run_seed in runs:
+        folder = out / (half if run_seed == seed else f"{half}-seed{run_seed}")
+        long_here = long_files if run_seed == seed else 0  # the long file of the first seed is enough
+        items = build(folder, half=half, seed=run_seed, per_condition=per_condition, long_files=long_here)
+        if run_seed != seed:
+            for item in items:
+                item.name = f"{item.name}-seed{run_seed}"
+        path = folder / f"embedded-{per_condition}-{long_here}.pkl" if cache else None
+        yield half, folder, embedded_half(items, path)
 
 
 def _embed_short(entry: dict) -> bool:

@@ -26,8 +26,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.speakers.compare_models import CALIBRATION_SEEDS  # noqa: E402
-from bench.speakers.dataset import build, telephone  # noqa: E402
-from bench.speakers.embedded import embedded_half  # noqa: E402
+from bench.speakers.dataset import telephone  # noqa: E402
+from bench.speakers.embedded import embedded_runs  # noqa: E402
 from bench.speakers.recorded_voices import _read_wav  # noqa: E402
 from harness import speaker_audio as sa  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
@@ -73,36 +73,31 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench-speakers"))
     parser.add_argument("--results", type=Path, default=HERE / "results-phone-line.json")
     args = parser.parse_args()
-    runs = [("calibration", args.seed), *(("calibration", s) for s in CALIBRATION_SEEDS), ("test", args.seed)]
-    results: dict = {"merges": MERGES, "shipped_merge": default_encoder(None, DEFAULT_ENCODER).merge_similarity}
-    for half, seed in runs:
-        folder = args.out / (half if seed == args.seed else f"{half}-seed{seed}")
-        long_files = 1 if seed == args.seed else 0
-        items = build(folder, half=half, seed=seed, per_condition=args.per_condition, long_files=long_files)
-        if seed != args.seed:  # named as compare_models.py names them, so its cache matches
-            for item in items:
-                item.name = f"{item.name}-seed{seed}"
-        entries = embedded_half(items, folder / f"embedded-{args.per_condition}-{long_files}.pkl")
+    shipped = default_encoder(None, DEFAULT_ENCODER).merge_similarity
+    results: dict = {"merges": MERGES, "shipped_merge": shipped}
+    for half in ("calibration", "test"):
+        results[half] = {"one_voice_split": {str(m): [] for m in MERGES}, "calls_merged": {str(m): [] for m in MERGES}}
+    runs = embedded_runs(
+        args.out, seed=args.seed, calibration_seeds=CALIBRATION_SEEDS, per_condition=args.per_condition, long_files=1
+    )
+    for half, folder, entries in runs:
         work = folder / "phone-line"
         work.mkdir(exist_ok=True)
-        out = results.setdefault(half, {"one_voice_split": {str(m): [] for m in MERGES}, "calls_merged": {}})
-        out["calls_merged"] = out["calls_merged"] or {str(m): [] for m in MERGES}
         for entry in entries:
-            name = entry["item"].name
-            condition = entry["item"].condition
+            name, condition = entry["item"].name, entry["item"].condition
             if condition == "one-voice":
                 found = [_speakers_found(*_on_the_phone(entry, work), m) for m in MERGES]
                 key = "one_voice_split"
             elif condition == "telephone-close-pitch":
-                cached = (entry["emb"][DEFAULT_ENCODER], entry["windows"][DEFAULT_ENCODER])
-                found = [_speakers_found(*cached, entry["pieces"][DEFAULT_ENCODER], entry["extent"], m) for m in MERGES]
+                emb, windows, pieces = (entry[k][DEFAULT_ENCODER] for k in ("emb", "windows", "pieces"))
+                found = [_speakers_found(emb, windows, pieces, entry["extent"], m) for m in MERGES]
                 key = "calls_merged"
             else:
                 continue
             print(half, name, found, flush=True)
             for m, n in zip(MERGES, found, strict=True):
                 if (key == "one_voice_split" and n > 1) or (key == "calls_merged" and n < 2):
-                    out[key][str(m)].append(name)
+                    results[half][key][str(m)].append(name)
     for half in ("calibration", "test"):
         split, merged = results[half]["one_voice_split"], results[half]["calls_merged"]
         print(half, "merge: one voice split / calls merged")
