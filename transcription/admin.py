@@ -23,6 +23,7 @@ from billing.pricing import format_minutes
 from config.admin import ReadOnlyAdminMixin
 
 from . import dispatch, services, states
+from .job_options import OPTIONS
 from .models import Batch, Job, Translation
 
 
@@ -110,16 +111,8 @@ class JobAdmin(admin.ModelAdmin):
         (
             "Options",
             {
-                "fields": [
-                    "language_code",
-                    "verbatim",
-                    "tag_audio_events",
-                    "quality",
-                    "font_size",
-                    "background",
-                    "subtitle_format",
-                    "target_languages",
-                ]
+                # every option a client can choose (transcription.job_options)
+                "fields": [option.job_field for option in OPTIONS]
             },
         ),
         (

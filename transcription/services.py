@@ -24,6 +24,7 @@ from audit.services import Actor, audit_record
 from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
 
 from . import dispatch, files, job_endings, poll_cache, signals, states
+from .job_options import retried_options
 from .models import Batch, FailureReason, Job, JobSegments, Translation, Upload, UploadState, Voice
 from .pipeline.languages import normalize_language
 
@@ -283,17 +284,6 @@ def job_forget_artifacts(job_id: RowId) -> None:
 
 
 CANCELLED_ERROR = "Cancelled by support."
-# The options a retry copies from the failed job (everything the client chose, nothing it got).
-RETRY_OPTIONS = (
-    "language_code",
-    "verbatim",
-    "tag_audio_events",
-    "quality",
-    "font_size",
-    "background",
-    "subtitle_format",
-    "prompt",
-)
 
 
 def job_cancel(job_id: RowId, by: Actor = None) -> Job | None:
@@ -334,14 +324,8 @@ def job_retry(job_id: RowId, by: Actor = None) -> Job:
         if failed.is_voice_sample:
             # its voice was failed with it; the holder enrols the voice again (POST /v1/api/voices)
             raise ValueError("A voice sample's job is not retried: the account holder enrols the voice again.")
-        options = {name: getattr(failed, name) for name in RETRY_OPTIONS}
         job = job_create(
-            failed.account,
-            url=failed.url,
-            upload=failed.upload,
-            type=failed.type,
-            target_languages=list(failed.target_languages or []),
-            **options,
+            failed.account, url=failed.url, upload=failed.upload, type=failed.type, **retried_options(failed)
         )
         audit_record(
             failed.account, AuditEvent.Action.JOB_RETRIED, by=by, detail=f"Job {failed.id} retried as {job.id}"

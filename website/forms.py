@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from django import forms
 
-from transcription.models import FontSize, JobType, Quality, SubtitleFormat
+from transcription.job_options import OPTIONS, JobOption, Kind, options_for, playlist_options
+from transcription.models import JobType
 from transcription.pipeline.languages import speech_language_choices
 
 TYPE_CHOICES = [
@@ -14,13 +15,38 @@ TYPE_CHOICES = [
     (JobType.SUBTITLES, "Subtitles: SRT and WebVTT files"),
     (JobType.BURNED, "Video with the subtitles burned in"),
 ]
-QUALITY_CHOICES = [(Quality.DEFAULT, "720p"), (Quality.HD, "1080p"), (Quality.UHD, "4K")]
-FONT_SIZE_CHOICES = [
-    (FontSize.DEFAULT, "Default (about 7% of the height)"),
-    (FontSize.LARGE, "Large (about 10%)"),
-    (FontSize.XL, "Extra large (about 12.5%)"),
-]
-FORMAT_CHOICES = [(SubtitleFormat.SRT, "SRT"), (SubtitleFormat.WEBVTT, "WebVTT")]
+
+
+def option_form_field(option: JobOption) -> forms.Field:
+    """The form field of a job option (transcription.job_options). Only text and checkboxes: the
+    API's serializer checks the value and says what is wrong."""
+    if option.kind is Kind.BOOLEAN:
+        return forms.BooleanField(label=option.label, required=False)
+    widget: forms.Widget | None = None
+    if option.kind is Kind.CHOICE:
+        widget = forms.Select(choices=option.choices)
+    elif option.kind is Kind.LANGUAGE:
+        widget = forms.Select(choices=[("", "Detect it"), *speech_language_choices()])
+    return forms.CharField(
+        label=option.label, required=False, initial=option.default, help_text=option.website_help, widget=widget
+    )
+
+
+def option_value(option: JobOption, value):
+    """A form field's value as the API's JSON body carries it."""
+    if option.kind is Kind.LANGUAGES:
+        return [item.strip() for item in value.split(",") if item.strip()] or None
+    if option.kind in (Kind.LANGUAGE, Kind.CHOICE):
+        return value or option.default
+    return value
+
+
+OPERATIONS_BY_TYPE = {
+    JobType.TRANSCRIPT: "transcribe",
+    JobType.SUBTITLES: "create_subtitles",
+    JobType.BURNED: "burn_subtitles",
+    "playlist": "transcribe_playlist",
+}
 
 
 class JobForm(forms.Form):
@@ -40,75 +66,38 @@ class JobForm(forms.Form):
     type = forms.ChoiceField(
         label="What to make", choices=TYPE_CHOICES, initial=JobType.TRANSCRIPT, widget=forms.RadioSelect
     )
-    language_code = forms.CharField(
-        label="Spoken language",
-        required=False,
-        widget=forms.Select(choices=[("", "Detect it")]),
-    )
-    target_languages = forms.CharField(
-        label="Translate into",
-        required=False,
-        help_text="Subtitles and burned videos only. Language names or codes, separated by commas "
-        "(Spanish, fr); at most 10. Each one is charged as shown in the prices.",
-    )
-    format = forms.CharField(
-        label="Subtitle format the API reports",
-        required=False,
-        initial=SubtitleFormat.SRT,
-        help_text="Both SRT and WebVTT are always made; this is the one a client of the API reads.",
-        widget=forms.Select(choices=FORMAT_CHOICES),
-    )
-    quality = forms.CharField(
-        label="Video quality", required=False, initial=Quality.DEFAULT, widget=forms.Select(choices=QUALITY_CHOICES)
-    )
-    font_size = forms.CharField(
-        label="Subtitle size", required=False, initial=FontSize.DEFAULT, widget=forms.Select(choices=FONT_SIZE_CHOICES)
-    )
-    background = forms.BooleanField(
-        label="Draw a dark box behind the subtitles (instead of an outline)", required=False
-    )
-    prompt = forms.CharField(
-        label="Names and words to spell right",
-        required=False,
-        help_text="Optional: names, jargon and spellings the speech recogniser should prefer (up to 800 characters).",
-    )
-    verbatim = forms.BooleanField(label="Verbatim: keep filler words and repetitions", required=False)
-    tag_audio_events = forms.BooleanField(label="Keep sounds as tags ([music], [applause], [laughter])", required=False)
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, options: tuple[JobOption, ...] = OPTIONS, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["language_code"].widget.choices = [("", "Detect it"), *speech_language_choices()]
+        self.options = options
+        for option in options:
+            self.fields[option.name] = option_form_field(option)
+
+    def option_fields(self) -> list[tuple[forms.BoundField, str, bool]]:
+        """(field, the job types it is shown for, is it a checkbox) of every option, for the template."""
+        return [(self[option.name], " ".join(option.types), option.kind is Kind.BOOLEAN) for option in self.options]
 
     def api_request(self) -> tuple[str, dict]:
         """The front door's operation for this request (transcription.api.front_door.OPERATIONS)
-        and the JSON body the API would have received."""
+        and the JSON body the API would have received: the chosen type's options, as sent (a blank
+        text option is left out, for the API's default)."""
         data = self.cleaned_data
-        targets = [item.strip() for item in data["target_languages"].split(",") if item.strip()]
-        source = (
-            {"upload_id": data["upload_id"]} if data["upload_id"] and not data["playlist"] else {"url": data["url"]}
-        )
-        body = {
-            **source,
-            "language_code": data["language_code"] or None,
-            "verbatim": data["verbatim"],
-        }
         job_type = data["type"]
         if data["playlist"]:
-            body.update(type=job_type, target_languages=targets or None)
-            if job_type == JobType.BURNED:
-                body.update(quality=data["quality"], font_size=data["font_size"], background=data["background"])
-            return "transcribe_playlist", body
-        body["tag_audio_events"] = data["tag_audio_events"]
-        if data["prompt"]:
-            body["prompt"] = data["prompt"]
-        if job_type == JobType.TRANSCRIPT:
-            return "transcribe", body
-        body["target_languages"] = targets or None
-        if job_type == JobType.SUBTITLES:
-            body["format"] = data["format"] or SubtitleFormat.SRT
-            return "create_subtitles", body
-        body.update(quality=data["quality"], font_size=data["font_size"], background=data["background"])
-        return "burn_subtitles", body
+            # translations typed for a transcript playlist are sent, for the API to refuse by name
+            chosen = [
+                option
+                for option in playlist_options(self.options)
+                if job_type in option.types or option.kind is Kind.LANGUAGES
+            ]
+            body = {"url": data["url"], "type": job_type}
+        else:
+            chosen = list(options_for(job_type, self.options))
+            body = {"upload_id": data["upload_id"]} if data["upload_id"] else {"url": data["url"]}
+        for option in chosen:
+            if option.kind is not Kind.TEXT or data[option.name]:
+                body[option.name] = option_value(option, data[option.name])
+        return OPERATIONS_BY_TYPE["playlist" if data["playlist"] else job_type], body
 
     def add_api_errors(self, errors: list[dict]) -> None:
         """Put the API's 422 entries on the fields they name (an item of a list by its number)."""

@@ -17,6 +17,7 @@ defaults, and a wrong value gets the 422's message naming the field.
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import logging
 import warnings
 from collections.abc import Callable
@@ -31,7 +32,7 @@ from mcp_types import CallToolResult, TextContent
 
 from billing import pricing
 
-from . import front_door
+from . import front_door, serializers
 from .mcp_gate import McpGate, database_threads
 from .mcp_schemas import (
     BALANCE_SCHEMA,
@@ -121,46 +122,26 @@ def _queued(body: dict) -> str:
     return f"Queued job {body['id']}. Poll get_transcription with this id every 2-3 s until state is done or failed."
 
 
-async def transcribe(
-    ctx: Context,
-    url=NOT_GIVEN,
-    upload_id=NOT_GIVEN,
-    language_code=NOT_GIVEN,
-    verbatim=NOT_GIVEN,
-    tag_audio_events=NOT_GIVEN,
-    prompt=NOT_GIVEN,
-) -> CallToolResult:
-    return await _call(ctx, "transcribe", locals(), _queued)
+def request_tool(name: str, request_serializer: type, summary: Callable[[Any], str]) -> Callable[..., Any]:
+    """The tool `name`: front door operation `name`, its parameters the fields of the REST request
+    it takes (so a job option declared in transcription.job_options is an argument here too)."""
+
+    async def tool(ctx: Context, **arguments: Any) -> CallToolResult:
+        return await _call(ctx, name, {"ctx": ctx, **arguments}, summary)
+
+    parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
+    parameters += [
+        inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, default=NOT_GIVEN)
+        for field in request_serializer().fields
+    ]
+    tool.__name__ = tool.__qualname__ = name
+    tool.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
+    return tool
 
 
-async def create_subtitles(
-    ctx: Context,
-    url=NOT_GIVEN,
-    upload_id=NOT_GIVEN,
-    prompt=NOT_GIVEN,
-    language_code=NOT_GIVEN,
-    verbatim=NOT_GIVEN,
-    tag_audio_events=NOT_GIVEN,
-    format=NOT_GIVEN,  # noqa: A002  (the REST field's name)
-    target_languages=NOT_GIVEN,
-) -> CallToolResult:
-    return await _call(ctx, "create_subtitles", locals(), _queued)
-
-
-async def burn_subtitles(
-    ctx: Context,
-    url=NOT_GIVEN,
-    upload_id=NOT_GIVEN,
-    prompt=NOT_GIVEN,
-    language_code=NOT_GIVEN,
-    verbatim=NOT_GIVEN,
-    tag_audio_events=NOT_GIVEN,
-    background=NOT_GIVEN,
-    font_size=NOT_GIVEN,
-    quality=NOT_GIVEN,
-    target_languages=NOT_GIVEN,
-) -> CallToolResult:
-    return await _call(ctx, "burn_subtitles", locals(), _queued)
+transcribe = request_tool("transcribe", serializers.TranscribeRequestSerializer, _queued)
+create_subtitles = request_tool("create_subtitles", serializers.SubtitlesRequestSerializer, _queued)
+burn_subtitles = request_tool("burn_subtitles", serializers.BurnSubtitlesRequestSerializer, _queued)
 
 
 def _batch_queued(body: dict) -> str:
@@ -170,18 +151,9 @@ def _batch_queued(body: dict) -> str:
     )
 
 
-async def transcribe_playlist(
-    ctx: Context,
-    url=NOT_GIVEN,
-    type=NOT_GIVEN,  # noqa: A002  (the REST field's name)
-    language_code=NOT_GIVEN,
-    verbatim=NOT_GIVEN,
-    target_languages=NOT_GIVEN,
-    quality=NOT_GIVEN,
-    font_size=NOT_GIVEN,
-    background=NOT_GIVEN,
-) -> CallToolResult:
-    return await _call(ctx, "transcribe_playlist", locals(), _batch_queued)
+transcribe_playlist = request_tool(
+    "transcribe_playlist", serializers.TranscribePlaylistRequestSerializer, _batch_queued
+)
 
 
 def _job_summary(body: dict) -> str:

@@ -32,6 +32,7 @@ from rest_framework import serializers
 
 from config import shared_cache
 from transcription import files, services
+from transcription.job_options import PROMPT_MAX_LENGTH, openai_options
 from transcription.models import FailureReason, Job, JobSegments, Upload, UploadState
 from transcription.pipeline import captions
 from transcription.pipeline.languages import UnknownLanguage, language_label
@@ -40,7 +41,6 @@ from transcription.pipeline.speaker_names import name_webvtt
 from . import front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart
 from .fields import LanguageCodeField, StrictChoiceField, UrlField
-from .serializers import PROMPT_MAX_LENGTH
 from .uploads import Answer, caller_for, db, declared_length, door_prelude, too_large_message
 
 logger = logging.getLogger(__name__)
@@ -425,7 +425,7 @@ async def _speech(scope, receive, request, caller, path: str, holder: dict):
             raise OpenAIError(
                 400, "Send either file or url, not both.", "invalid_request_error", "invalid_value", "url"
             )
-        job_request = {"language_code": options.get("language"), "prompt": options["prompt"], "format": "srt"}
+        job_request = {**openai_options(options), "format": "srt"}
         if translation:
             job_request["target_languages"] = ["en"]
         if filename is not None:

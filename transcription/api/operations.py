@@ -22,7 +22,7 @@ from rest_framework import exceptions
 from billing import pricing
 from billing.selectors import account_balance, quote
 from config import shared_cache
-from transcription import files, services
+from transcription import files, job_options, services
 from transcription.models import Batch, Job, JobType, Upload, UploadState, Voice
 from transcription.pipeline.media_probe import NotMedia, probe_media
 from transcription.pipeline.playlist import PlaylistError, find_durations, list_playlist
@@ -81,22 +81,25 @@ def with_upload(account_id, options: dict, job_type: str, location: str = "body"
 
 
 def transcribe(account, data: dict) -> dict:
-    options = with_upload(account.pk, validate(s.TranscribeRequestSerializer, data), JobType.TRANSCRIPT)
-    job = services.job_create(account, type=JobType.TRANSCRIPT, **options)
+    job = _queue_job(account, JobType.TRANSCRIPT, validate(s.TranscribeRequestSerializer, data))
     return {"id": str(job.id)}
 
 
 def create_subtitles(account, data: dict) -> dict:
-    options = with_upload(account.pk, validate(s.SubtitlesRequestSerializer, data), JobType.SUBTITLES)
-    subtitle_format = options.pop("format")
-    job = services.job_create(account, type=JobType.SUBTITLES, subtitle_format=subtitle_format, **options)
-    return {"id": str(job.id), "format": subtitle_format}
+    job = _queue_job(account, JobType.SUBTITLES, validate(s.SubtitlesRequestSerializer, data))
+    return {"id": str(job.id), "format": job.subtitle_format}
 
 
 def burn_subtitles(account, data: dict) -> dict:
-    options = with_upload(account.pk, validate(s.BurnSubtitlesRequestSerializer, data), JobType.BURNED)
-    job = services.job_create(account, type=JobType.BURNED, **options)
+    job = _queue_job(account, JobType.BURNED, validate(s.BurnSubtitlesRequestSerializer, data))
     return {"id": str(job.id)}
+
+
+def _queue_job(account, job_type: str, request: dict) -> Job:
+    """A validated request queued as one job: its source (a link or the account's upload) and its
+    options under the Job's field names (transcription.job_options)."""
+    source = with_upload(account.pk, {key: request[key] for key in ("url", "upload_id") if key in request}, job_type)
+    return services.job_create(account, type=job_type, **source, **job_options.job_columns(job_type, request))
 
 
 def transcribe_playlist(account, data: dict) -> dict:

@@ -1,7 +1,10 @@
 """Request and response shapes of spec/api-v1.md. Class names give the OpenAPI schema names."""
 
+from typing import Any
+
 from rest_framework import serializers
 
+from transcription.job_options import OPTIONS, TARGET_LANGUAGES_MAX, JobOption, Kind, options_for, playlist_options
 from transcription.models import FontSize, JobState, JobType, Quality, SubtitleFormat, TranslationState, VoiceState
 
 from .fields import (
@@ -15,32 +18,40 @@ from .fields import (
     UrlField,
 )
 
-# Whisper reads at most its last 223 tokens of a prompt (half its context); 800 characters is about
-# that much English, so nothing a client sends is silently cut.
-PROMPT_MAX_LENGTH = 800
-
 # --- Requests --------------------------------------------------------------------------------
 
 
-class TranscribeRequestSerializer(serializers.Serializer):
+def option_field(option: JobOption, job_type: str | None = None) -> serializers.Field:
+    """The REST field of a job option (transcription.job_options): its kind's strict field, with the
+    declared default and description (`job_type`'s own, where it has one)."""
+    help_text = option.describe(job_type) if job_type else option.help
+    described: dict[str, Any] = {"help_text": help_text} if help_text else {}
+    if option.kind is Kind.BOOLEAN:
+        return StrictBooleanField(required=False, default=option.default, **described)
+    if option.kind is Kind.CHOICE:
+        assert option.values is not None, f"{option.name}: a choice declares its values"
+        return StrictChoiceField(choices=option.values.choices, required=False, default=option.default, **described)
+    if option.kind is Kind.TEXT:
+        limit: dict[str, Any] = {"max_length": option.max_length} if option.max_length else {}
+        return StrictCharField(required=False, default=option.default, allow_blank=True, **described, **limit)
+    if option.kind is Kind.LANGUAGE:
+        return LanguageCodeField(**described)
+    return TargetLanguagesField(max_length=TARGET_LANGUAGES_MAX, **described)
+
+
+def option_fields(options: tuple[JobOption, ...], job_type: str | None = None) -> dict[str, serializers.Field]:
+    return {option.name: option_field(option, job_type) for option in options}
+
+
+class SourceSerializer(serializers.Serializer):
+    # One source of media: a link (`url`) or an upload (`upload_id`). (A comment, not a docstring:
+    # drf-spectacular would publish a docstring as every request schema's description.)
+
     url = UrlField(required=False, help_text="Video URL (or `upload_id`)")
     upload_id = serializers.UUIDField(
         required=False,
         help_text="Extension: the id of a file sent to `POST /v1/api/uploads`, in place of `url`",
         error_messages={"invalid": "Input should be a valid UUID."},
-    )
-    language_code = LanguageCodeField()
-    verbatim = StrictBooleanField(required=False, default=False, help_text="Keep filler words and repetitions")
-    tag_audio_events = StrictBooleanField(
-        required=False, default=False, help_text="Keep non-speech events as bracketed tags ([music], [applause])"
-    )
-    prompt = StrictCharField(
-        required=False,
-        default="",
-        allow_blank=True,
-        max_length=PROMPT_MAX_LENGTH,
-        help_text="Extension: names, jargon and spellings the recogniser should prefer (its initial prompt); "
-        f"at most {PROMPT_MAX_LENGTH} characters",
     )
 
     def to_internal_value(self, data):
@@ -62,27 +73,15 @@ class TranscribeRequestSerializer(serializers.Serializer):
         return attrs
 
 
-class SubtitlesRequestSerializer(TranscribeRequestSerializer):
-    format = StrictChoiceField(choices=SubtitleFormat.choices, required=False, default=SubtitleFormat.SRT)
-    target_languages = TargetLanguagesField(help_text="Also translate into these languages; max 10")
+def job_request_serializer(name: str, job_type: str, options: tuple[JobOption, ...] = OPTIONS) -> type:
+    """The request serializer of one job of `job_type`: a source and the type's options. `name` is
+    the class's, which names the OpenAPI schema."""
+    return type(name, (SourceSerializer,), {**option_fields(options_for(job_type, options), job_type)})
 
 
-class BurnSubtitlesRequestSerializer(TranscribeRequestSerializer):
-    background = StrictBooleanField(required=False, default=False)
-    font_size = StrictChoiceField(choices=FontSize.choices, required=False, default=FontSize.DEFAULT)
-    quality = StrictChoiceField(choices=Quality.choices, required=False, default=Quality.DEFAULT)
-    target_languages = TargetLanguagesField(help_text="Also produce a burned video per translated language; max 10")
-
-
-class TranscribePlaylistRequestSerializer(serializers.Serializer):
+class PlaylistRequestBase(serializers.Serializer):
     url = UrlField(help_text="Playlist or channel URL")
     type = StrictChoiceField(choices=JobType.choices, required=False, default=JobType.TRANSCRIPT)
-    language_code = LanguageCodeField()
-    verbatim = StrictBooleanField(required=False, default=False)
-    target_languages = TargetLanguagesField(help_text="Only for subtitles and burned; max 10")
-    quality = StrictChoiceField(choices=Quality.choices, required=False, default=Quality.DEFAULT)
-    font_size = StrictChoiceField(choices=FontSize.choices, required=False, default=FontSize.DEFAULT)
-    background = StrictBooleanField(required=False, default=False)
 
     def validate(self, attrs):
         if attrs.get("target_languages") and attrs["type"] == JobType.TRANSCRIPT:
@@ -96,6 +95,16 @@ class TranscribePlaylistRequestSerializer(serializers.Serializer):
         return attrs
 
 
+def playlist_request_serializer(options: tuple[JobOption, ...] = OPTIONS) -> type:
+    return type("TranscribePlaylistRequestSerializer", (PlaylistRequestBase,), option_fields(playlist_options(options)))
+
+
+TranscribeRequestSerializer = job_request_serializer("TranscribeRequestSerializer", JobType.TRANSCRIPT)
+SubtitlesRequestSerializer = job_request_serializer("SubtitlesRequestSerializer", JobType.SUBTITLES)
+BurnSubtitlesRequestSerializer = job_request_serializer("BurnSubtitlesRequestSerializer", JobType.BURNED)
+TranscribePlaylistRequestSerializer = playlist_request_serializer()
+
+
 class PlaylistQuerySerializer(serializers.Serializer):
     url = UrlField(help_text="Playlist or channel URL")
     type = StrictChoiceField(choices=JobType.choices, required=False, default=JobType.TRANSCRIPT)
@@ -107,17 +116,13 @@ class SpeakerNamesRequestSerializer(serializers.Serializer):
     names = SpeakerNamesField()
 
 
-class VoiceRequestSerializer(TranscribeRequestSerializer):
+class VoiceRequestSerializer(SourceSerializer):
     """A name and one source, as a job takes it: a link (`url`) or an upload (`upload_id`)."""
+
+    # The sample is read for its voice alone: none of a job's options apply.
 
     name = SpeakerNameField(help_text="What the voice's speaker is called in later transcripts")
     url = UrlField(required=False, help_text="Address of a 10 to 120 second recording of that one voice")
-    # the sample is read for its voice alone: none of a transcript's options apply (DRF drops an
-    # inherited field declared None)
-    language_code = None  # type: ignore[assignment]
-    verbatim = None  # type: ignore[assignment]
-    tag_audio_events = None  # type: ignore[assignment]
-    prompt = None  # type: ignore[assignment]
 
 
 # --- Responses -------------------------------------------------------------------------------

@@ -1,0 +1,114 @@
+"""A job option is declared once (transcription.job_options) and every door takes it from there: a
+dummy option added to the declaration reaches the REST request, the MCP tool, the website form,
+the OpenAI-compatible mapping, a retry and the admin, or the test names the door that missed it."""
+
+from __future__ import annotations
+
+import inspect
+from types import SimpleNamespace
+
+import pytest
+
+from transcription import job_options
+from transcription.job_options import OPTIONS, JobOption, Kind
+
+DUMMY = JobOption(
+    "dummy_choice_flag",
+    Kind.BOOLEAN,
+    job_options.ALL_TYPES,
+    label="A dummy flag",
+    help="Only in this test",
+    default=False,
+    in_playlists=True,
+    openai_name="dummy_choice_flag",
+)
+WITH_DUMMY = (*OPTIONS, DUMMY)
+
+
+def _rest(job_type: str) -> set[str]:
+    from transcription.api import serializers
+
+    if job_type == "playlist":
+        return set(serializers.playlist_request_serializer(WITH_DUMMY)().fields)
+    return set(serializers.job_request_serializer("Dummy", job_type, WITH_DUMMY)().fields)
+
+
+def _mcp(job_type: str) -> set[str]:
+    from transcription.api import serializers
+    from transcription.api.mcp_server import request_tool
+
+    serializer = (
+        serializers.playlist_request_serializer(WITH_DUMMY)
+        if job_type == "playlist"
+        else serializers.job_request_serializer("Dummy", job_type, WITH_DUMMY)
+    )
+    tool = request_tool("dummy_tool", serializer, str)
+    return set(inspect.signature(tool).parameters) - {"ctx"}
+
+
+def _website(job_type: str) -> set[str]:
+    from website.forms import JobForm
+
+    data = {"url": "https://example.com/v", "type": "transcript" if job_type == "playlist" else job_type}
+    data["dummy_choice_flag"] = "on"
+    if job_type == "playlist":
+        data["playlist"] = "on"
+    form = JobForm(data, options=WITH_DUMMY)
+    assert form.is_valid(), form.errors
+    _, body = form.api_request()
+    return {name for name, value in body.items() if value is not None} & {"dummy_choice_flag"}
+
+
+def _openai(job_type: str) -> set[str]:
+    return set(job_options.openai_options({"dummy_choice_flag": True}, WITH_DUMMY))
+
+
+def _retry(job_type: str) -> set[str]:
+    job = SimpleNamespace(type="transcript" if job_type == "playlist" else job_type, dummy_choice_flag=True)
+    for option in OPTIONS:
+        setattr(job, option.job_field, option.default)
+    return set(job_options.retried_options(job, WITH_DUMMY))
+
+
+DOORS = {"REST request": _rest, "MCP tool": _mcp, "website form": _website, "OpenAI mapping": _openai, "retry": _retry}
+
+
+@pytest.mark.parametrize("job_type", ["transcript", "subtitles", "burned", "playlist"])
+def test_a_new_option_reaches_every_door(db, job_type):
+    missed = [door for door, names in DOORS.items() if "dummy_choice_flag" not in names(job_type)]
+    assert not missed, f"the dummy option did not reach: {', '.join(missed)}"
+
+
+def test_an_option_of_another_type_stays_out_of_its_requests():
+    only_burned = JobOption("dummy_only_burned", Kind.BOOLEAN, ("burned",), label="x", default=False)
+    options = (*OPTIONS, only_burned)
+    from transcription.api import serializers
+
+    assert "dummy_only_burned" in serializers.job_request_serializer("A", "burned", options)().fields
+    assert "dummy_only_burned" not in serializers.job_request_serializer("B", "subtitles", options)().fields
+
+
+def test_every_declared_option_is_kept_on_the_job_and_shown_to_support():
+    from transcription.admin import JobAdmin
+    from transcription.models import Job
+
+    columns = {field.name for field in Job._meta.get_fields()}
+    missing = [option.name for option in OPTIONS if option.job_field not in columns]
+    assert not missing, f"options without a Job field to keep them: {missing}"
+    shown = {name for _, section in JobAdmin.fieldsets for name in section["fields"]}
+    assert {option.job_field for option in OPTIONS} <= shown
+
+
+def test_the_published_requests_are_the_declarations(db):
+    """The OpenAPI document (and so the MCP tools' schemas) lists exactly each type's options."""
+    from transcription.api.mcp_schemas import component
+
+    for schema, job_type in [
+        ("TranscribeRequest", "transcript"),
+        ("SubtitlesRequest", "subtitles"),
+        ("BurnSubtitlesRequest", "burned"),
+    ]:
+        published = set(component(schema)["properties"]) - {"url", "upload_id"}
+        assert published == {option.name for option in job_options.options_for(job_type)}, schema
+    published = set(component("TranscribePlaylistRequest")["properties"]) - {"url", "type"}
+    assert published == {option.name for option in job_options.playlist_options()}
