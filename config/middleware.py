@@ -22,7 +22,8 @@ class RequestBodyLimitMiddleware:
             length = 0
         refusal = front_door.body_too_large(length)
         if refusal is not None:
-            return JsonResponse({"detail": str(refusal.detail)}, status=refusal.status_code)
+            answer = refusal.answer()
+            return JsonResponse(answer.body, status=answer.status, headers=answer.headers)
         return self.get_response(request)
 
 

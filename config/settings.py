@@ -5,6 +5,7 @@ filesystem Celery broker and database-backed rate-limit counters, so `make run` 
 servers. Production and the test suite set both URLs to PostgreSQL and Redis.
 """
 
+import email.utils
 from pathlib import Path
 
 import environ
@@ -72,6 +73,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # Every request gets its id first (X-Request-ID), so every log line and a 500's body can name it.
+    "config.error_reporting.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # A body over DATA_UPLOAD_MAX_MEMORY_SIZE is a JSON 413 before anything reads it.
     "config.middleware.RequestBodyLimitMiddleware",
@@ -328,9 +331,26 @@ SPECTACULAR_SETTINGS = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"request_id": {"()": "config.error_reporting.RequestIdFilter"}},
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s [request %(request_id)s] %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["request_id"], "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
 }
+
+# --- Unhandled errors (config.error_reporting) -------------------------------------------------
+# Mailed to ADMINS ("Ops <ops@example.org>, dev@example.org") by Django's mail_admins handler, and
+# sent to a Sentry-compatible receiver when SENTRY_DSN is set; logged with the request's id always.
+ADMINS = [
+    (name.strip() or address, address)
+    for name, address in (email.utils.parseaddr(item) for item in env.list("ADMINS", default=[]) if item.strip())
+    if address
+]
+SERVER_EMAIL = env.str("SERVER_EMAIL", default=DEFAULT_FROM_EMAIL)
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+if SENTRY_DSN:
+    from config.error_reporting import start_sentry
+
+    start_sentry(SENTRY_DSN, env.str("SENTRY_ENVIRONMENT", default="production"))
 
 # --- Artifacts (burned videos) ---------------------------------------------------------------
 ARTIFACT_LINK_SECONDS = env.int("ARTIFACT_LINK_SECONDS", default=7 * 24 * 3600)

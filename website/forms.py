@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from django import forms
 
+from transcription.api import operations
+from transcription.api.caller import Operation
 from transcription.job_options import OPTIONS, JobOption, Kind, options_for, playlist_options
 from transcription.models import JobType
 from transcription.pipeline.languages import speech_language_choices
@@ -42,10 +44,10 @@ def option_value(option: JobOption, value):
 
 
 OPERATIONS_BY_TYPE = {
-    JobType.TRANSCRIPT: "transcribe",
-    JobType.SUBTITLES: "create_subtitles",
-    JobType.BURNED: "burn_subtitles",
-    "playlist": "transcribe_playlist",
+    JobType.TRANSCRIPT: operations.transcribe,
+    JobType.SUBTITLES: operations.create_subtitles,
+    JobType.BURNED: operations.burn_subtitles,
+    "playlist": operations.transcribe_playlist,
 }
 
 
@@ -77,8 +79,8 @@ class JobForm(forms.Form):
         """(field, the job types it is shown for, is it a checkbox) of every option, for the template."""
         return [(self[option.name], " ".join(option.types), option.kind is Kind.BOOLEAN) for option in self.options]
 
-    def api_request(self) -> tuple[str, dict]:
-        """The front door's operation for this request (transcription.api.front_door.OPERATIONS)
+    def api_request(self) -> tuple[Operation, dict]:
+        """The front door's operation for this request (one of transcription.api.operations)
         and the JSON body the API would have received: the chosen type's options, as sent (a blank
         text option is left out, for the API's default)."""
         data = self.cleaned_data

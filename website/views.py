@@ -30,7 +30,7 @@ from rest_framework import exceptions
 from accounts.models import Account
 from billing import pricing
 from billing.selectors import account_balance, charged_seconds
-from transcription.api import front_door, ratelimit
+from transcription.api import front_door, operations, ratelimit
 from transcription.api.error_bodies import Busy, RequestValidationError, json_not_found
 from transcription.artifacts import signed_path
 from transcription.dispatch import QueueUnavailable
@@ -305,7 +305,7 @@ def job_speakers(request, job_id):
         key.removeprefix(prefix): value.strip() or None for key, value in request.POST.items() if key.startswith(prefix)
     }
     try:
-        front_door.perform(caller, "rename_speakers", {"id": str(job_id), "names": names}, request)
+        front_door.perform(caller, operations.rename_speakers, {"id": str(job_id), "names": names}, request)
     except exceptions.NotFound:
         raise Http404("No job with that id on this account.") from None
     except exceptions.APIException as error:

@@ -42,7 +42,9 @@ def _mcp(job_type: str) -> set[str]:
         if job_type == "playlist"
         else serializers.job_request_serializer("Dummy", job_type, WITH_DUMMY)
     )
-    tool = request_tool("dummy_tool", serializer, str)
+    from transcription.api import operations
+
+    tool = request_tool(operations.transcribe, serializer, str)
     return set(inspect.signature(tool).parameters) - {"ctx"}
 
 

@@ -25,7 +25,7 @@ from django.middleware.security import SecurityMiddleware
 from config.middleware import ContentSecurityPolicyMiddleware, RequestBodyLimitMiddleware
 
 from . import front_door
-from .error_bodies import BodyTooLarge
+from .error_bodies import RequestBodyTooLarge
 
 # Headers of the door's own answer that the protections' empty answer must not override.
 _OWN = {"content-type", "content-length"}
@@ -54,7 +54,7 @@ def protections(request: HttpRequest) -> tuple[HttpResponseBase | None, list[tup
 
 
 async def read_body(receive) -> bytes:
-    """The request's body (Content-Length or chunked), or BodyTooLarge past the limit."""
+    """The request's body (Content-Length or chunked), or RequestBodyTooLarge past the limit."""
     chunks, size = [], 0
     while True:
         message = await receive()
@@ -134,7 +134,7 @@ class ChunkedBodies:
             return await self.app(scope, receive, send)
         try:
             body = await read_body(receive)
-        except BodyTooLarge as refusal:
+        except RequestBodyTooLarge as refusal:
             _, headers = protections(django_request(scope))
             return await send_json(send, 413, {"detail": str(refusal.detail)}, extra=headers)
         await self.app(with_length(scope, body), replay(body), send)

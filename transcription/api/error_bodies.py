@@ -14,6 +14,7 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from config.error_reporting import REQUEST_ID_HEADER, errors_reported, request_id_of
 from transcription.dispatch import QueueUnavailable
 
 logger = logging.getLogger(__name__)
@@ -38,7 +39,23 @@ _TYPE_BY_CODE = {
 }
 
 
-class Busy(exceptions.APIException):
+class Refusal(exceptions.APIException):
+    """A refusal that carries its own answer, as DRF's APIException carries its status: `answer()`
+    is the contract's (status, body, headers), which each door renders in its shape (REST as is,
+    MCP as a tool error, the website on its form, the OpenAI door in OpenAI's). A new refusal is a
+    subclass; no door's code changes."""
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def body(self) -> dict:
+        return {"detail": str(self.detail)}
+
+    def answer(self) -> ErrorAnswer:
+        return ErrorAnswer(self.status_code, self.body(), self.headers())
+
+
+class Busy(Refusal):
     """A 503 with Retry-After: the work is refused for now, not failed (the client comes back)."""
 
     status_code = 503
@@ -47,13 +64,16 @@ class Busy(exceptions.APIException):
         self.retry_after = retry_after
         super().__init__(detail)
 
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
 
 # A 422 names at most this many problems: enough for every field of every request, and a body
 # that does not grow with what a client sends.
 MAX_ERRORS = 20
 
 
-class RequestValidationError(exceptions.APIException):
+class RequestValidationError(Refusal):
     """A 422 whose entries already carry their `loc`."""
 
     status_code = 422
@@ -61,6 +81,9 @@ class RequestValidationError(exceptions.APIException):
     def __init__(self, errors: list[dict]):
         self.errors = errors[:MAX_ERRORS]
         super().__init__("Validation error")
+
+    def body(self) -> dict:
+        return {"detail": self.errors}
 
 
 def validation_errors(detail, location: str) -> list[dict]:
@@ -96,7 +119,28 @@ def validation_errors(detail, location: str) -> list[dict]:
 MISSING_TOKEN = "Missing API token: send 'Authorization: Bearer <token>'."
 
 
-class BodyTooLarge(exceptions.APIException):
+class NotAuthenticated(Refusal, exceptions.NotAuthenticated):
+    """A 401: no token was sent."""
+
+    def __init__(self):
+        super().__init__(MISSING_TOKEN)
+
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": "Bearer"}
+
+
+class AuthenticationFailed(Refusal, exceptions.AuthenticationFailed):
+    """A 401: the token is malformed, unknown or revoked, or its login deactivated."""
+
+    def headers(self) -> dict[str, str]:
+        return {"WWW-Authenticate": "Bearer"}
+
+
+class NotFound(Refusal, exceptions.NotFound):
+    """A 404: no such id on this account (another account's id is one too)."""
+
+
+class RequestBodyTooLarge(Refusal):
     """A 413: the body is over MAX_REQUEST_BODY_BYTES (transcription.api.front_door.body_too_large)."""
 
     status_code = 413
@@ -110,18 +154,33 @@ def _size(limit: int) -> str:
     return f"{megabytes:.1f} MB" if megabytes >= 0.1 else f"{limit:,} bytes"
 
 
-class Conflict(exceptions.APIException):
+class Conflict(Refusal):
     """A 409: the resource is not in a state that allows the request (an upload a running job reads)."""
 
     status_code = 409
 
 
-class RateLimited(exceptions.Throttled):
+class NotDone(Conflict):
+    """409: the job has no text (yet) whose speakers could be named."""
+
+    default_code = "not_done"
+
+
+class RateLimited(Refusal, exceptions.Throttled):
     """A 429: the account's window (or the address's, for requests without a valid token) is full."""
 
     def __init__(self, state):
         self.state = state
         super().__init__(wait=state.retry_after)
+
+    def body(self) -> dict:
+        return {"detail": f"Rate limit exceeded; try again in {self.wait_seconds()} seconds."}
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.wait_seconds())}
+
+    def wait_seconds(self) -> int:
+        return int(self.wait or 1)  # type: ignore[attr-defined]  # DRF's Throttled sets .wait; its stubs omit it
 
 
 @dataclass(frozen=True)
@@ -131,38 +190,33 @@ class ErrorAnswer:
     headers: dict[str, str]
 
 
-class NotDone(exceptions.APIException):
-    """409: the job has no text (yet) whose speakers could be named."""
-
-    status_code = 409
-    default_code = "not_done"
+def as_refusal(error: Exception) -> Refusal | None:
+    """`error` as the refusal it is: ours carry their answer; the few raised where this module
+    cannot be imported (DRF's authentication, the broker check in transcription.dispatch) are
+    translated once, here. None for anything else: a bug, the door's 500."""
+    if isinstance(error, Refusal):
+        return error
+    if isinstance(error, QueueUnavailable):
+        return Busy(str(error), error.retry_after)
+    if isinstance(error, exceptions.NotAuthenticated):
+        return NotAuthenticated()
+    if isinstance(error, exceptions.AuthenticationFailed):
+        return AuthenticationFailed(str(error.detail))
+    if isinstance(error, exceptions.NotFound):
+        return NotFound(str(error.detail))
+    return None
 
 
 def error_answer(error: Exception) -> ErrorAnswer | None:
     """The contract's answer to a refusal of the front door, whatever the door: 401 with
-    WWW-Authenticate, 404, 413, 422 (one entry per offending field), 429 and 503 with
+    WWW-Authenticate, 404, 409, 413, 422 (one entry per offending field), 429 and 503 with
     Retry-After. None for an exception that is not a refusal (a bug: the door's 500)."""
-    if isinstance(error, RequestValidationError):
-        return ErrorAnswer(422, {"detail": error.errors}, {})
-    if isinstance(error, exceptions.NotAuthenticated):
-        return ErrorAnswer(401, {"detail": MISSING_TOKEN}, {"WWW-Authenticate": "Bearer"})
-    if isinstance(error, exceptions.AuthenticationFailed):
-        return ErrorAnswer(401, {"detail": str(error.detail)}, {"WWW-Authenticate": "Bearer"})
-    if isinstance(error, (Busy, QueueUnavailable)):
-        detail = str(error.detail if isinstance(error, Busy) else error)
-        return ErrorAnswer(503, {"detail": detail}, {"Retry-After": str(error.retry_after)})
-    if isinstance(error, exceptions.Throttled):
-        wait = int(error.wait or 1)  # type: ignore[attr-defined]  # DRF's Throttled sets .wait; its stubs omit it
-        return ErrorAnswer(
-            429, {"detail": f"Rate limit exceeded; try again in {wait} seconds."}, {"Retry-After": str(wait)}
-        )
-    if isinstance(error, (exceptions.NotFound, BodyTooLarge, NotDone, Conflict)):
-        return ErrorAnswer(error.status_code, {"detail": str(error.detail)}, {})
-    return None
+    refusal = as_refusal(error)
+    return refusal.answer() if refusal is not None else None
 
 
 def exception_handler(exc, context):
-    """REST's answers: the front door's refusals as error_answer shapes them, and DRF's own parse
+    """REST's answers: the front door's refusals as they answer themselves, and DRF's own parse
     errors as the contract's 422."""
     if isinstance(exc, exceptions.ValidationError):
         return Response({"detail": validation_errors(exc.detail, "body")}, status=422)
@@ -197,4 +251,10 @@ def json_not_found(request, exception=None):
 
 
 def json_server_error(request):
-    return JsonResponse({"detail": "Internal error; the team has been told."}, status=500)
+    """The 500 of every Django path: a JSON body naming the request's id (config.error_reporting),
+    which finds the error's log line; it says the operators were told only when they were."""
+    request_id = request_id_of(request)
+    told = "the operators have been told" if errors_reported() else "quote it to the operators"
+    response = JsonResponse({"detail": f"Internal error (request id {request_id}); {told}."}, status=500)
+    response.headers[REQUEST_ID_HEADER] = request_id
+    return response

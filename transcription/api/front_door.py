@@ -29,22 +29,27 @@ The rules, one place each:
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
 
 from django.conf import settings
-from rest_framework import exceptions
 
 from accounts.authentication import TokenRefused, token_holder_for_header
 from accounts.models import Account
 
-from . import operations, ratelimit
-from .error_bodies import MISSING_TOKEN, BodyTooLarge, ErrorAnswer, RateLimited, error_answer
+from . import ratelimit
+from .caller import MCP, OPENAI, REST, UPLOADS, WEBSITE, Caller, Operation, ResponseBody  # noqa: F401 (the doors' names)
+from .error_bodies import (
+    AuthenticationFailed,
+    ErrorAnswer,
+    NotAuthenticated,
+    RateLimited,
+    RequestBodyTooLarge,
+    error_answer,
+)
 
 __all__ = [
-    "OPERATIONS",
-    "BodyTooLarge",
+    "RequestBodyTooLarge",
     "Caller",
+    "Operation",
     "ErrorAnswer",
     "RateLimited",
     "admit",
@@ -55,32 +60,6 @@ __all__ = [
     "perform",
     "rate_limit_headers",
 ]
-
-# The doors, as a Caller names them (for logs and for the rules a door may bend: docs/decisions.md).
-REST = "rest"
-MCP = "mcp"
-WEBSITE = "website"
-POLL_FAST_LANE = "poll"
-UPLOADS = "uploads"
-OPENAI = "openai"
-
-
-@dataclass
-class Caller:
-    """Who calls (the account, its login, the token's digest or None for a signed-in session) and
-    from where (the client's address as the limits count it, the door). Built once per request;
-    `rate` is the request's count in its account's window, set by `admit`."""
-
-    account_id: int
-    user_id: int
-    token_digest: str | None
-    address: str
-    transport: str
-    rate: ratelimit.RateState | None = field(default=None, compare=False)
-
-    @property
-    def account(self) -> Account:
-        return Account(pk=self.account_id)  # operations and services only need the id
 
 
 def caller_from_token(authorization: str | None, address: str, transport: str) -> Caller:
@@ -95,8 +74,8 @@ def caller_from_token(authorization: str | None, address: str, transport: str) -
         if not state.allowed:
             raise RateLimited(state) from None
         if refused.missing:
-            raise exceptions.NotAuthenticated(MISSING_TOKEN) from None
-        raise exceptions.AuthenticationFailed(str(refused)) from None
+            raise NotAuthenticated() from None
+        raise AuthenticationFailed(str(refused)) from None
     return Caller(holder.account_id, holder.user_id, holder.digest, address, transport)
 
 
@@ -121,63 +100,18 @@ def admit(caller: Caller, bucket: str) -> ratelimit.RateState:
     return caller.rate
 
 
-# --- The operations every door may perform ---------------------------------------------------
-
-
-# What an operation answers: the contract's object, a list (list_voices), or nothing (a 204).
-ResponseBody = dict[str, Any] | list[dict[str, Any]] | None
-
-
-@dataclass(frozen=True)
-class Operation:
-    bucket: str  # what it counts as: a job request or a poll
-    run: Callable[..., ResponseBody]  # (caller, arguments, request) -> the contract's response body
-
-
-OPERATIONS: dict[str, Operation] = {
-    "transcribe": Operation(ratelimit.JOBS, lambda c, a, r: operations.transcribe(c.account, a)),
-    "create_subtitles": Operation(ratelimit.JOBS, lambda c, a, r: operations.create_subtitles(c.account, a)),
-    "burn_subtitles": Operation(ratelimit.JOBS, lambda c, a, r: operations.burn_subtitles(c.account, a)),
-    "transcribe_playlist": Operation(ratelimit.JOBS, lambda c, a, r: operations.transcribe_playlist(c.account, a)),
-    # Reads take {"id": …} (any spelling of a UUID; a malformed one is a 422 on ["path", "id"]).
-    "get_transcription": Operation(
-        ratelimit.POLLS, lambda c, a, r: operations.get_transcription(c.account_id, a.get("id"), r)
-    ),
-    "get_batch": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_batch(c.account_id, a.get("id"), r)),
-    "preview_playlist": Operation(ratelimit.POLLS, lambda c, a, r: operations.preview_playlist(c.account_id, a)),
-    "get_balance": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_balance(c.account_id)),
-    # Extensions (docs/decisions.md): speakers' names and enrolled voices; writes count as job requests.
-    "rename_speakers": Operation(
-        ratelimit.JOBS,
-        lambda c, a, r: operations.rename_speakers(c.account_id, a.get("id"), _without_id(a), r),
-    ),
-    "create_voice": Operation(ratelimit.JOBS, lambda c, a, r: operations.create_voice(c.account, a)),
-    "list_voices": Operation(ratelimit.POLLS, lambda c, a, r: operations.list_voices(c.account_id)),
-    "delete_voice": Operation(ratelimit.JOBS, lambda c, a, r: operations.delete_voice(c.account_id, a.get("id"))),
-    # Uploads (transcription.api.uploads streams the bytes of a new one after admit(caller, JOBS)).
-    "get_upload": Operation(ratelimit.POLLS, lambda c, a, r: operations.get_upload(c.account_id, a.get("id"))),
-    "delete_upload": Operation(ratelimit.POLLS, lambda c, a, r: operations.delete_upload(c.account_id, a.get("id"))),
-}
-
-
-def _without_id(arguments: dict) -> dict:
-    """An operation's body when the door passed the path's id beside it."""
-    return {name: value for name, value in arguments.items() if name != "id"}
-
-
 def perform(
-    caller: Caller, name: str, arguments: dict | Callable[[], dict] | None = None, request=None
+    caller: Caller, operation: Operation, arguments: dict | Callable[[], dict] | None = None, request=None
 ) -> ResponseBody:
-    """Count the request (`admit`), then run operation `name` for the caller: its response body,
-    or a refusal (RequestValidationError naming every offending field, NotFound for an id of
-    another account, Busy, QueueUnavailable). `arguments` may be a function that reads them, for a
-    door whose parsing can fail after the count (REST's malformed JSON is a 422 that counts).
-    `request` makes links absolute to its host (PUBLIC_BASE_URL without one)."""
-    operation = OPERATIONS[name]
+    """Count the request (`admit`), then run `operation` (one of operations.py's) for the caller:
+    its response body, or a refusal (RequestValidationError naming every offending field,
+    NotFound for an id of another account, Busy, QueueUnavailable). `arguments` may be a function
+    that reads them, for a door whose parsing can fail after the count (REST's malformed JSON is a
+    422 that counts). `request` makes links absolute to its host (PUBLIC_BASE_URL without one)."""
     admit(caller, operation.bucket)
     if callable(arguments):
         arguments = arguments()
-    return operation.run(caller, arguments if arguments is not None else {}, request)
+    return operation(caller, arguments if arguments is not None else {}, request)
 
 
 # --- The answer's shape (error_bodies.error_answer: the contract's status, body and headers) --------
@@ -199,9 +133,9 @@ def body_limit() -> int | None:
     return settings.DATA_UPLOAD_MAX_MEMORY_SIZE  # MAX_REQUEST_BODY_BYTES
 
 
-def body_too_large(length: int) -> BodyTooLarge | None:
+def body_too_large(length: int) -> RequestBodyTooLarge | None:
     """The refusal of a body of `length` bytes, or None when it is within MAX_REQUEST_BODY_BYTES."""
     limit = body_limit()
     if limit is not None and length > limit:
-        return BodyTooLarge(limit)
+        return RequestBodyTooLarge(limit)
     return None

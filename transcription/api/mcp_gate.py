@@ -14,7 +14,7 @@ from django.http.request import split_domain_port, validate_host
 from rest_framework import exceptions
 
 from . import asgi_door, front_door, ratelimit
-from .error_bodies import BodyTooLarge
+from .error_bodies import RequestBodyTooLarge
 
 
 @functools.lru_cache(maxsize=1)
@@ -102,7 +102,7 @@ class McpGate:
             )
         try:
             body = await asgi_door.read_body(receive)
-        except BodyTooLarge as refusal:
+        except RequestBodyTooLarge as refusal:
             return await asgi_door.send_json(send_protected, 413, {"detail": str(refusal.detail)})
         state = {**scope.get("state", {}), "caller": caller}
         scope = asgi_door.with_length({**scope, "state": state}, body)

@@ -32,7 +32,8 @@ from mcp_types import CallToolResult, TextContent
 
 from billing import pricing
 
-from . import front_door, serializers
+from . import front_door, operations, serializers
+from .caller import Operation
 from .mcp_gate import McpGate, database_threads
 from .mcp_schemas import (
     BALANCE_SCHEMA,
@@ -79,13 +80,13 @@ def _validation_text(errors: list[dict]) -> str:
     return "Invalid arguments: " + "; ".join(parts)
 
 
-def _run(caller: front_door.Caller, name: str, data: dict, summary: Callable[[Any], str]) -> CallToolResult:
+def _run(caller: front_door.Caller, operation: Operation, data: dict, summary: Callable[[Any], str]) -> CallToolResult:
     """Perform the operation through the front door (the count, then the arguments, as REST does)
     in this worker thread; its body as structuredContent, or its refusal as a tool error."""
     close_old_connections()
     try:
         try:
-            body = front_door.perform(caller, name, data)
+            body = front_door.perform(caller, operation, data)
         except Exception as error:
             answer = front_door.error_answer(error)
             if answer is None:
@@ -101,8 +102,10 @@ def _run(caller: front_door.Caller, name: str, data: dict, summary: Callable[[An
         close_old_connections()
 
 
-async def _call(ctx: Context, name: str, parameters: dict[str, Any], summary: Callable[[Any], str]) -> CallToolResult:
-    """Every tool: front door operation `name` (the tool's own name) with the arguments the agent gave.
+async def _call(
+    ctx: Context, operation: Operation, parameters: dict[str, Any], summary: Callable[[Any], str]
+) -> CallToolResult:
+    """Every tool: the front door's `operation` (named as the tool) with the arguments the agent gave.
     `parameters` is the tool function's `locals()` on entry, so that its signature alone says which
     arguments it takes (the SDK passes only those): `ctx` and NOT_GIVEN ones are left out, and the
     front door applies REST's defaults (an id left out is None to it, as a missing path id)."""
@@ -111,7 +114,7 @@ async def _call(ctx: Context, name: str, parameters: dict[str, Any], summary: Ca
     request = ctx.request_context.request
     assert request is not None  # the Streamable HTTP transport, the only one served, always has one
     caller = dataclasses.replace(request.state.caller, rate=None)
-    return await anyio.to_thread.run_sync(_run, caller, name, data, summary, limiter=database_threads())
+    return await anyio.to_thread.run_sync(_run, caller, operation, data, summary, limiter=database_threads())
 
 
 # Each tool's parameters are the REST request's fields, untyped (see the module's docstring); its
@@ -122,26 +125,26 @@ def _queued(body: dict) -> str:
     return f"Queued job {body['id']}. Poll get_transcription with this id every 2-3 s until state is done or failed."
 
 
-def request_tool(name: str, request_serializer: type, summary: Callable[[Any], str]) -> Callable[..., Any]:
-    """The tool `name`: front door operation `name`, its parameters the fields of the REST request
-    it takes (so a job option declared in transcription.job_options is an argument here too)."""
+def request_tool(operation: Operation, request_serializer: type, summary: Callable[[Any], str]) -> Callable[..., Any]:
+    """The tool of `operation` (named as it is), its parameters the fields of the REST request it
+    takes (so a job option declared in transcription.job_options is an argument here too)."""
 
     async def tool(ctx: Context, **arguments: Any) -> CallToolResult:
-        return await _call(ctx, name, {"ctx": ctx, **arguments}, summary)
+        return await _call(ctx, operation, {"ctx": ctx, **arguments}, summary)
 
     parameters = [inspect.Parameter("ctx", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Context)]
     parameters += [
         inspect.Parameter(field, inspect.Parameter.KEYWORD_ONLY, default=NOT_GIVEN)
         for field in request_serializer().fields
     ]
-    tool.__name__ = tool.__qualname__ = name
+    tool.__name__ = tool.__qualname__ = operation.name
     tool.__signature__ = inspect.Signature(parameters, return_annotation=CallToolResult)  # type: ignore[attr-defined]
     return tool
 
 
-transcribe = request_tool("transcribe", serializers.TranscribeRequestSerializer, _queued)
-create_subtitles = request_tool("create_subtitles", serializers.SubtitlesRequestSerializer, _queued)
-burn_subtitles = request_tool("burn_subtitles", serializers.BurnSubtitlesRequestSerializer, _queued)
+transcribe = request_tool(operations.transcribe, serializers.TranscribeRequestSerializer, _queued)
+create_subtitles = request_tool(operations.create_subtitles, serializers.SubtitlesRequestSerializer, _queued)
+burn_subtitles = request_tool(operations.burn_subtitles, serializers.BurnSubtitlesRequestSerializer, _queued)
 
 
 def _batch_queued(body: dict) -> str:
@@ -152,7 +155,7 @@ def _batch_queued(body: dict) -> str:
 
 
 transcribe_playlist = request_tool(
-    "transcribe_playlist", serializers.TranscribePlaylistRequestSerializer, _batch_queued
+    operations.transcribe_playlist, serializers.TranscribePlaylistRequestSerializer, _batch_queued
 )
 
 
@@ -166,7 +169,7 @@ def _job_summary(body: dict) -> str:
 
 
 async def get_transcription(ctx: Context, id=NOT_GIVEN) -> CallToolResult:  # noqa: A002
-    return await _call(ctx, "get_transcription", locals(), _job_summary)
+    return await _call(ctx, operations.get_transcription, locals(), _job_summary)
 
 
 def _batch_summary(body: dict) -> str:
@@ -176,7 +179,7 @@ def _batch_summary(body: dict) -> str:
 
 
 async def get_batch(ctx: Context, id=NOT_GIVEN) -> CallToolResult:  # noqa: A002
-    return await _call(ctx, "get_batch", locals(), _batch_summary)
+    return await _call(ctx, operations.get_batch, locals(), _batch_summary)
 
 
 def _renamed(body: dict) -> str:
@@ -184,7 +187,7 @@ def _renamed(body: dict) -> str:
 
 
 async def rename_speakers(ctx: Context, id=NOT_GIVEN, names=NOT_GIVEN) -> CallToolResult:  # noqa: A002
-    return await _call(ctx, "rename_speakers", locals(), _renamed)
+    return await _call(ctx, operations.rename_speakers, locals(), _renamed)
 
 
 def _preview_summary(body: dict) -> str:
@@ -202,7 +205,7 @@ async def preview_playlist(
     quality=NOT_GIVEN,
     target_languages=NOT_GIVEN,
 ) -> CallToolResult:
-    return await _call(ctx, "preview_playlist", locals(), _preview_summary)
+    return await _call(ctx, operations.preview_playlist, locals(), _preview_summary)
 
 
 def _balance_summary(body: dict) -> str:
@@ -213,7 +216,7 @@ def _balance_summary(body: dict) -> str:
 
 
 async def get_balance(ctx: Context) -> CallToolResult:
-    return await _call(ctx, "get_balance", locals(), _balance_summary)
+    return await _call(ctx, operations.get_balance, locals(), _balance_summary)
 
 
 def tool_table() -> list[tuple]:

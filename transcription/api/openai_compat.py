@@ -437,7 +437,7 @@ async def _speech(scope, receive, request, caller, path: str, holder: dict):
             job_request["upload_id"] = str(upload.id)
         else:
             job_request["url"] = options["url"]
-        queued = await db(front_door.perform, caller, "create_subtitles", job_request)
+        queued = await db(front_door.perform, caller, operations.create_subtitles, job_request)
     except BodyTooLarge:
         raise _too_large() from None
     except MalformedBody as error:

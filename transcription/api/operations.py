@@ -17,7 +17,6 @@ from datetime import timedelta
 from pathlib import Path
 
 from django.conf import settings
-from rest_framework import exceptions
 
 from billing import pricing
 from billing.selectors import account_balance, quote
@@ -31,8 +30,10 @@ from transcription.states import FINAL_STATES
 
 from . import polls
 from . import serializers as s
-from .error_bodies import Busy, Conflict, NotDone, RequestValidationError, validation_errors
+from .caller import Caller, operation
+from .error_bodies import Busy, Conflict, NotDone, NotFound, RequestValidationError, validation_errors
 from .presenters import batch_payload, job_payload, translations_in_order, voice_document
+from .ratelimit import JOBS, POLLS
 
 
 def validate(serializer_class, data: dict, location: str = "body") -> dict:
@@ -53,8 +54,13 @@ def parse_id(value, location: str = "path") -> uuid.UUID:
         ) from None
 
 
-def not_found(what: str) -> exceptions.NotFound:
-    return exceptions.NotFound(f"No {what} with that id on this account.")
+def without_id(arguments: dict) -> dict:
+    """An operation's body when the door passed the path's id beside it."""
+    return {name: value for name, value in arguments.items() if name != "id"}
+
+
+def not_found(what: str) -> NotFound:
+    return NotFound(f"No {what} with that id on this account.")
 
 
 # --- Queueing (job requests) ------------------------------------------------------------------
@@ -80,18 +86,21 @@ def with_upload(account_id, options: dict, job_type: str, location: str = "body"
     return {**options, "upload": upload}
 
 
-def transcribe(account, data: dict) -> dict:
-    job = _queue_job(account, JobType.TRANSCRIPT, validate(s.TranscribeRequestSerializer, data))
+@operation(JOBS)
+def transcribe(caller: Caller, data: dict, request=None) -> dict:
+    job = _queue_job(caller.account, JobType.TRANSCRIPT, validate(s.TranscribeRequestSerializer, data))
     return {"id": str(job.id)}
 
 
-def create_subtitles(account, data: dict) -> dict:
-    job = _queue_job(account, JobType.SUBTITLES, validate(s.SubtitlesRequestSerializer, data))
+@operation(JOBS)
+def create_subtitles(caller: Caller, data: dict, request=None) -> dict:
+    job = _queue_job(caller.account, JobType.SUBTITLES, validate(s.SubtitlesRequestSerializer, data))
     return {"id": str(job.id), "format": job.subtitle_format}
 
 
-def burn_subtitles(account, data: dict) -> dict:
-    job = _queue_job(account, JobType.BURNED, validate(s.BurnSubtitlesRequestSerializer, data))
+@operation(JOBS)
+def burn_subtitles(caller: Caller, data: dict, request=None) -> dict:
+    job = _queue_job(caller.account, JobType.BURNED, validate(s.BurnSubtitlesRequestSerializer, data))
     return {"id": str(job.id)}
 
 
@@ -102,11 +111,12 @@ def _queue_job(account, job_type: str, request: dict) -> Job:
     return services.job_create(account, type=job_type, **source, **job_options.job_columns(job_type, request))
 
 
-def transcribe_playlist(account, data: dict) -> dict:
+@operation(JOBS)
+def transcribe_playlist(caller: Caller, data: dict, request=None) -> dict:
     options = validate(s.TranscribePlaylistRequestSerializer, data)
     listing = playlist_listing(options["url"], "body")
     batch = services.batch_create(
-        account,
+        caller.account,
         title=listing.title,
         total=listing.total,
         skipped=listing.skipped,
@@ -120,13 +130,14 @@ def transcribe_playlist(account, data: dict) -> dict:
 # --- Speakers' names and enrolled voices (job requests, free of minutes but for a voice's sample) --
 
 
-def rename_speakers(account_id, raw_id, data: dict, request=None, location: str = "path") -> dict:
-    """POST /v1/api/transcription/{id}/speakers: names for the job's speakers ({"names": {"1":
-    "Alice"}}, keys the N of "Speaker N"); answers the job as GET does. A number the job's
+@operation(JOBS)  # free of minutes, but a write: it counts as a job request
+def rename_speakers(caller: Caller, data: dict, request=None) -> dict:
+    """POST /v1/api/transcription/{id}/speakers: names for the job's speakers ({"id": ..., "names":
+    {"1": "Alice"}}, keys the N of "Speaker N"); answers the job as GET does. A number the job's
     transcript does not hold is a 422 naming it; another account's job a 404."""
-    job_id = parse_id(raw_id, location)
-    names = validate(s.SpeakerNamesRequestSerializer, data)["names"]
-    job = Job.objects.filter(pk=job_id, account_id=account_id).only("id", "state", "txt").first()
+    job_id = parse_id(data.get("id"))
+    names = validate(s.SpeakerNamesRequestSerializer, without_id(data))["names"]
+    job = Job.objects.filter(pk=job_id, account_id=caller.account_id).only("id", "state", "txt").first()
     if job is None:
         raise not_found("job")
     if job.state != "done":
@@ -151,22 +162,26 @@ def rename_speakers(account_id, raw_id, data: dict, request=None, location: str 
     return job_payload(job, request)
 
 
-def create_voice(account, data: dict) -> dict:
+@operation(JOBS)
+def create_voice(caller: Caller, data: dict, request=None) -> dict:
     """POST /v1/api/voices: enrol a voice from a sample at `url`, read by a job of its own."""
-    options = with_upload(account.pk, validate(s.VoiceRequestSerializer, data), JobType.TRANSCRIPT)
+    options = with_upload(caller.account_id, validate(s.VoiceRequestSerializer, data), JobType.TRANSCRIPT)
     voice = services.voice_create(
-        account, name=options["name"], url=options.get("url", ""), upload=options.get("upload")
+        caller.account, name=options["name"], url=options.get("url", ""), upload=options.get("upload")
     )
     return {"id": str(voice.id), "name": voice.name, "state": "processing"}
 
 
-def list_voices(account_id) -> list[dict]:
-    return [voice_document(voice) for voice in Voice.objects.filter(account_id=account_id).select_related("job")]
+@operation(POLLS)
+def list_voices(caller: Caller, data: dict, request=None) -> list[dict]:
+    voices = Voice.objects.filter(account_id=caller.account_id).select_related("job")
+    return [voice_document(voice) for voice in voices]
 
 
-def delete_voice(account_id, raw_id, location: str = "path") -> None:
-    voice_id = parse_id(raw_id, location)
-    voice = Voice.objects.filter(pk=voice_id, account_id=account_id).first()
+@operation(JOBS)
+def delete_voice(caller: Caller, data: dict, request=None) -> None:
+    voice_id = parse_id(data.get("id"))
+    voice = Voice.objects.filter(pk=voice_id, account_id=caller.account_id).first()
     if voice is None:
         raise not_found("voice")
     services.voice_delete(voice)
@@ -175,35 +190,39 @@ def delete_voice(account_id, raw_id, location: str = "path") -> None:
 # --- Reading (polls) --------------------------------------------------------------------------
 
 
-def get_transcription(account_id, raw_id, request=None, location: str = "path") -> dict:
+@operation(POLLS)  # reads take {"id": …}: any spelling of a UUID; a malformed one is a 422 on ["path", "id"]
+def get_transcription(caller: Caller, data: dict, request=None) -> dict:
     """The job as GET /v1/api/transcription/{id} answers it; links absolute to `request`'s host, or to
     PUBLIC_BASE_URL without one."""
-    job_id = parse_id(raw_id, location)
+    job_id = parse_id(data.get("id"))
     # Clients poll every few seconds; the answer is cached until the job or one of its
     # translations changes (transcription.poll_cache). Most REST polls are answered before the
     # view, from the cache, by transcription.api.polls; the rest, and MCP's, come here.
     cached = polls.cached_poll(job_id)
-    if cached is None or cached.account_id != account_id:
+    if cached is None or cached.account_id != caller.account_id:
         raise not_found("job")
     return polls.document(cached, request)
 
 
-def get_batch(account_id, raw_id, request=None, location: str = "path") -> dict:
-    batch_id = parse_id(raw_id, location)
-    batch = Batch.objects.filter(pk=batch_id, account_id=account_id).first()
+@operation(POLLS)
+def get_batch(caller: Caller, data: dict, request=None) -> dict:
+    batch_id = parse_id(data.get("id"))
+    batch = Batch.objects.filter(pk=batch_id, account_id=caller.account_id).first()
     if batch is None:
         raise not_found("batch")
     return batch_payload(batch, request)
 
 
-def preview_playlist(account_id, query: dict, location: str = "query") -> dict:
+@operation(POLLS)
+def preview_playlist(caller: Caller, query: dict, request=None) -> dict:
+    location = "query"
     options = validate(s.PlaylistQuerySerializer, query, location)
     listing = playlist_listing(options["url"], location, durations=True)
     # A length that could not be found is not 0 s: it is counted in `unknown_durations`, left
     # out of `needed_seconds`, and the batch is never said to fit.
     unknown = sum(1 for video in listing.videos if not video.duration)
     cost = quote(
-        account_id,
+        caller.account_id,
         [video.duration for video in listing.videos if video.duration],
         options["type"],
         options["quality"],
@@ -283,17 +302,19 @@ def find_upload(account_id, raw_id) -> Upload:
     return upload
 
 
-def get_upload(account_id, raw_id) -> dict:
-    return upload_document(find_upload(account_id, raw_id))
+@operation(POLLS)
+def get_upload(caller: Caller, data: dict, request=None) -> dict:
+    return upload_document(find_upload(caller.account_id, data.get("id")))
 
 
 class UploadInUse(Conflict):
     default_detail = "A job that reads this upload is still running; delete the upload once the job has ended."
 
 
-def delete_upload(account_id, raw_id) -> dict:
+@operation(POLLS)
+def delete_upload(caller: Caller, data: dict, request=None) -> dict:
     """Forget the account's upload and its bytes; a 409 while a job that reads it runs."""
-    upload = find_upload(account_id, raw_id)
+    upload = find_upload(caller.account_id, data.get("id"))
     if Job.objects.filter(upload=upload).exclude(state__in=FINAL_STATES).exists():
         raise UploadInUse()
     services.upload_delete(upload.id)
@@ -324,9 +345,10 @@ def finish_upload(upload_id, path: Path, field: str = "file") -> Upload:
 UPLOAD_PROBE_TIMEOUT_SECONDS = 60
 
 
-def get_balance(account_id) -> dict:
+@operation(POLLS)
+def get_balance(caller: Caller, data: dict, request=None) -> dict:
     """Seconds left on the account, and the pricing rules in plain words (MCP's get_balance)."""
-    return {"remaining_seconds": account_balance(account_id), "pricing": pricing_rules()}
+    return {"remaining_seconds": account_balance(caller.account_id), "pricing": pricing_rules()}
 
 
 # A playlist's listing is kept this long (in Redis, shared by the web processes): a client that

@@ -196,11 +196,11 @@ async def _route(scope, receive, headers, caller: front_door.Caller):
             return await _tus_create(scope, receive, headers, caller)
         return await _plain_upload(scope, receive, headers, caller)
     if method == "GET":
-        return 200, await db(front_door.perform, caller, "get_upload", {"id": rest}), {}
+        return 200, await db(front_door.perform, caller, operations.get_upload, {"id": rest}), {}
     if method == "DELETE":
         if "tus-resumable" in headers:  # tus termination; a plain DELETE needs no tus header
             _check_tus_version(headers)
-        await db(front_door.perform, caller, "delete_upload", {"id": rest})
+        await db(front_door.perform, caller, operations.delete_upload, {"id": rest})
         return 204, None, {}
     if method not in ("HEAD", "PATCH"):
         raise detail(405, f"Method {method} not allowed here.", {"Allow": "GET, HEAD, PATCH, DELETE, OPTIONS"})

@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import viewsets
 from rest_framework.response import Response
 
-from . import front_door, ratelimit
+from . import front_door, operations, ratelimit
 from . import serializers as s
 from .error_bodies import RequestValidationError
 
@@ -88,8 +88,8 @@ class ContractViewSet(viewsets.ViewSet):
         return response
 
 
-def perform(request, name: str, arguments=None) -> Response:
-    return Response(front_door.perform(request.caller, name, arguments, request))
+def perform(request, operation: front_door.Operation, arguments=None) -> Response:
+    return Response(front_door.perform(request.caller, operation, arguments, request))
 
 
 class JobViewSet(ContractViewSet):
@@ -106,7 +106,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def transcribe(self, request):
-        return perform(request, "transcribe", lambda: body(request))
+        return perform(request, operations.transcribe, lambda: body(request))
 
     @extend_schema(
         operation_id="subtitles",
@@ -125,7 +125,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def subtitles(self, request):
-        return perform(request, "create_subtitles", lambda: body(request))
+        return perform(request, operations.create_subtitles, lambda: body(request))
 
     @extend_schema(
         operation_id="burn_subtitles",
@@ -145,7 +145,7 @@ class JobViewSet(ContractViewSet):
         ],
     )
     def burn_subtitles(self, request):
-        return perform(request, "burn_subtitles", lambda: body(request))
+        return perform(request, operations.burn_subtitles, lambda: body(request))
 
     @extend_schema(
         operation_id="get_transcription",
@@ -157,7 +157,7 @@ class JobViewSet(ContractViewSet):
         responses={200: s.TranscriptionApiResponseSerializer},
     )
     def retrieve(self, request, id: str):
-        return perform(request, "get_transcription", {"id": id})
+        return perform(request, operations.get_transcription, {"id": id})
 
     @extend_schema(
         operation_id="rename_speakers",
@@ -175,7 +175,7 @@ class JobViewSet(ContractViewSet):
         extensions={"x-extension": True},
     )
     def rename_speakers(self, request, id: str):
-        return perform(request, "rename_speakers", lambda: {**body(request), "id": id})
+        return perform(request, operations.rename_speakers, lambda: {**body(request), "id": id})
 
 
 _VOICES = (
@@ -202,7 +202,7 @@ class VoiceViewSet(ContractViewSet):
         extensions={"x-extension": True},
     )
     def create(self, request):
-        return perform(request, "create_voice", lambda: body(request))
+        return perform(request, operations.create_voice, lambda: body(request))
 
     @extend_schema(
         operation_id="list_voices",
@@ -212,7 +212,7 @@ class VoiceViewSet(ContractViewSet):
         extensions={"x-extension": True},
     )
     def list(self, request):
-        return perform(request, "list_voices")
+        return perform(request, operations.list_voices)
 
     @extend_schema(
         operation_id="delete_voice",
@@ -224,7 +224,7 @@ class VoiceViewSet(ContractViewSet):
         extensions={"x-extension": True},
     )
     def destroy(self, request, id: str):
-        front_door.perform(request.caller, "delete_voice", {"id": id}, request)
+        front_door.perform(request.caller, operations.delete_voice, {"id": id}, request)
         return Response(status=204)
 
 
@@ -251,7 +251,7 @@ class BatchViewSet(ContractViewSet):
         ],
     )
     def create(self, request):
-        return perform(request, "transcribe_playlist", lambda: body(request))
+        return perform(request, operations.transcribe_playlist, lambda: body(request))
 
     @extend_schema(
         operation_id="get_batch",
@@ -262,7 +262,7 @@ class BatchViewSet(ContractViewSet):
         responses={200: s.BatchStatusSerializer},
     )
     def retrieve(self, request, id: str):
-        return perform(request, "get_batch", {"id": id})
+        return perform(request, operations.get_batch, {"id": id})
 
 
 class PlaylistViewSet(ContractViewSet):
@@ -296,4 +296,4 @@ class PlaylistViewSet(ContractViewSet):
         responses={200: s.PlaylistPreviewSerializer},
     )
     def preview(self, request):
-        return perform(request, "preview_playlist", query(s.PlaylistQuerySerializer, request))
+        return perform(request, operations.preview_playlist, query(s.PlaylistQuerySerializer, request))
