@@ -243,7 +243,9 @@ def ledger_charge(job: BilledJob) -> ChargeResult:
     with transaction.atomic():
         Account.objects.select_for_update().get(pk=job.account_id)
         job.refresh_from_db(fields=["is_preview", "preview_minutes", "duration"])
-        existing = LedgerEntry.objects.filter(job_id=job.pk, kind=LedgerEntry.Kind.CHARGE).first()
+        existing = LedgerEntry.objects.filter(
+            job_id=job.pk, kind=LedgerEntry.Kind.CHARGE, source=LedgerEntry.Source.JOB
+        ).first()
         if existing is not None:
             return ChargeResult(ok=True, charged_seconds=-existing.seconds, preview_minutes=job.preview_minutes)
 
@@ -273,13 +275,61 @@ def ledger_charge(job: BilledJob) -> ChargeResult:
         return ChargeResult(ok=True, charged_seconds=cost, preview_minutes=preview_minutes)
 
 
+def ledger_settle(job: BilledJob, seconds: int) -> ChargeResult:
+    """Settle a charged job against `seconds`, the length of the audio actually decoded (whole
+    seconds), where its charge came from the file's header: the difference is charged, or refunded
+    when shorter, as one entry of source LENGTH whose reason names both lengths (issue 41).
+
+    When the balance cannot pay the difference, the preview rule of ledger_charge holds over what
+    the job paid and the balance together: a preview of the whole minutes they cover
+    (ChargeResult.preview_minutes), or, under one minute, not ok (the job fails and job_refund
+    returns its charge). Idempotent: a job settled already gets ok with its preview unchanged.
+    """
+    translations = len(job.target_languages or [])
+    with transaction.atomic():
+        Account.objects.select_for_update().get(pk=job.account_id)
+        job.refresh_from_db(fields=["is_preview", "preview_minutes", "duration"])
+        entries = list(LedgerEntry.objects.filter(job_id=job.pk, translation__isnull=True))
+        if any(e.source == LedgerEntry.Source.LENGTH for e in entries) or not any(
+            e.kind == LedgerEntry.Kind.CHARGE for e in entries
+        ):
+            return ChargeResult(ok=True, preview_minutes=job.preview_minutes if job.is_preview else None)
+        paid = -sum(e.seconds for e in entries)
+        cost = pricing.job_cost(job.type, seconds, job.quality, translations)
+        balance = account_balance(job.account_id)
+        preview_minutes = None
+        if cost - paid > balance:
+            preview_minutes = pricing.affordable_minutes(paid + balance, job.type, job.quality, translations)
+            if preview_minutes < 1:
+                return ChargeResult(
+                    ok=False,
+                    error=(
+                        f"Not enough minutes: the audio is {seconds} s long (its file said {job.duration} s), "
+                        f"so this job needs {pricing.format_minutes(cost)} and the account has "
+                        f"{pricing.format_minutes(max(paid + balance, 0))} for it."
+                    ),
+                )
+            cost = pricing.job_cost(job.type, preview_minutes * 60, job.quality, translations)
+        if cost != paid:
+            LedgerEntry.objects.create(
+                account_id=job.account_id,
+                kind=LedgerEntry.Kind.CHARGE if cost > paid else LedgerEntry.Kind.REFUND,
+                source=LedgerEntry.Source.LENGTH,
+                seconds=paid - cost,
+                job_id=job.pk,
+                reason=f"{job.type}: the audio decoded is {seconds} s long, the file said {job.duration} s"
+                + (f" (preview of {preview_minutes} min)" if preview_minutes else ""),
+            )
+        return ChargeResult(ok=True, charged_seconds=cost - paid, preview_minutes=preview_minutes)
+
+
 def job_refund(job: BilledJob, reason: str = "Job failed") -> LedgerEntry | None:
     """Return everything the job was charged and not yet refunded. None if nothing to return."""
     with transaction.atomic():
         entries = list(LedgerEntry.objects.filter(job_id=job.pk))
         charged = -sum(e.seconds for e in entries if e.kind == LedgerEntry.Kind.CHARGE)
         refunded = sum(e.seconds for e in entries if e.kind == LedgerEntry.Kind.REFUND)
-        already = any(e.kind == LedgerEntry.Kind.REFUND and e.translation_id is None for e in entries)
+        already = any(e.kind == LedgerEntry.Kind.REFUND and e.source == LedgerEntry.Source.JOB for e in entries)
         amount = charged - refunded
         if amount <= 0 or already:
             return None

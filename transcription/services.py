@@ -21,7 +21,7 @@ from django.utils import timezone
 from accounts.models import Account
 from audit.models import AuditEvent
 from audit.services import Actor, audit_record
-from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
+from billing.services import ChargeResult, job_refund, ledger_charge, ledger_settle, translation_refund
 
 from . import dispatch, files, job_endings, poll_cache, signals, states
 from .models import Batch, FailureReason, Job, JobSegments, Translation, Upload, UploadState, Voice
@@ -160,6 +160,21 @@ def job_charge(job: Job) -> ChargeResult:
         ):
             job.is_preview, job.preview_minutes = True, result.preview_minutes
             job.save(update_fields=["is_preview", "preview_minutes", "updated_at"])
+    return result
+
+
+def job_settle(job: Job, seconds: int) -> ChargeResult:
+    """Settle the charge of a job whose whole audio was decoded against its length, `seconds`
+    (billing.services.ledger_settle), and record that length as the job's `duration`, with the
+    preview the balance then allows (or none: the whole audio is processed). Not ok when the
+    balance cannot pay for a minute of it (the caller fails the job, which refunds it)."""
+    with transaction.atomic():
+        job = _locked(job.id)
+        result = ledger_settle(job, seconds)
+        if result.ok:
+            job.duration = seconds
+            job.is_preview, job.preview_minutes = bool(result.preview_minutes), result.preview_minutes
+            job.save(update_fields=["duration", "is_preview", "preview_minutes", "updated_at"])
     return result
 
 
