@@ -42,6 +42,16 @@ def _trusted(ip, networks) -> bool:
     return any(ip in network for network in networks)
 
 
+def from_our_proxy(peer: str | None) -> bool:
+    """Whether a request's TCP peer is one of our own proxies, whose X-Forwarded-* headers are
+    believed (TRUST_PROXY_HEADERS on, the peer in TRUSTED_PROXIES); any other peer wrote its
+    headers itself."""
+    ip = _parsed(peer)
+    return bool(
+        settings.TRUST_PROXY_HEADERS and ip is not None and _trusted(ip, _networks(tuple(settings.TRUSTED_PROXIES)))
+    )
+
+
 def address_from(peer: str | None, forwarded_for: str | None) -> str | None:
     """The client's address given the TCP peer and the X-Forwarded-For header (all its values,
     joined with commas), under the current settings. What every door calls."""
