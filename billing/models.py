@@ -7,6 +7,12 @@ class Plan(models.Model):
     name = models.CharField(max_length=100, unique=True)
     monthly_minutes = models.PositiveIntegerField()
     active = models.BooleanField(default=True)
+    storage_bytes = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Bytes of uploads an account on this plan may keep at once (the sum of its live uploads). "
+        "Empty: one largest upload (UPLOAD_MAX_BYTES), as for an account without a plan.",
+    )
 
     def __str__(self):
         return self.name

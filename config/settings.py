@@ -135,7 +135,7 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
 AXES_COOLOFF_TIME = env.float("LOGIN_LOCKOUT_MINUTES", default=15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = ["ip_address"]
-AXES_CLIENT_IP_CALLABLE = "accounts.client.client_address"
+AXES_CLIENT_IP_CALLABLE = "accounts.client.counted_client_address"  # an IPv6 client by its /64
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
