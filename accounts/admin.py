@@ -18,9 +18,10 @@ from django.utils.html import format_html
 
 from audit.admin import AuditEventInline
 from billing.admin import LedgerEntryInline
+from billing.limits import GrantNeedsSuperuser
 from billing.models import LedgerEntry
 from billing.pricing import format_minutes
-from billing.services import grant_staff_minutes, plan_change
+from billing.services import grant_staff_minutes, plan_change, plan_change_check
 from transcription import states
 from transcription.models import Job
 
@@ -50,7 +51,11 @@ class GrantMinutesForm(forms.Form):
 
 class AccountAdminForm(forms.ModelForm):
     """Plan and renewal date, the only fields staff change here (through billing's plan_change,
-    which audits them). A renewal date in the past would grant periods nobody paid for."""
+    which audits them). A renewal date in the past would grant periods nobody paid for; what the
+    change lets renewals grant is bounded like a grant (billing.limits). `by`: the staff user,
+    set by AccountAdmin.get_form."""
+
+    by = None
 
     class Meta:
         model = Account
@@ -66,6 +71,13 @@ class AccountAdminForm(forms.ModelForm):
         cleaned = super().clean()
         if cleaned.get("plan") is not None and cleaned.get("renews_on") is None and "renews_on" not in self.errors:
             self.add_error("renews_on", "An account with a plan needs a renewal date.")
+        if not self.errors:
+            try:
+                plan_change_check(
+                    self.instance, plan=cleaned.get("plan"), renews_on=cleaned.get("renews_on"), by=self.by
+                )
+            except GrantNeedsSuperuser as error:
+                self.add_error(None, str(error))
         return cleaned
 
 
@@ -136,7 +148,12 @@ class AccountAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"by": request.user})
+
     def save_model(self, request, obj, form, change):
+        # The form checked the grant limits; plan_change checks them again under the person's lock.
         plan_change(obj, plan=form.cleaned_data["plan"], renews_on=form.cleaned_data["renews_on"], by=request.user)
 
     def get_queryset(self, request):

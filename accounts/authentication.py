@@ -118,7 +118,8 @@ def token_holder_for_header(authorization: str | bytes | None) -> TokenHolder:
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <token>`, for DRF views outside the v1 API's front door (which builds
-    its Caller itself, transcription.api.front_door). request.user is the Account."""
+    its Caller itself, transcription.api.front_door; the v1 views name this class only for the
+    OpenAPI document). request.user is the Account."""
 
     keyword = "Bearer"
 
@@ -130,7 +131,7 @@ class BearerTokenAuthentication(authentication.BaseAuthentication):
             holder = token_holder_for_header(header)
         except TokenRefused as refused:
             raise exceptions.AuthenticationFailed(str(refused)) from None
-        account = Account(pk=holder.account_id)  # views only need the account's id
+        account = Account.objects.get(pk=holder.account_id)
         account.is_authenticated = True  # what DRF's IsAuthenticated asks of request.user
         return account, None
 

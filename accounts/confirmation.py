@@ -46,6 +46,16 @@ def send_confirmation(request, signup: Signup, secret: str) -> None:
     send_mail("Confirm your email address", body, None, [signup.email])
 
 
+def send_signup_notice(request, signup: Signup) -> None:
+    """To the holder of an address that has an account, instead of a link: someone signed up with
+    it (sign-up answers alike either way, so only the mailbox learns the address is taken)."""
+    body = render_to_string(
+        "accounts/email/signup_taken.txt",
+        {"email": signup.email, "sign_in": request.build_absolute_uri(reverse("accounts:login"))},
+    )
+    send_mail("Someone tried to sign up with your address", body, None, [signup.email])
+
+
 def _lifetime(hours: int) -> str:
     if hours >= 48 and hours % 24 == 0:
         return f"{hours // 24} days"

@@ -67,3 +67,23 @@ class Signup(models.Model):
 
     def __str__(self):
         return self.email
+
+
+class PasswordResetRequest(models.Model):
+    """One request for a password-reset mail, whether or not the address has a login (the answer
+    is the same either way, so the count must be too): the count behind the per-recipient and
+    per-client-address limits (accounts.password_resets). Rows older than an hour are deleted by
+    the next request. The link itself is Django's token, stored nowhere."""
+
+    email = models.EmailField(max_length=254)
+    client_address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        indexes = [
+            models.Index(Upper("email"), "created_at", name="reset_email_created"),
+            models.Index(fields=["client_address", "created_at"], name="reset_address_created"),
+        ]
+
+    def __str__(self):
+        return self.email

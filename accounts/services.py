@@ -82,13 +82,15 @@ ADDRESS_TAKEN = "An account with this email already exists. Sign in instead."
 
 
 @transaction.atomic
-def signup_create(email: str, password: str, *, client_address: str | None) -> tuple[Signup, str]:
+def signup_create(email: str, password: str, *, client_address: str | None) -> tuple[Signup, str | None]:
     """A pending sign-up and the secret of its link (to mail; stored only as a digest).
 
-    Makes no login: an address that has one (confirmed, made by an operator, or deactivated by
-    staff) is refused, and nothing pending is ever inherited by the address's holder. Limited to
-    SIGNUPS_PER_HOUR from one client address and CONFIRMATION_MAILS_PER_HOUR to one recipient,
-    since each sign-up is a mail."""
+    Makes no login. An address that has one (confirmed, made by an operator, or deactivated by
+    staff) gets no link: the sign-up is recorded already used, without the password, and the
+    secret returned is None (the caller mails the holder a notice instead). The answer is the same
+    either way, so sign-up never says whether an address has an account. Limited to
+    SIGNUPS_PER_HOUR from one client address (as accounts.client counts it) and
+    CONFIRMATION_MAILS_PER_HOUR to one recipient, since each sign-up is a mail."""
     User = get_user_model()
     email = User.objects.normalize_email(email).strip()
     _serialize_on(email.upper(), client_address or "")
@@ -100,8 +102,6 @@ def signup_create(email: str, password: str, *, client_address: str | None) -> t
         >= settings.SIGNUPS_PER_HOUR
     ):
         raise SignupRefused("Too many sign-ups from your address. Try again in an hour.", 429)
-    if login_holding(email) is not None:
-        raise SignupRefused(ADDRESS_TAKEN, 200, "email")
     if (
         Signup.objects.filter(email__iexact=email, created_at__gte=hour_ago).count()
         >= settings.CONFIRMATION_MAILS_PER_HOUR
@@ -110,11 +110,17 @@ def signup_create(email: str, password: str, *, client_address: str | None) -> t
             "We have sent several links to this address in the last hour: use the latest one, or try again later.",
             429,
         )
+    hashed = make_password(password)  # hashed either way: the time taken says nothing either
+    taken = login_holding(email) is not None
     secret, digest = new_secret()
     signup = Signup.objects.create(
-        email=email, password=make_password(password), secret_digest=digest, client_address=client_address or None
+        email=email,
+        password="" if taken else hashed,
+        secret_digest=digest,
+        client_address=client_address or None,
+        used_at=now if taken else None,
     )
-    return signup, secret
+    return signup, None if taken else secret
 
 
 @transaction.atomic

@@ -19,8 +19,8 @@ from billing.pricing import format_minutes, format_signed_minutes
 from billing.selectors import account_balance
 from transcription.models import Job
 
-from .client import client_address
-from .confirmation import send_confirmation, signup_from_link
+from .client import counted_client_address
+from .confirmation import send_confirmation, send_signup_notice, signup_from_link
 from .forms import ConfirmForm, SignupConfirmForm, SignupForm
 from .models import Account, ApiToken
 from .services import SignupRefused, signup_confirm, signup_create, token_issue, token_revoke
@@ -61,20 +61,26 @@ def _render_api_page(request, account: Account | None, *, new_token: str | None 
 def signup(request):
     """Sign-up records a pending sign-up and mails its link; the login, the free minutes and the
     API page come after the link's page is confirmed (confirm_email). Limits per client address
-    and per recipient: accounts.services.signup_create."""
+    and per recipient: accounts.services.signup_create. An address that has an account gets the
+    same page, and its holder a notice instead of a link."""
     if request.user.is_authenticated:
         return redirect("accounts:api")
     form = SignupForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
         try:
             pending, secret = signup_create(
-                form.cleaned_data["email"], form.cleaned_data["password"], client_address=client_address(request)
+                form.cleaned_data["email"],
+                form.cleaned_data["password"],
+                client_address=counted_client_address(request),
             )
         except SignupRefused as refused:
             form.add_error(refused.field, str(refused))
             return render(request, "accounts/signup.html", {"form": form}, status=refused.status)
         try:
-            send_confirmation(request, pending, secret)
+            if secret is None:
+                send_signup_notice(request, pending)
+            else:
+                send_confirmation(request, pending, secret)
         except OSError:  # SMTP refused or unreachable (smtplib's errors are OSErrors)
             logger.exception("Could not mail the confirmation link to %s", pending.email)
             pending.delete()  # no mail went out: it neither counts nor holds a link

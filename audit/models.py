@@ -33,6 +33,10 @@ class AuditEvent(models.Model):
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="audit_events")
     action = models.CharField(max_length=20, choices=Action.choices)
     detail = models.TextField(blank=True)
+    # Minutes a staff change lets the plan renewals grant (a plan assigned, a renewal date brought
+    # forward, a plan's minutes raised): they count in the person's daily grant total with their
+    # direct grants (billing.limits).
+    minutes = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
 
     class Meta:

@@ -1,5 +1,5 @@
 """Mail to an account's holder when someone else changes what only the holder should: their
-token, their webhook, their minutes. Support staff can do all of that in the admin (and see a new
+token, their webhook, their minutes, their plan. Support staff can do all of that in the admin (and see a new
 token once); the holder learns of it from us, not from a surprise (docs/decisions.md, "What
 support may do").
 
@@ -29,6 +29,8 @@ NOTIFIED: dict[str, str] = {
     AuditEvent.Action.WEBHOOK_ROTATED: "Your webhook's signing secret was replaced",
     AuditEvent.Action.WEBHOOK_REMOVED: "Your webhook was removed",
     AuditEvent.Action.MINUTES_GRANTED: "Minutes were added to your account",
+    AuditEvent.Action.PLAN_CHANGED: "Your plan was changed",
+    AuditEvent.Action.RENEWAL_DATE_CHANGED: "Your plan's renewal date was changed",
 }
 
 

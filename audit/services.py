@@ -21,9 +21,12 @@ def person(by: Actor) -> User | None:
     return None if by is None or isinstance(by, AnonymousUser) or by.pk is None else by
 
 
-def audit_record(account: Model, action: str, *, by: Actor = None, detail: str = "") -> AuditEvent:
+def audit_record(account: Model, action: str, *, by: Actor = None, detail: str = "", minutes: int = 0) -> AuditEvent:
     """Record `action` on `account`, by `by`, and tell the holder when it was someone else. The account
-    is an accounts.Account, taken as any row and stored by id: the audit log imports no other app."""
-    event = AuditEvent.objects.create(account_id=account.pk, action=action, actor=person(by), detail=detail)
+    is an accounts.Account, taken as any row and stored by id: the audit log imports no other app.
+    `minutes`: what the change lets plan renewals grant (AuditEvent.minutes)."""
+    event = AuditEvent.objects.create(
+        account_id=account.pk, action=action, actor=person(by), detail=detail, minutes=minutes
+    )
     notify_holder(event)
     return event

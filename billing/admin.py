@@ -1,21 +1,58 @@
 """Plans and the ledger in the admin. The ledger is append-only: nobody, not even a superuser,
 changes or deletes an entry here; staff add grants from the account ("Grant minutes"), which
-goes through billing.services.grant_staff_minutes."""
+goes through billing.services.grant_staff_minutes. A plan is saved by billing.services.plan_save:
+raising what accounts on it are granted is bounded like a grant, audited and mailed."""
 
+from django import forms
 from django.contrib import admin
 
 from config.admin import ReadOnlyAdminMixin
 
+from .limits import GrantNeedsSuperuser
 from .models import LedgerEntry, Plan
 from .pricing import format_signed_minutes as signed_minutes
+from .services import plan_save, plan_save_check
+
+
+class PlanAdminForm(forms.ModelForm):
+    """`by`: the staff user, set by PlanAdmin.get_form."""
+
+    by = None
+
+    class Meta:
+        model = Plan
+        fields = "__all__"
+
+    def clean(self):
+        cleaned = super().clean()
+        if not self.errors:
+            edited = Plan(
+                pk=self.instance.pk,
+                name=cleaned.get("name"),
+                monthly_minutes=cleaned.get("monthly_minutes"),
+                active=cleaned.get("active"),
+            )
+            try:
+                plan_save_check(edited, by=self.by)
+            except GrantNeedsSuperuser as error:
+                self.add_error(None, str(error))
+        return cleaned
 
 
 @admin.register(Plan)
 class PlanAdmin(admin.ModelAdmin):
+    form = PlanAdminForm
     list_display = ["name", "monthly_minutes", "active"]
     list_filter = ["active"]
     search_fields = ["name"]
     ordering = ["name"]
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form = super().get_form(request, obj, change, **kwargs)
+        return type(form.__name__, (form,), {"by": request.user})
+
+    def save_model(self, request, obj, form, change):
+        plan_save(obj, by=request.user)
 
 
 @admin.register(LedgerEntry)

@@ -7,6 +7,12 @@ class Plan(models.Model):
     name = models.CharField(max_length=100, unique=True)
     monthly_minutes = models.PositiveIntegerField()
     active = models.BooleanField(default=True)
+    storage_bytes = models.PositiveBigIntegerField(
+        null=True,
+        blank=True,
+        help_text="Bytes of uploads an account on this plan may keep at once (the sum of its live uploads). "
+        "Empty: one largest upload (UPLOAD_MAX_BYTES), as for an account without a plan.",
+    )
 
     def __str__(self):
         return self.name
@@ -33,6 +39,8 @@ class LedgerEntry(models.Model):
         STAFF = "staff", "Staff grant"
         JOB = "job", "Job"
         TRANSLATION = "translation", "Translation"
+        # The difference between the charge from the file's header and the length decoded (issue 41)
+        LENGTH = "length", "Measured length"
 
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="ledger")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -51,10 +59,13 @@ class LedgerEntry(models.Model):
         verbose_name_plural = "ledger entries"
         ordering = ["-created_at", "-id"]
         constraints = [
-            models.UniqueConstraint(fields=["job"], condition=Q(kind="charge"), name="one_charge_per_job"),
             models.UniqueConstraint(
-                fields=["job"], condition=Q(kind="refund", translation__isnull=True), name="one_refund_per_job"
+                fields=["job"], condition=Q(kind="charge", source="job"), name="one_charge_per_job"
             ),
+            models.UniqueConstraint(
+                fields=["job"], condition=Q(kind="refund", source="job"), name="one_refund_per_job"
+            ),
+            models.UniqueConstraint(fields=["job"], condition=Q(source="length"), name="one_settlement_per_job"),
             models.UniqueConstraint(
                 fields=["translation"], condition=Q(kind="refund"), name="one_refund_per_translation"
             ),

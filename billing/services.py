@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import calendar
 from dataclasses import dataclass
-from datetime import date, timedelta
+from datetime import date
 from typing import Any, Protocol
 
-from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Sum
 from django.utils import timezone
 
 from accounts.models import Account
@@ -23,6 +20,7 @@ from audit.models import AuditEvent
 from audit.services import Actor, audit_record, person
 
 from . import pricing
+from .limits import check_grant_limits
 from .models import LedgerEntry, Plan
 from .selectors import account_balance
 
@@ -37,38 +35,6 @@ def grant_signup_minutes(account: Account, minutes: int) -> LedgerEntry:
     )
 
 
-class GrantNeedsSuperuser(ValueError):
-    """A support user's grant above SUPPORT_GRANT_MAX_MINUTES, or one that takes what they granted
-    in the last 24 hours above SUPPORT_GRANT_DAILY_MINUTES: only a superuser may make it."""
-
-
-def _check_grant_limits(minutes: int, by: Actor) -> None:
-    """Support staff grant goodwill minutes; more than that is a superuser's decision
-    (docs/decisions.md, "What support may do"). A grant with no person (`manage.py grant_minutes`,
-    run by the operator on a server) and a superuser's are not limited."""
-    creator = person(by)
-    if creator is None or creator.is_superuser:
-        return
-    if minutes > settings.SUPPORT_GRANT_MAX_MINUTES:
-        raise GrantNeedsSuperuser(
-            f"A grant above {settings.SUPPORT_GRANT_MAX_MINUTES:,} minutes needs a superuser: ask one to make it."
-        )
-    # One grant at a time per support user, so that two at once cannot both pass the daily total.
-    get_user_model().objects.select_for_update().filter(pk=creator.pk).first()
-    since = timezone.now() - timedelta(hours=24)
-    granted = (
-        LedgerEntry.objects.filter(
-            source=LedgerEntry.Source.STAFF, created_by=creator, created_at__gte=since
-        ).aggregate(total=Sum("seconds"))["total"]
-        or 0
-    )
-    if granted + minutes * 60 > settings.SUPPORT_GRANT_DAILY_MINUTES * 60:
-        raise GrantNeedsSuperuser(
-            f"You have granted {granted // 60:,} minutes in the last 24 hours; support staff may grant at most "
-            f"{settings.SUPPORT_GRANT_DAILY_MINUTES:,} a day. A superuser can make this grant."
-        )
-
-
 def grant_staff_minutes(account: Account, minutes: int, *, reason: str, by: Actor = None) -> LedgerEntry:
     """Staff's grant of `minutes`, with a reason; recorded as created by `by` and audited (the
     holder is told by mail: audit.notices). Raises ValueError, GrantNeedsSuperuser above a
@@ -80,7 +46,7 @@ def grant_staff_minutes(account: Account, minutes: int, *, reason: str, by: Acto
     if len(reason.strip()) > 300:
         raise ValueError("A reason is at most 300 characters.")
     with transaction.atomic():
-        _check_grant_limits(minutes, by)
+        check_grant_limits(minutes, by)
         entry = LedgerEntry.objects.create(
             account=account,
             kind=LedgerEntry.Kind.GRANT,
@@ -134,13 +100,35 @@ def _plan_label(plan: Plan | None) -> str:
     return f"{plan.name} ({plan.monthly_minutes} min/month)" if plan else "no plan"
 
 
+def _plan_change_minutes(current: Account, plan: Plan | None, renews_on: date | None) -> int:
+    """The minutes a change of an account's plan or renewal date lets the renewals grant, counted
+    as a grant of the person who makes it (billing.limits): a new plan's first period, or one
+    period of the plan when its renewal date comes forward (each such move brings a period
+    forward). A later date, no plan or an inactive plan adds nothing."""
+    if plan is None or not plan.active:
+        return 0
+    if plan != current.plan:
+        return plan.monthly_minutes
+    if renews_on is not None and (current.renews_on is None or renews_on < current.renews_on):
+        return plan.monthly_minutes
+    return 0
+
+
+def plan_change_check(account: Account, *, plan: Plan | None, renews_on: date | None, by: Actor = None) -> None:
+    """The admin form's early answer (GrantNeedsSuperuser) to what plan_change would refuse."""
+    current = Account.objects.select_related("plan").get(pk=account.pk)
+    check_grant_limits(_plan_change_minutes(current, plan, renews_on), by, lock=False)
+
+
 def plan_change(
     account: Account, *, plan: Plan | None, renews_on: date | None, by: Actor = None, today: date | None = None
 ) -> list[AuditEvent]:
     """Set the account's plan and next renewal date, as staff asked; every change is audited
-    (who, before, after). A new plan is assigned as of today: renewals never grant a period that
-    began before it. A renewal date in the past is refused (ValueError): it would grant periods
-    nobody paid for. Returns the audit events written (none if nothing changed)."""
+    (who, before, after) and mailed to the holder. A new plan is assigned as of today: renewals
+    never grant a period that began before it. A renewal date in the past is refused (ValueError):
+    it would grant periods nobody paid for. What the change lets renewals grant is bounded like a
+    grant (GrantNeedsSuperuser; billing.limits). Returns the audit events written (none if nothing
+    changed)."""
     today = today or timezone.localdate()
     with transaction.atomic():
         current = Account.objects.select_for_update(of=("self",)).select_related("plan").get(pk=account.pk)
@@ -148,6 +136,8 @@ def plan_change(
             raise ValueError(f"The renewal date cannot be in the past (today is {today.isoformat()}).")
         if plan is not None and renews_on is None:
             raise ValueError("An account with a plan needs a renewal date.")
+        minutes = _plan_change_minutes(current, plan, renews_on)
+        check_grant_limits(minutes, by)
         events = []
         if plan != current.plan:
             events.append(
@@ -156,6 +146,7 @@ def plan_change(
                     AuditEvent.Action.PLAN_CHANGED,
                     by=by,
                     detail=f"Plan: {_plan_label(current.plan)} → {_plan_label(plan)}",
+                    minutes=minutes,
                 )
             )
             current.plan = plan
@@ -166,7 +157,11 @@ def plan_change(
             after = renews_on.isoformat() if renews_on else "none"
             events.append(
                 audit_record(
-                    current, AuditEvent.Action.RENEWAL_DATE_CHANGED, by=by, detail=f"Renewal date: {before} → {after}"
+                    current,
+                    AuditEvent.Action.RENEWAL_DATE_CHANGED,
+                    by=by,
+                    detail=f"Renewal date: {before} → {after}",
+                    minutes=0 if events else minutes,  # counted once, on the change's first event
                 )
             )
             current.renews_on = renews_on
@@ -175,6 +170,47 @@ def plan_change(
         account.plan, account.renews_on = current.plan, current.renews_on
         account.plan_assigned_on, account.plan_assigned_by = current.plan_assigned_on, current.plan_assigned_by
     return events
+
+
+def _plan_terms(plan: Plan) -> str:
+    return f"{plan.monthly_minutes} min/month" + ("" if plan.active else ", inactive")
+
+
+def _plan_raise(before: Plan | None, plan: Plan) -> int:
+    """What an edit adds to each renewal of an account on the plan: its minutes raised, or the
+    plan made active again (an inactive plan renews nobody). A new plan reaches no account."""
+    if before is None:
+        return 0
+    return max(0, (plan.monthly_minutes if plan.active else 0) - (before.monthly_minutes if before.active else 0))
+
+
+def plan_save_check(plan: Plan, *, by: Actor = None) -> None:
+    """The admin form's early answer (GrantNeedsSuperuser) to what plan_save would refuse."""
+    before = Plan.objects.filter(pk=plan.pk).first() if plan.pk else None
+    each = _plan_raise(before, plan)
+    check_grant_limits(each, by, total=each * Account.objects.filter(plan_id=plan.pk).count(), lock=False)
+
+
+def plan_save(plan: Plan, *, by: Actor = None) -> Plan:
+    """Save staff's new plan or edit of one. An edit that raises what a plan's renewals grant adds
+    that much to every account on it: bounded like a grant to each of them (GrantNeedsSuperuser;
+    billing.limits), and audited on each account, whose holder is mailed."""
+    with transaction.atomic():
+        before = Plan.objects.select_for_update().filter(pk=plan.pk).first() if plan.pk else None
+        accounts = list(Account.objects.filter(plan_id=plan.pk).order_by("pk")) if before else []
+        each = _plan_raise(before, plan)
+        check_grant_limits(each, by, total=each * len(accounts))
+        plan.save()
+        if before is not None and (before.monthly_minutes, before.active) != (plan.monthly_minutes, plan.active):
+            for account in accounts:
+                audit_record(
+                    account,
+                    AuditEvent.Action.PLAN_CHANGED,
+                    by=by,
+                    detail=f"{plan.name}: {_plan_terms(before)} → {_plan_terms(plan)}",
+                    minutes=each,
+                )
+    return plan
 
 
 class BilledJob(Protocol):
@@ -243,7 +279,9 @@ def ledger_charge(job: BilledJob) -> ChargeResult:
     with transaction.atomic():
         Account.objects.select_for_update().get(pk=job.account_id)
         job.refresh_from_db(fields=["is_preview", "preview_minutes", "duration"])
-        existing = LedgerEntry.objects.filter(job_id=job.pk, kind=LedgerEntry.Kind.CHARGE).first()
+        existing = LedgerEntry.objects.filter(
+            job_id=job.pk, kind=LedgerEntry.Kind.CHARGE, source=LedgerEntry.Source.JOB
+        ).first()
         if existing is not None:
             return ChargeResult(ok=True, charged_seconds=-existing.seconds, preview_minutes=job.preview_minutes)
 
@@ -273,13 +311,61 @@ def ledger_charge(job: BilledJob) -> ChargeResult:
         return ChargeResult(ok=True, charged_seconds=cost, preview_minutes=preview_minutes)
 
 
+def ledger_settle(job: BilledJob, seconds: int) -> ChargeResult:
+    """Settle a charged job against `seconds`, the length of the audio actually decoded (whole
+    seconds), where its charge came from the file's header: the difference is charged, or refunded
+    when shorter, as one entry of source LENGTH whose reason names both lengths (issue 41).
+
+    When the balance cannot pay the difference, the preview rule of ledger_charge holds over what
+    the job paid and the balance together: a preview of the whole minutes they cover
+    (ChargeResult.preview_minutes), or, under one minute, not ok (the job fails and job_refund
+    returns its charge). Idempotent: a job settled already gets ok with its preview unchanged.
+    """
+    translations = len(job.target_languages or [])
+    with transaction.atomic():
+        Account.objects.select_for_update().get(pk=job.account_id)
+        job.refresh_from_db(fields=["is_preview", "preview_minutes", "duration"])
+        entries = list(LedgerEntry.objects.filter(job_id=job.pk, translation__isnull=True))
+        if any(e.source == LedgerEntry.Source.LENGTH for e in entries) or not any(
+            e.kind == LedgerEntry.Kind.CHARGE for e in entries
+        ):
+            return ChargeResult(ok=True, preview_minutes=job.preview_minutes if job.is_preview else None)
+        paid = -sum(e.seconds for e in entries)
+        cost = pricing.job_cost(job.type, seconds, job.quality, translations)
+        balance = account_balance(job.account_id)
+        preview_minutes = None
+        if cost - paid > balance:
+            preview_minutes = pricing.affordable_minutes(paid + balance, job.type, job.quality, translations)
+            if preview_minutes < 1:
+                return ChargeResult(
+                    ok=False,
+                    error=(
+                        f"Not enough minutes: the audio is {seconds} s long (its file said {job.duration} s), "
+                        f"so this job needs {pricing.format_minutes(cost)} and the account has "
+                        f"{pricing.format_minutes(max(paid + balance, 0))} for it."
+                    ),
+                )
+            cost = pricing.job_cost(job.type, preview_minutes * 60, job.quality, translations)
+        if cost != paid:
+            LedgerEntry.objects.create(
+                account_id=job.account_id,
+                kind=LedgerEntry.Kind.CHARGE if cost > paid else LedgerEntry.Kind.REFUND,
+                source=LedgerEntry.Source.LENGTH,
+                seconds=paid - cost,
+                job_id=job.pk,
+                reason=f"{job.type}: the audio decoded is {seconds} s long, the file said {job.duration} s"
+                + (f" (preview of {preview_minutes} min)" if preview_minutes else ""),
+            )
+        return ChargeResult(ok=True, charged_seconds=cost - paid, preview_minutes=preview_minutes)
+
+
 def job_refund(job: BilledJob, reason: str = "Job failed") -> LedgerEntry | None:
     """Return everything the job was charged and not yet refunded. None if nothing to return."""
     with transaction.atomic():
         entries = list(LedgerEntry.objects.filter(job_id=job.pk))
         charged = -sum(e.seconds for e in entries if e.kind == LedgerEntry.Kind.CHARGE)
         refunded = sum(e.seconds for e in entries if e.kind == LedgerEntry.Kind.REFUND)
-        already = any(e.kind == LedgerEntry.Kind.REFUND and e.translation_id is None for e in entries)
+        already = any(e.kind == LedgerEntry.Kind.REFUND and e.source == LedgerEntry.Source.JOB for e in entries)
         amount = charged - refunded
         if amount <= 0 or already:
             return None

@@ -138,7 +138,7 @@ AUTHENTICATION_BACKENDS = [
 AXES_FAILURE_LIMIT = env.int("LOGIN_FAILURE_LIMIT", default=10)
 AXES_COOLOFF_TIME = env.float("LOGIN_LOCKOUT_MINUTES", default=15.0) / 60  # hours
 AXES_LOCKOUT_PARAMETERS = ["ip_address"]
-AXES_CLIENT_IP_CALLABLE = "accounts.client.client_address"
+AXES_CLIENT_IP_CALLABLE = "accounts.client.counted_client_address"  # an IPv6 client by its /64
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
@@ -152,6 +152,13 @@ SIGNUPS_PER_HOUR = env.int("SIGNUPS_PER_HOUR", default=5)
 CONFIRMATION_MAILS_PER_HOUR = env.int("CONFIRMATION_MAILS_PER_HOUR", default=3)
 # A sign-up's confirmation link lasts this long, and works once.
 EMAIL_CONFIRMATION_SECONDS = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
+# Password resets by mail (accounts.password_resets): requests from one client address per hour, and
+# mails to one recipient per hour (counted whether or not the address has a login, so the answer
+# says nothing about it). A reset link works once and for PASSWORD_RESET_SECONDS (Django's
+# PASSWORD_RESET_TIMEOUT): an hour, not Django's 3 days, since a link left in a mailbox is a key.
+PASSWORD_RESETS_PER_HOUR = env.int("PASSWORD_RESETS_PER_HOUR", default=5)
+PASSWORD_RESET_MAILS_PER_HOUR = env.int("PASSWORD_RESET_MAILS_PER_HOUR", default=3)
+PASSWORD_RESET_TIMEOUT = env.int("PASSWORD_RESET_SECONDS", default=3600)
 
 # Mail (sign-up confirmation links): SMTP when EMAIL_HOST is set; otherwise each message is
 # written as a file under DATA_DIR/mail (what `make run` uses: no mail server needed).

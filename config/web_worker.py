@@ -12,10 +12,19 @@ proxy that passes the client's own header through, every per-address limit would
 address the client wrote. The application reads those headers itself, in one place
 (accounts.client, under TRUST_PROXY_HEADERS and TRUSTED_PROXIES; Django's
 SECURE_PROXY_SSL_HEADER for the scheme), so the server must hand it the real peer.
+
+No `server` header (uvicorn's `server_header`): "server: uvicorn" on every answer told a prober
+which server, and so which of its published flaws, to try; nobody else needs it.
 """
 
 from uvicorn_worker import UvicornWorker
 
 
 class WebWorker(UvicornWorker):
-    CONFIG_KWARGS = {**UvicornWorker.CONFIG_KWARGS, "proxy_headers": False, "loop": "uvloop", "http": "httptools"}
+    CONFIG_KWARGS = {
+        **UvicornWorker.CONFIG_KWARGS,
+        "proxy_headers": False,
+        "server_header": False,
+        "loop": "uvloop",
+        "http": "httptools",
+    }

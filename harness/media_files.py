@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import struct
 import subprocess
 import wave
 from collections.abc import Callable
@@ -137,3 +138,77 @@ def media_duration(path: Path) -> float:
 
 def have_tools() -> bool:
     return all(shutil.which(t) for t in ("ffmpeg", "ffprobe", "espeak-ng"))
+
+
+# Files whose header lies about their length (issue 41): what a customer could send to be charged
+# for less than the workers process. Each keeps every sample; only the length the header claims
+# changes, so ffprobe reports about a second while ffmpeg decodes all of it.
+
+LONG_TEXT = " ".join(
+    ["The quick brown fox jumps over the lazy dog while the committee discusses the budget for the next project."] * 9
+)
+
+
+def make_long_speech_wav(dest: Path, text: str = LONG_TEXT) -> Path:
+    """About 52 s of espeak-ng speech and a second of silence (22.05 kHz mono WAV). The silence
+    keeps clear of faster-whisper's failure on speech up to the last sample (issue 41, item 4)."""
+    listing, speech = dest.with_suffix(".txt"), dest.with_suffix(".speech.wav")
+    listing.write_text(text)
+    _run(["espeak-ng", "-f", str(listing), "-w", str(speech)])
+    _run(ffmpeg("-i", str(speech), "-af", "apad=pad_dur=1", str(dest)))
+    return dest
+
+
+def make_lying_matroska(dest: Path, source: Path, claimed_ms: float = 1000.0) -> Path:
+    """`source` as FLAC in Matroska, its Segment Duration claiming `claimed_ms` milliseconds."""
+    _run(ffmpeg("-i", str(source), "-c:a", "flac", str(dest)))
+    return _claim_matroska_duration(dest, claimed_ms)
+
+
+def _claim_matroska_duration(path: Path, claimed_ms: float) -> Path:
+    """Overwrite the Segment Duration (element 0x4489, an 8-byte float in milliseconds at the
+    default TimecodeScale) of the Matroska file at `path`."""
+    data = bytearray(path.read_bytes())
+    at = data.find(b"\x44\x89\x88")  # the id, then the size byte of an 8-byte float
+    if at < 0:
+        raise ValueError(f"{path}: no Duration element")
+    data[at + 3 : at + 11] = struct.pack(">d", claimed_ms)
+    path.write_bytes(data)
+    return path
+
+
+def make_lying_mp4(dest: Path, source: Path, claimed_seconds: int = 1) -> Path:
+    """`source` as AAC in MP4, its `mvhd` and `mdhd` durations overwritten to claim `claimed_seconds`
+    (each in its own box's timescale)."""
+    _run(ffmpeg("-i", str(source), "-c:a", "aac", "-b:a", "64k", "-f", "mp4", str(dest)))
+    data = bytearray(dest.read_bytes())
+    for box in (b"mvhd", b"mdhd"):
+        at = data.find(box)
+        if at < 0 or data[at + 4] != 0:  # version 0: 32-bit times, timescale at +16, duration at +20
+            raise ValueError(f"{dest}: no version-0 {box.decode()} box")
+        (timescale,) = struct.unpack(">I", data[at + 16 : at + 20])
+        data[at + 20 : at + 24] = struct.pack(">I", timescale * claimed_seconds)
+    dest.write_bytes(data)
+    return dest
+
+
+def make_lying_wav(dest: Path, source: Path, claimed_seconds: float = 1.0) -> Path:
+    """`source` (a PCM WAV as espeak-ng writes it: one `data` chunk) with its RIFF and `data` sizes
+    claiming `claimed_seconds`, every sample still in the file after them."""
+    data = bytearray(source.read_bytes())
+    at = data.find(b"data")
+    channels, rate = struct.unpack("<HI", data[22:28])
+    (width,) = struct.unpack("<H", data[34:36])
+    size = int(claimed_seconds * rate) * channels * width // 8
+    data[at + 4 : at + 8] = struct.pack("<I", size)
+    data[4:8] = struct.pack("<I", at + size)
+    dest.write_bytes(data)
+    return dest
+
+
+def make_hours_of_audio(dest: Path, speech: Path, seconds: int = 7200) -> Path:
+    """`speech` then silence up to `seconds`, as FLAC in Matroska that claims one second: small on
+    disk (silence packs to almost nothing), long to decode."""
+    concat = ("-filter_complex", "[0][1]concat=n=2:v=0:a=1[a]", "-map", "[a]", "-t", str(seconds))
+    _run(ffmpeg("-i", str(speech), "-f", "lavfi", "-i", "anullsrc=r=22050:cl=mono", *concat, "-c:a", "flac", str(dest)))
+    return _claim_matroska_duration(dest, 1000.0)

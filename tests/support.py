@@ -7,10 +7,14 @@ never from each other.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
+import os
 import re
 import subprocess
+import threading
 import time
+from pathlib import Path
 
 # A wall-clock assertion in a test bounds an operation by its own timeout, never by a speed figure
 # (those come from the benchmarks under bench/): the operation must end within that timeout plus
@@ -140,3 +144,57 @@ def font_families() -> set[str]:
     """The font families fontconfig knows on this machine (what libass can draw with)."""
     out = subprocess.run(["fc-list", ":", "family"], capture_output=True, text=True, check=True).stdout
     return {name.strip() for line in out.splitlines() for name in line.split(",") if name.strip()}
+
+
+# What a file the customer must not reach would say to a reader, and what reference-following
+# formats name it in (issue 41): each a function of the canary's path.
+REFERENCING_FILES = {
+    "hls": lambda canary: (
+        f"#EXTM3U\n#EXT-X-TARGETDURATION:10\n#EXTINF:3.0,\n{canary.with_suffix('.ts')}\n#EXT-X-ENDLIST\n"
+    ),
+    "concat": lambda canary: f"file '{canary.with_suffix('.wav').name}'\n",
+    "ffconcat": lambda canary: f"ffconcat version 1.0\nfile '{canary.with_suffix('.wav').name}'\n",
+    "dash": lambda canary: (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        '<MPD xmlns="urn:mpeg:dash:schema:mpd:2011" profiles="urn:mpeg:dash:profile:isoff-on-demand:2011"'
+        ' type="static" mediaPresentationDuration="PT3S" minBufferTime="PT1S"><Period>'
+        '<AdaptationSet mimeType="audio/mp4"><Representation id="a" bandwidth="64000" codecs="mp4a.40.2"'
+        f' audioSamplingRate="16000"><BaseURL>{canary.with_suffix(".mp4")}</BaseURL></Representation>'
+        "</AdaptationSet></Period></MPD>\n"
+    ),
+}
+CANARY_SUFFIXES = (".ts", ".wav", ".mp4")  # the names REFERENCING_FILES give the canary
+
+
+@contextlib.contextmanager
+def canary_pipes(stem: Path):
+    """Named pipes at `stem` with each of CANARY_SUFFIXES, where a file the customer must not reach
+    would be; yields an Event set once anything opened one to read. Opening a pipe to read waits for
+    a writer, and a thread tries to open each as a writer every few milliseconds (which succeeds only
+    while a reader has it open), so no reader goes unseen, and none is left waiting."""
+    paths = [stem.with_suffix(suffix) for suffix in CANARY_SUFFIXES]
+    for path in paths:
+        os.mkfifo(path)
+    opened, stop = threading.Event(), threading.Event()
+
+    def watch():
+        while not stop.is_set():
+            for path in paths:
+                try:
+                    os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+                except OSError as error:
+                    if error.errno != errno.ENXIO:  # ENXIO: nobody is reading it
+                        raise
+                else:
+                    opened.set()
+            time.sleep(0.005)
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    try:
+        yield opened
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for path in paths:
+            path.unlink(missing_ok=True)

@@ -10,6 +10,7 @@ import os
 import re
 import signal
 import subprocess
+import urllib.request
 
 from harness.processes import ROOT, free_port, start
 
@@ -76,17 +77,33 @@ def test_the_readme_has_command_lines_and_says_make_run():
     assert "make run" in lines and any(not not_run_reason(line) for line in lines)
 
 
-def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):
-    lines = command_lines(documents())
-    to_run = [line for line in lines if not not_run_reason(line)]
-    port = free_port()
+def banner_try(log: str) -> str:
+    """The command lines bin/run's banner shows under "Try:", continuations joined."""
+    lines, taking = [], False
+    for line in log.splitlines():
+        if line.startswith("Try:"):
+            taking, line = True, line[len("Try:") :]
+        elif taking and not line.startswith(" "):
+            break
+        if taking:
+            lines.append(line.strip())
+    return "\n".join(lines).replace("\\\n", " ")
+
+
+def embedded_env(tmp_path, **extra: str) -> dict[str, str]:
+    """The embedded default, as a fresh shell has it: none of the suite's own settings."""
     env = {
         key: value
         for key, value in os.environ.items()
-        # The embedded default, as a fresh shell has it: none of the suite's own settings.
         if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
     }
-    env |= {"DATA_DIR": str(tmp_path / "var"), "PORT": str(port), "PYTHONUNBUFFERED": "1"}
+    return env | {"DATA_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1", **extra}
+
+
+def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):
+    lines = command_lines(documents())
+    to_run = [line for line in lines if not not_run_reason(line)]
+    env = embedded_env(tmp_path, PORT=str(free_port()))
     server = start(
         [str(ROOT / "bin" / "run")], tmp_path / "run.log", ready="Application startup complete", env=env, timeout=180
     )
@@ -95,6 +112,11 @@ def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):
             f"echo '>>> line {number}' >&2\n{line}\n" for number, line in enumerate(to_run, 1)
         )
         shell = subprocess.run(["bash", "-c", script], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
+        # The banner's try-it, as a person copies it from the terminal: it works offline too.
+        banner = banner_try((tmp_path / "run.log").read_text())
+        tried = subprocess.run(
+            ["bash", "-c", "set -euo pipefail\n" + banner], cwd=tmp_path, capture_output=True, text=True, timeout=600
+        )
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=60)
@@ -102,6 +124,32 @@ def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):
         f"{shell.stderr[-3000:]}\n--- stdout ---\n{shell.stdout[-2000:]}\n--- lines ---\n" + "\n".join(to_run)
     )
     assert "whsec_" in shell.stdout  # set_webhook printed its secret: the private receiver was allowed
+    # The README's first try-it (a sentence ffmpeg speaks, sent as a file) answered its transcript.
+    assert "welcome to the transcription service" in shell.stdout.lower(), shell.stdout[:2000]
+    assert tried.returncode == 0 and "welcome to the transcription service" in tried.stdout.lower(), (
+        f"{banner}\n--- stdout ---\n{tried.stdout[-2000:]}\n--- stderr ---\n{tried.stderr[-2000:]}"
+    )
+
+
+def test_the_banner_shows_the_address_the_service_is_on(tmp_path):
+    """BIND chooses where bin/web listens (README, docs/operating.md): the banner's links and
+    PUBLIC_BASE_URL follow it, whatever PORT says."""
+    port = free_port()
+    env = embedded_env(tmp_path, BIND=f"127.0.0.1:{port}")
+    env.pop("PORT", None)
+    server = start(
+        [str(ROOT / "bin" / "run")], tmp_path / "run.log", ready="Application startup complete", env=env, timeout=180
+    )
+    try:
+        log = (tmp_path / "run.log").read_text()
+        site = re.search(r"^Website:\s+(\S+)", log, re.M)
+        assert site and site.group(1) == f"http://127.0.0.1:{port}/", log[:2000]
+        assert f"http://127.0.0.1:{port}/v1/audio/transcriptions" in banner_try(log)
+        with urllib.request.urlopen(site.group(1) + "health", timeout=30) as answer:
+            assert answer.status == 200
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=60)
 
 
 def test_bin_manage_finds_the_embedded_key_but_invents_none_for_production(tmp_path):

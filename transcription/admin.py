@@ -280,7 +280,9 @@ class JobAdmin(admin.ModelAdmin):
                     request, f"Job {job.id} had already ended ({job.state}): not cancelled.", messages.WARNING
                 )
                 continue
-            refund = LedgerEntry.objects.filter(job=job, kind=LedgerEntry.Kind.REFUND, translation__isnull=True).first()
+            refund = LedgerEntry.objects.filter(
+                job=job, kind=LedgerEntry.Kind.REFUND, source=LedgerEntry.Source.JOB
+            ).first()
             refunded = f"refunded {format_minutes(refund.seconds)}" if refund else "it had not been charged"
             self.message_user(request, f"Cancelled job {job.id}; {refunded}.", messages.SUCCESS)
 

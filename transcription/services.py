@@ -13,6 +13,7 @@ from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.core.files.storage import default_storage
 from django.db import transaction
 from django.db.models import Q
@@ -21,9 +22,9 @@ from django.utils import timezone
 from accounts.models import Account
 from audit.models import AuditEvent
 from audit.services import Actor, audit_record
-from billing.services import ChargeResult, job_refund, ledger_charge, translation_refund
+from billing.services import ChargeResult, job_refund, ledger_charge, ledger_settle, translation_refund
 
-from . import dispatch, files, job_endings, poll_cache, signals, states
+from . import dispatch, files, job_endings, poll_cache, quota, signals, states
 from .job_options import retried_options
 from .models import Batch, FailureReason, Job, JobSegments, Translation, Upload, UploadState, Voice
 from .pipeline.languages import normalize_language
@@ -161,6 +162,21 @@ def job_charge(job: Job) -> ChargeResult:
         ):
             job.is_preview, job.preview_minutes = True, result.preview_minutes
             job.save(update_fields=["is_preview", "preview_minutes", "updated_at"])
+    return result
+
+
+def job_settle(job: Job, seconds: int) -> ChargeResult:
+    """Settle the charge of a job whose whole audio was decoded against its length, `seconds`
+    (billing.services.ledger_settle), and record that length as the job's `duration`, with the
+    preview the balance then allows (or none: the whole audio is processed). Not ok when the
+    balance cannot pay for a minute of it (the caller fails the job, which refunds it)."""
+    with transaction.atomic():
+        job = _locked(job.id)
+        result = ledger_settle(job, seconds)
+        if result.ok:
+            job.duration = seconds
+            job.is_preview, job.preview_minutes = bool(result.preview_minutes), result.preview_minutes
+            job.save(update_fields=["duration", "is_preview", "preview_minutes", "updated_at"])
     return result
 
 
@@ -348,9 +364,26 @@ def upload_url(upload_id: RowId) -> str:
     return f"upload:{upload_id}"
 
 
-def upload_create(account: Account, *, size: int, filename: str = "") -> Upload:
-    """A new upload of `size` bytes, receiving."""
-    return Upload.objects.create(account=account, size=size, filename=filename[:255])
+def upload_create(account: Account, *, size: int | None, filename: str = "") -> Upload:
+    """A new upload of `size` bytes, receiving; of unknown size (None: a body sent chunked), it is
+    given the room left, up to UPLOAD_MAX_BYTES, as its size until it is whole. Raises
+    quota.StorageFull when the account's live uploads would go past its storage quota."""
+    with transaction.atomic():
+        # one creation at a time per account, so that two at once cannot both take the last room
+        holder = Account.objects.select_for_update(of=("self",)).select_related("plan").get(pk=account.pk)
+        limit, used = quota.storage_quota(holder), quota.storage_used(holder.pk)
+        room = limit - used
+        if (size is None and room <= 0) or (size is not None and size > room):
+            raise quota.StorageFull(used, limit, size)
+        wanted = min(room, settings.UPLOAD_MAX_BYTES) if size is None else size
+        return Upload.objects.create(account_id=holder.pk, size=wanted, filename=filename[:255])
+
+
+def upload_name(upload_id: RowId, filename: str) -> None:
+    """Give a receiving upload the file name its client sent (a multipart part's, once it is read)."""
+    Upload.objects.filter(pk=upload_id, state=UploadState.RECEIVING).update(
+        filename=filename[:255], updated_at=timezone.now()
+    )
 
 
 def upload_received(upload_id: RowId, received: int) -> None:

@@ -116,3 +116,25 @@ def test_a_chunked_request_body_is_read_and_deactivation_closes_mcp(tmp_path):
         account_deactivate(account)
         status, headers, body = mcp(base, token)
         assert status == 401 and headers["www-authenticate"] == "Bearer" and "deactivated" in json.loads(body)["detail"]
+
+
+def test_no_answer_names_the_server_stack(tmp_path):
+    """Issue 41: every answer said `server: uvicorn`, telling a prober which server (and so which
+    of its known flaws) to try. Django's pages, the ASGI doors outside Django (uploads, the
+    OpenAI door, /mcp), errors and /health: none names the stack."""
+    token = token_issue(account_create("no-server-header@example.com"))
+    bearer = {"Authorization": f"Bearer {token}"}
+    with running_web(tmp_path / "web.log", REDIS_URL=settings.REDIS_URL) as base:
+        answers = {
+            "home": call(base, "GET", "/"),
+            "health": call(base, "GET", "/health"),
+            "not found": call(base, "GET", "/no-such-page/"),
+            "openapi": call(base, "GET", "/v1/api/openapi.json"),
+            "unauthorized": call(base, "GET", "/v1/api/transcription/3f7c0000-0000-0000-0000-000000000000"),
+            "uploads": call(base, "OPTIONS", "/v1/api/uploads", headers=bearer),
+            "openai models": call(base, "GET", "/v1/models", headers=bearer),
+            "mcp": mcp(base, token),
+        }
+    for name, (status, headers, _) in answers.items():
+        assert status < 500, (name, status)
+        assert "server" not in headers, f"{name}: server: {headers.get('server')}"

@@ -1,10 +1,12 @@
 """POST /v1/api/transcription/{id}/speakers: the account holder's names laid over `txt`, the WebVTT
 voice spans and the translations', on a job whose text the pipeline's own functions made."""
 
+import html
 import json
 import re
 import uuid
 
+import pysubs2
 import pytest
 from django.conf import settings
 
@@ -153,3 +155,53 @@ def test_names_reach_the_website_downloads(client, account, done_job):
     assert set(_cue_voices(vtt)) == {"Alice", "Speaker 2"}
     response = client.post(f"/jobs/{done_job.id}/speakers", {"speaker-1": "A:B"}, HTTP_ACCEPT="application/json")
     assert response.status_code == 422 and response.json()["detail"][0]["loc"] == ["body", "names", 1]
+
+
+# --- names cannot end a cue (issue 41) ----------------------------------------------------------
+
+TIMING = re.compile(r"^\d\d:\d\d:\d\d\.\d{3} --> \d\d:\d\d:\d\d\.\d{3}( .*)?$")
+
+
+def webvtt_read(webvtt: str) -> list[tuple[str, list[str]]]:
+    """The cues as the WebVTT spec's parser reads them: (timing line, voice annotations). The file
+    parser ends a cue's text at the first line holding "-->" and reads that line as the next cue's
+    timings; a voice span's annotation runs from "<v " to the first ">", its spaces collapsed and
+    trimmed, its character references decoded (the cue text tokenizer). pysubs2 and ffmpeg, which
+    the caption tests also use, drop tags without reading them, so this follows the spec itself."""
+    cues = []
+    for block in webvtt.split("\n\n")[1:]:
+        lines = [line for line in block.split("\n") if line]
+        timings = [index for index, line in enumerate(lines) if "-->" in line]
+        if not timings:
+            continue
+        for index in timings:
+            assert TIMING.match(lines[index]), f"cue text read as timings: {lines[index]!r}"
+        text = "\n".join(lines[timings[0] + 1 :])
+        voices = [html.unescape(" ".join(m.split())) for m in re.findall(r"<v[ \t]([^>]*)>", text)]
+        cues.append((lines[timings[0]], voices))
+    return cues
+
+
+def check_webvtt_voices(webvtt: str, names: set[str]) -> None:
+    cues = webvtt_read(webvtt)
+    assert cues and all(voices for _, voices in cues)
+    assert {voice for _, voices in cues for voice in voices} == names
+    assert len(pysubs2.SSAFile.from_string(webvtt, format_="vtt").events) == len(cues)
+
+
+def test_a_name_ending_in_dashes_is_a_422_naming_it(api, done_job):
+    response = rename(api, done_job.id, {"1": "Q&A --", "2": "Bob - - "})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]
+    assert error["loc"] == ["body", "names", 1] and "'--'" in error["msg"]
+    response = api.post("/v1/api/voices", data=json.dumps({"name": "Host--"}), content_type="application/json")
+    assert response.status_code == 422 and ["body", "name"] in [e["loc"] for e in response.json()["detail"]]
+    assert rename(api, done_job.id, {"1": "A--B", "2": "Bob - -"}).status_code == 200
+
+
+def test_every_voice_span_reads_back_as_its_name_even_one_stored_ending_in_dashes(api, done_job):
+    """A name stored before names ending in "--" were refused still makes a valid cue."""
+    JobFactory._meta.model.objects.filter(pk=done_job.pk).update(speaker_names={"1": "Q&A --", "2": "Bob -"})
+    body = api.get(f"/v1/api/transcription/{done_job.id}").json()
+    check_webvtt_voices(body["webvtt"], {"Q&A --", "Bob -"})
+    check_webvtt_voices(body["translations"][0]["webvtt"], {"Q&A --", "Bob -"})

@@ -43,6 +43,11 @@ def assert_keeps_to_the_policy(client, response, path):
 def test_the_public_pages_and_the_api_docs(client):
     for path in ("/", "/account/login/", "/account/signup/", "/v1/api/docs", "/admin/login/", "/no"):
         assert_keeps_to_the_policy(client, client.get(path), path)
+    resets = ("/account/password/reset/", "/account/password/reset/sent/", "/account/password/reset/done/")
+    for path in (*resets, "/account/password/reset/MQ/not-a-token/"):  # the last: the bad link's page
+        response = client.get(path, follow=True)
+        assert response.status_code == 200, path
+        assert_keeps_to_the_policy(client, response, path)
 
 
 def test_the_docs_run_swagger_ui_from_this_server(client):
@@ -57,7 +62,7 @@ def test_the_account_holder_pages(client):
     account = account_create("csp@example.com", password=PASSWORD)
     client.force_login(account.user)
     job = JobFactory(account=account, state="done", txt="[00:00:00] Speaker 1: Hello.")
-    for path in ("/jobs/", "/jobs/new/", f"/jobs/{job.pk}/", "/account/api/"):
+    for path in ("/jobs/", "/jobs/new/", f"/jobs/{job.pk}/", "/account/api/", "/account/password/change/"):
         assert_keeps_to_the_policy(client, client.get(path), path)
     # The page that shows a new token (its Copy button was an inline script).
     created = client.post("/account/api/token/")

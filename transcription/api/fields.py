@@ -189,7 +189,9 @@ SPEAKER_NAME_MAX_CHARS = 40
 # it alike); spaces at either end are then dropped.
 _NAME_CHAR = r"[^:<>\r\n\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]"
 _NAME_SOLID = r"[^:<>\s\u001c-\u001e\u0085\u2028\u2029]"
-SPEAKER_NAME_PATTERN = f"^{_NAME_CHAR}*{_NAME_SOLID}{_NAME_CHAR}*$"
+# Nor does it end in "--": "<v Q&A -->" holds "-->", which ends a WebVTT cue (the spec forbids it in
+# cue text); names stored before this rule are rendered safely by pipeline.speaker_names.
+SPEAKER_NAME_PATTERN = f"^(?![\\s\\S]*--\\s*$){_NAME_CHAR}*{_NAME_SOLID}{_NAME_CHAR}*$"
 SPEAKER_NAME_SCHEMA = {
     "type": "string",
     "minLength": 1,
@@ -201,7 +203,8 @@ SPEAKER_NAME_SCHEMA = {
 @extend_schema_field(
     {
         **SPEAKER_NAME_SCHEMA,
-        "description": "1 to 40 characters without line breaks, `:`, `<` or `>`; spaces at either end are dropped.",
+        "description": "1 to 40 characters without line breaks, `:`, `<` or `>`, not ending in `--`; spaces at "
+        "either end are dropped.",
         "examples": ["Alice"],
     }
 )
@@ -210,6 +213,7 @@ class SpeakerNameField(StrictCharField):
 
     default_error_messages = {
         "forbidden": "A name may not hold a line break, ':', '<' or '>'.",
+        "cue_end": "A name may not end in '--' (in WebVTT, '-->' ends a cue).",
         "blank": "A name must have 1 to 40 characters.",
         "max_length": "A name must have 1 to 40 characters.",
     }
@@ -220,7 +224,9 @@ class SpeakerNameField(StrictCharField):
 
     def to_internal_value(self, data):
         if isinstance(data, str) and data.strip() and not re.fullmatch(SPEAKER_NAME_PATTERN, data):
-            self.fail("forbidden")
+            self.fail(
+                "cue_end" if data.strip().endswith("--") and re.fullmatch(_NAME_CHAR + "*", data) else "forbidden"
+            )
         return super().to_internal_value(data)
 
 
@@ -231,7 +237,7 @@ class SpeakerNameField(StrictCharField):
         "additionalProperties": {"anyOf": [SPEAKER_NAME_SCHEMA, {"type": "null"}]},
         "minProperties": 1,
         "description": 'Names by the `N` of `Speaker N` in the job\'s `txt`: `{"1": "Alice"}`. A name is 1 to 40 '
-        "characters without line breaks, `:`, `<` or `>`; null gives the speaker back its number.",
+        "characters without line breaks, `:`, `<` or `>`, not ending in `--`; null gives the speaker back its number.",
         "examples": [{"1": "Alice", "2": "Bob"}],
     }
 )

@@ -33,7 +33,7 @@ from rest_framework import serializers
 from config import shared_cache
 from transcription import files, services
 from transcription.job_options import PROMPT_MAX_LENGTH, openai_options
-from transcription.models import FailureReason, Job, JobSegments, Upload, UploadState
+from transcription.models import FailureReason, Job, JobSegments
 from transcription.pipeline import captions
 from transcription.pipeline.languages import UnknownLanguage, language_label
 from transcription.pipeline.speaker_names import name_webvtt
@@ -41,7 +41,16 @@ from transcription.pipeline.speaker_names import name_webvtt
 from . import front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart
 from .fields import LanguageCodeField, StrictChoiceField, UrlField
-from .uploads import Answer, caller_for, db, declared_length, door_prelude, too_large_message
+from .uploads import (
+    Answer,
+    caller_for,
+    create_upload,
+    db,
+    declared_length,
+    door_prelude,
+    past_the_room,
+    too_large_message,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -403,8 +412,8 @@ async def _speech(scope, receive, request, caller, path: str, holder: dict):
     length = declared_length(scope)
     if length and length > settings.UPLOAD_MAX_BYTES + 64 * 1024:
         raise _too_large()
-    upload = await db(operations_create_upload, caller)
-    sink = FileSink(files.incoming_path(upload.id), limit=settings.UPLOAD_MAX_BYTES)
+    upload = await db(create_upload, caller, length or None, "")  # a 413 when the account's storage is full
+    sink = FileSink(files.incoming_path(upload.id), limit=min(settings.UPLOAD_MAX_BYTES, upload.size))
     kept = False
     try:
         try:
@@ -431,7 +440,7 @@ async def _speech(scope, receive, request, caller, path: str, holder: dict):
         if filename is not None:
             if sink.written == 0:
                 raise operations.upload_not_media("The file is empty.")
-            await db(_name_upload, upload.id, filename)
+            await db(services.upload_name, upload.id, filename)
             await db(operations.finish_upload, upload.id, files.incoming_path(upload.id))
             kept = True
             job_request["upload_id"] = str(upload.id)
@@ -439,7 +448,7 @@ async def _speech(scope, receive, request, caller, path: str, holder: dict):
             job_request["url"] = options["url"]
         queued = await db(front_door.perform, caller, operations.create_subtitles, job_request)
     except BodyTooLarge:
-        raise _too_large() from None
+        raise past_the_room(sink.limit) or _too_large() from None
     except MalformedBody as error:
         raise OpenAIError(400, str(error), "invalid_request_error", "invalid_multipart") from None
     except ClientGone:
@@ -468,14 +477,6 @@ async def _speech(scope, receive, request, caller, path: str, holder: dict):
 
 def _too_large() -> OpenAIError:
     return OpenAIError(413, too_large_message(), "invalid_request_error", "file_too_large", "file")
-
-
-def operations_create_upload(caller):
-    return services.upload_create(caller.account, size=0, filename="")
-
-
-def _name_upload(upload_id, filename: str) -> None:
-    Upload.objects.filter(pk=upload_id, state=UploadState.RECEIVING).update(filename=filename[:255])
 
 
 async def _send(send, status: int, content_type: str, body, headers: dict, protective) -> None:

@@ -21,7 +21,6 @@ limiter that is down should not take the service down with it.
 
 from __future__ import annotations
 
-import ipaddress
 import itertools
 import logging
 import math
@@ -205,14 +204,5 @@ def hit_address(address: str, now: float | None = None) -> RateState:
 
 def client_address(request) -> str:
     """The address a request comes from, as the limits count it (accounts.client: REMOTE_ADDR, or
-    under TRUST_PROXY_HEADERS the address our own proxy saw). An IPv6 client is counted by its
-    /64, which one client usually holds whole."""
-    address = accounts_client.client_address(request)
-    if address is None:
-        return "unknown"
-    ip = ipaddress.ip_address(address)
-    if ip.version == 6:
-        if ip.ipv4_mapped:
-            return str(ip.ipv4_mapped)
-        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
-    return str(ip)
+    under TRUST_PROXY_HEADERS the address our own proxy saw; an IPv6 client by its /64)."""
+    return accounts_client.counted_client_address(request) or "unknown"

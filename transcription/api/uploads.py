@@ -39,11 +39,10 @@ from django.db import close_old_connections
 from django.http import HttpResponse
 from django.http.request import split_domain_port, validate_host
 from django.middleware.csrf import CsrfViewMiddleware
-from django.utils import timezone
 from rest_framework import exceptions
 
-from accounts.models import Account
-from transcription import files, services
+from accounts import client as accounts_client
+from transcription import files, quota, services
 from transcription.models import Upload, UploadState
 
 from . import asgi_door, front_door, operations, ratelimit
@@ -115,8 +114,24 @@ async def db(function, *args):
     return await anyio.to_thread.run_sync(run, limiter=database_threads())
 
 
-def _create(caller: front_door.Caller, size: int, filename: str) -> Upload:
-    return services.upload_create(Account(pk=caller.account_id), size=size, filename=filename)
+def create_upload(caller: front_door.Caller, size: int | None, filename: str) -> Upload:
+    """A new upload, or a 413 before any byte is written when the account's storage is full."""
+    try:
+        return services.upload_create(caller.account, size=size, filename=filename)
+    except quota.StorageFull as full:
+        raise detail(413, str(full)) from None
+
+
+def past_the_room(limit: int) -> Answer | None:
+    """The answer to a body that went past its sink's `limit`: the largest upload, or (a body of
+    unknown length given the room its account had left) the storage quota."""
+    if limit >= settings.UPLOAD_MAX_BYTES:
+        return None
+    return detail(
+        413,
+        f"Not enough storage: this upload went past the {quota.format_bytes(limit)} left to your "
+        "account. Delete uploads you no longer need (DELETE /v1/api/uploads/{id}) or wait until they expire.",
+    )
 
 
 # --- The ASGI app ----------------------------------------------------------------------------------
@@ -252,11 +267,19 @@ def _metadata(value: str) -> dict:
 
 
 def _location(scope, headers, upload_id) -> str:
-    proxied = settings.TRUST_PROXY_HEADERS
+    """The upload's address. X-Forwarded-Host and -Proto are read only from one of our own proxies
+    (accounts.client, the rule every per-address control follows); the host, forwarded or sent,
+    must be one of ALLOWED_HOSTS as Django checks it, else PUBLIC_BASE_URL's is used."""
+    proxied = accounts_client.from_our_proxy((scope.get("client") or (None,))[0])
     scheme = headers.get("x-forwarded-proto") if proxied else None
-    host = (headers.get("x-forwarded-host") if proxied else None) or headers.get("host")
-    host = host or settings.PUBLIC_BASE_URL.split("://", 1)[-1]
-    return f"{scheme or scope.get('scheme', 'http')}://{host}{UPLOADS_PATH}/{upload_id}"
+    host = (headers.get("x-forwarded-host") if proxied else None) or headers.get("host") or ""
+    host = host.split(",")[-1].strip()  # a proxy appends its own
+    if not validate_host(split_domain_port(host)[0], settings.ALLOWED_HOSTS):
+        scheme, host = settings.PUBLIC_BASE_URL.split("://", 1)
+        host = host.rstrip("/")
+    if scheme not in ("http", "https"):
+        scheme = scope.get("scheme", "http")
+    return f"{scheme}://{host}{UPLOADS_PATH}/{upload_id}"
 
 
 async def _tus_create(scope, receive, headers, caller):
@@ -270,7 +293,7 @@ async def _tus_create(scope, receive, headers, caller):
         raise too_large()
     metadata = _metadata(headers.get("upload-metadata", ""))
     filename = metadata.get("filename") or metadata.get("name") or ""
-    upload = await db(_create, caller, size, filename)
+    upload = await db(create_upload, caller, size, filename)
     location = {"Location": _location(scope, headers, upload.id)}
     if headers.get("content-type") == TUS_CONTENT_TYPE:  # creation-with-upload: the first bytes too
         headers = {**headers, "upload-offset": "0"}
@@ -332,9 +355,9 @@ async def _plain_upload(scope, receive, headers, caller):
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     named = _FILENAME.search(headers.get("content-disposition", ""))
     filename = (query.get("filename") or [""])[-1] or (named.group(1) if named else "")
-    upload = await db(_create, caller, size or 0, filename)
+    upload = await db(create_upload, caller, size, filename)
     path = files.incoming_path(upload.id)
-    sink = FileSink(path, limit=settings.UPLOAD_MAX_BYTES)
+    sink = FileSink(path, limit=min(settings.UPLOAD_MAX_BYTES, upload.size))
     kept = False
     try:
         try:
@@ -350,12 +373,12 @@ async def _plain_upload(scope, receive, headers, caller):
         if sink.written == 0:
             raise operations.upload_not_media("The file is empty.")
         if multipart and filename:
-            await db(_rename, upload.id, filename)
+            await db(services.upload_name, upload.id, filename)
         ready = await db(operations.finish_upload, upload.id, path)
         kept = True
         return 201, operations.upload_document(ready), {"Location": _location(scope, headers, upload.id)}
     except BodyTooLarge:
-        raise too_large() from None
+        raise past_the_room(sink.limit) or too_large() from None
     except MalformedBody as error:
         raise operations.upload_not_media(str(error)) from None
     except ClientGone:
@@ -363,10 +386,6 @@ async def _plain_upload(scope, receive, headers, caller):
     finally:
         if not kept:
             await db(services.upload_delete, upload.id)
-
-
-def _rename(upload_id, filename: str) -> None:
-    Upload.objects.filter(pk=upload_id).update(filename=filename[:255], updated_at=timezone.now())
 
 
 async def _send(send, status: int, body: dict | None, headers: dict, protective, head: bool = False) -> None:

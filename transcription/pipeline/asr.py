@@ -96,7 +96,7 @@ def _speech_clips(speech: Sequence[tuple[float, float]], offset: float, duration
     short pauses into clips of at most MAX_CLIP_SECONDS (a longer region is cut evenly)."""
     clips: list[tuple[float, float]] = []
     for region_start, region_end in sorted(speech):
-        start, end = max(0.0, region_start - offset), min(duration, region_end - offset)
+        start, end = max(0.0, region_start - offset, clips[-1][1] if clips else 0.0), min(duration, region_end - offset)
         if end <= start:
             continue
         if clips and start - clips[-1][1] <= MAX_CLIP_PAUSE and end - clips[-1][0] <= MAX_CLIP_SECONDS:
@@ -105,7 +105,15 @@ def _speech_clips(speech: Sequence[tuple[float, float]], offset: float, duration
         pieces = math.ceil((end - start) / MAX_CLIP_SECONDS)
         step = (end - start) / pieces
         clips.extend((start + k * step, start + (k + 1) * step) for k in range(pieces))
-    return [(round(s, 3), round(e, 3)) for s, e in clips]
+    # To the millisecond, never past the slice's last whole millisecond nor overlapping: faster-whisper
+    # 1.2.1's BatchedInferencePipeline logs "VAD filter removed %s of audio" with
+    # format_timestamp(duration - the clips' summed lengths), which asserts that it is not negative,
+    # so a clip ending 0.4 ms after the audio (4.8646 s rounded up to 4.865) failed the job with an
+    # AssertionError (issue 41). For upstream (faster_whisper/transcribe.py, both transcribe
+    # methods): that log line should clamp at zero, or sum the audio each clip actually holds.
+    last = math.floor(duration * 1000) / 1000
+    rounded = [(min(round(s, 3), last), min(round(e, 3), last)) for s, e in clips]
+    return [(s, e) for s, e in rounded if e > s]
 
 
 def transcribe(

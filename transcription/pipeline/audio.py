@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .ffmpeg_commands import ffmpeg, ffprobe
+from .ffmpeg_commands import ffmpeg_media, ffprobe_media, refused_format
 from .wav import SAMPLE_RATE, open_wav, read_samples
 
 __all__ = ["AudioError", "probe_audio", "to_wav", "plan_chunks", "cut_media"]
@@ -47,7 +47,7 @@ def probe_audio(path: str | os.PathLike[str], timeout: float = 60) -> float:
     stream, ``AudioError("The file could not be read as audio or video.")`` when
     ffprobe cannot read it (or takes longer than ``timeout``).
     """
-    cmd = ffprobe("-show_entries", "format=duration:stream=codec_type,duration", "-of", "json", os.fspath(path))
+    cmd = ffprobe_media(path, "-show_entries", "format=duration:stream=codec_type,duration", "-of", "json")
     try:
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -55,7 +55,7 @@ def probe_audio(path: str | os.PathLike[str], timeout: float = 60) -> float:
     except OSError as e:  # ffprobe missing
         raise AudioError(MSG_UNREADABLE) from e
     if res.returncode != 0:
-        raise AudioError(MSG_UNREADABLE)
+        raise AudioError(refused_format(res.stderr) or MSG_UNREADABLE)
     try:
         data = json.loads(res.stdout or b"{}")
     except ValueError:
@@ -91,9 +91,8 @@ def to_wav(
     stderr when it fails); a partial ``dst`` is removed.
     """
     dst = Path(dst)
-    cmd = ffmpeg(
-        "-i",
-        os.fspath(src),
+    cmd = ffmpeg_media(
+        src,
         "-map",
         "0:a:0",
         "-vn",
@@ -123,6 +122,9 @@ def to_wav(
         last = _last_line(res.stderr)
         if b"matches no streams" in (res.stderr or b""):
             raise AudioError(MSG_NO_AUDIO)
+        refused = refused_format(res.stderr)
+        if refused:
+            raise AudioError(refused)
         raise AudioError(f"The audio could not be converted: {last or f'ffmpeg exited with code {res.returncode}'}")
     if not dst.is_file():
         raise AudioError("The audio could not be converted: ffmpeg wrote no file.")
@@ -196,9 +198,8 @@ def cut_media(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, secon
     that costs nothing, as the preview's subtitles end at ``seconds``. Raises ``AudioError``.
     """
     dst = Path(dst)
-    cmd = ffmpeg(
-        "-i",
-        os.fspath(src),
+    cmd = ffmpeg_media(
+        src,
         "-t",
         f"{float(seconds):.3f}",
         "-map",
@@ -218,6 +219,9 @@ def cut_media(src: str | os.PathLike[str], dst: str | os.PathLike[str], *, secon
         raise AudioError(f"Cutting the video took longer than {timeout:g} seconds.") from None
     if res.returncode != 0 or not dst.is_file():
         dst.unlink(missing_ok=True)
+        refused = refused_format(res.stderr)
+        if refused:
+            raise AudioError(refused)
         raise AudioError(
             f"The video could not be cut: {_last_line(res.stderr) or f'ffmpeg exited with code {res.returncode}'}"
         )

@@ -9,6 +9,8 @@ import os
 import subprocess
 from dataclasses import dataclass
 
+from .ffmpeg_commands import ffprobe_media, refused_format
+
 MSG_NOT_MEDIA = "The file is not audio or video that ffprobe can read."
 MSG_NO_AUDIO = "The file has no audio track to transcribe."
 MSG_NO_DURATION = "The length of the file's audio could not be determined."
@@ -26,11 +28,14 @@ class MediaSummary:
 
 def probe_media(path: str | os.PathLike[str], timeout: float = 60) -> MediaSummary:
     """What ffprobe finds in `path`; NotMedia when it is not media, has no audio track or no length."""
-    command = ["ffprobe", "-v", "error", "-show_streams", "-show_format", "-of", "json", os.fspath(path)]
+    command = ffprobe_media(path, "-show_streams", "-show_format", "-of", "json")
     try:
         result = subprocess.run(command, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except (subprocess.TimeoutExpired, OSError):
         raise NotMedia(MSG_NOT_MEDIA) from None
+    refused = refused_format(result.stderr) if result.returncode != 0 else None
+    if refused:
+        raise NotMedia(refused)
     try:
         data = json.loads(result.stdout or b"{}") if result.returncode == 0 else {}
     except ValueError:

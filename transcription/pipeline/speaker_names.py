@@ -40,7 +40,12 @@ def name_webvtt(webvtt: str | None, names: Mapping[str, str]) -> str | None:
 
     def voice(match: re.Match[str]) -> str:
         name = names.get(match.group(1))
-        # "&" is the one character of a name that a cue's annotation must escape
-        return f"<v {name.replace('&', '&amp;')}>" if name else match.group(0)
+        if not name:
+            return match.group(0)
+        # "&" is the one character of a name that a cue's annotation must escape; a name ending in
+        # "-" (one stored before "--" at the end was refused) is followed by a space, which the
+        # annotation drops, so that "-->" never appears: it would end the cue
+        name = name.replace("&", "&amp;")
+        return f"<v {name} >" if name.endswith("-") else f"<v {name}>"
 
     return _VOICE_SPAN.sub(voice, webvtt)

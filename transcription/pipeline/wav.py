@@ -7,8 +7,10 @@ back as float32 in [-1, 1].
 from __future__ import annotations
 
 import os
+import struct
 import wave
 from collections.abc import Iterator
+from typing import BinaryIO
 
 import numpy as np
 
@@ -75,3 +77,41 @@ def wav_duration(path: str | os.PathLike[str]) -> float:
     """Length in seconds, from the header."""
     with open_wav(path) as w:
         return w.getnframes() / SAMPLE_RATE
+
+
+def _data_start(f: BinaryIO) -> int:
+    """Where the samples of a RIFF/WAVE file begin: just after its `data` chunk's header. Only the
+    chunks' ids and the sizes of the chunks before `data` are read, never the sizes of `data`."""
+    head = f.read(12)
+    if head[:4] != b"RIFF" or head[8:] != b"WAVE":
+        raise ValueError("not a RIFF/WAVE file")
+    while True:
+        header = f.read(8)
+        if len(header) < 8:
+            raise ValueError("no data chunk")
+        chunk, size = header[:4], struct.unpack("<I", header[4:])[0]
+        if chunk == b"data":
+            return f.tell()
+        f.seek(size + (size & 1), os.SEEK_CUR)  # chunks are padded to an even size
+
+
+def decoded_seconds(path: str | os.PathLike[str]) -> float:
+    """Length in seconds of the samples that are in a pipeline WAV: the bytes after its `data`
+    chunk's header, whatever the sizes in the header say. What a job is charged for (issue 41)."""
+    with open(path, "rb") as f:
+        start = _data_start(f)
+        end = f.seek(0, os.SEEK_END)
+    return (end - start) // 2 / SAMPLE_RATE
+
+
+def truncate(path: str | os.PathLike[str], seconds: float) -> None:
+    """Keep the first `seconds` of a pipeline WAV, in place: the file cut and its RIFF and `data`
+    sizes written again (a preview decided once the audio was decoded)."""
+    with open(path, "r+b") as f:
+        start = _data_start(f)
+        end = min(f.seek(0, os.SEEK_END), start + 2 * int(seconds * SAMPLE_RATE))
+        f.truncate(end)
+        f.seek(4)
+        f.write(struct.pack("<I", end - 8))
+        f.seek(start - 4)
+        f.write(struct.pack("<I", end - start))

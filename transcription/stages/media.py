@@ -1,7 +1,9 @@
 """The media stage (media queue): preparing -> downloading -> converting -> uploading.
 
 The video's length is charged as soon as it is known: from the metadata, or, for direct links
-that carry none, from the downloaded file before anything is converted.
+that carry none, from the downloaded file before anything is converted. That charge rests on what
+the file's header claims; once the audio is decoded, the charge is settled against the length
+decoded (_decode), and the length limit applies to it too.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from django.conf import settings
 from .. import files, services, states
 from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch
+from ..pipeline import wav as pipeline_wav
+from ..pipeline.fetch.errors import decoded_too_long_message
 from ..pipeline.speakers import voices
 from .runner import run_stage
 
@@ -104,10 +108,10 @@ def _convert_and_store(job: Job, directory: Path, source: Path, duration: int | 
             voices.check_sample_length(duration)
         if not _charge(job.id, states.CONVERTING, duration):
             return False
-    job.refresh_from_db(fields=["is_preview", "preview_minutes"])
-    max_seconds = job.preview_minutes * 60 if job.is_preview and job.preview_minutes is not None else None
     wav = directory / "audio.wav"
-    audio.to_wav(source, wav, timeout=settings.FFMPEG_TIMEOUT_SECONDS, max_seconds=max_seconds)
+    paid, max_seconds = _decode(job, source, wav, duration)
+    if not paid:
+        return False
 
     if burned and max_seconds is not None:
         source = audio.cut_media(
@@ -121,3 +125,38 @@ def _convert_and_store(job: Job, directory: Path, source: Path, duration: int | 
         files.store(source, files.source_name(job.id))
     services.job_advance(job.id, states.UPLOADING, 1.0)
     return True
+
+
+def _decode(job: Job, source: Path, wav: Path, claimed: int) -> tuple[bool, int | None]:
+    """Decode the audio to `wav` and settle the job's charge against its length (issue 41): the
+    charge so far came from the file's header, which the sender controls. The decode stops a second
+    past MAX_VIDEO_SECONDS (or at a preview's end), so a header that lies costs no hours of work.
+
+    Returns whether the job is paid for (else it failed for want of minutes), and the seconds it
+    keeps (a preview's) or None for all of it."""
+    job.refresh_from_db(fields=["is_preview", "preview_minutes"])
+    limit = settings.MAX_VIDEO_SECONDS
+    preview = job.preview_minutes * 60 if job.is_preview and job.preview_minutes is not None else None
+    audio.to_wav(source, wav, timeout=settings.FFMPEG_TIMEOUT_SECONDS, max_seconds=preview or limit + 1)
+    decoded = pipeline_wav.decoded_seconds(wav)
+    if preview is not None and decoded > preview - SETTLE_SLACK_SECONDS:
+        return True, preview  # at least the preview is there: what it was charged for
+    if decoded > limit:
+        raise fetch.FetchError(decoded_too_long_message(limit, claimed))
+    if job.is_voice_sample:
+        voices.check_sample_length(decoded)
+    if abs(decoded - claimed) < SETTLE_SLACK_SECONDS:
+        return True, preview  # the codec's padding, not a lie
+    result = services.job_settle(job, math.ceil(decoded))
+    if not result.ok:
+        services.job_fail(job.id, result.error or "Not enough minutes.", FailureReason.BALANCE)
+        return False, None
+    if result.preview_minutes:
+        pipeline_wav.truncate(wav, result.preview_minutes * 60)
+        return True, result.preview_minutes * 60
+    return True, None
+
+
+# Header and decoded lengths differ by a fraction of a second with some codecs (AAC's priming and
+# padding); only a larger difference is settled, so that honest files get no entry of a second.
+SETTLE_SLACK_SECONDS = 1.0

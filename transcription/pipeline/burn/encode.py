@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..captions import Cue
-from ..ffmpeg_commands import ffmpeg
+from ..ffmpeg_commands import ffmpeg_media, refused_format
 from .ass import FONT_SCALE, write_ass
 from .errors import MSG_FAILED, MSG_NO_FFMPEG, MSG_TIMEOUT, BurnError, last_line
 from .video import QUALITY_HEIGHT, output_size, probe_video
@@ -53,7 +53,7 @@ def burn_command(
     if fonts_dir is not None:
         subtitles += f":fontsdir={filter_escape(fonts_dir)}"
     vf = f"scale={int(width)}:{int(height)}:flags=lanczos,setsar=1,{subtitles}"
-    cmd = ffmpeg("-i", os.fspath(source), "-map", "0:V:0")
+    cmd = ffmpeg_media(source, "-map", "0:V:0")
     if has_audio:
         cmd += ["-map", "0:a:0?"]
     cmd += ["-vf", vf, *VIDEO_ARGS]
@@ -199,7 +199,7 @@ def _run_ffmpeg(cmd: list[str], duration: float, on_progress: Callable[[float], 
             raise BurnError(MSG_TIMEOUT.format(limit=_duration_words(timeout)))
         if returncode != 0:
             err.seek(0)
-            detail = last_line(err.read()[-20000:].decode("utf-8", "replace"))
-            raise BurnError(MSG_FAILED.format(detail=detail))
+            stderr = err.read()[-20000:].decode("utf-8", "replace")
+            raise BurnError(refused_format(stderr) or MSG_FAILED.format(detail=last_line(stderr)))
     if on_progress is not None:
         on_progress(1.0)

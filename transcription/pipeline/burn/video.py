@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..ffmpeg_commands import ffprobe
+from ..ffmpeg_commands import ffprobe_media, refused_format
 from .errors import MSG_NO_FFMPEG, MSG_NO_PICTURE, MSG_UNREADABLE, BurnError, last_line
 
 QUALITY_HEIGHT = {"default": 720, "hd": 1080, "uhd": 2160}
@@ -56,7 +56,7 @@ def probe_video(path: str | os.PathLike[str], timeout: float = 60) -> VideoInfo:
     rotates decoded frames itself; a non-square sample aspect ratio widens or narrows the width.
     Cover art (an attached picture in an audio file) is not a picture to draw on.
     """
-    cmd = ffprobe("-show_streams", "-show_format", "-of", "json", os.fspath(path))
+    cmd = ffprobe_media(path, "-show_streams", "-show_format", "-of", "json")
     try:
         res = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -64,6 +64,9 @@ def probe_video(path: str | os.PathLike[str], timeout: float = 60) -> VideoInfo:
     except OSError as e:
         raise BurnError(MSG_NO_FFMPEG) from e
     if res.returncode != 0:
+        refused = refused_format(res.stderr)
+        if refused:
+            raise BurnError(refused)
         detail = last_line(res.stderr.decode("utf-8", "replace"))
         raise BurnError(MSG_UNREADABLE.format(detail=detail))
     try:

@@ -46,7 +46,7 @@ import yt_dlp
 from yt_dlp.networking import Request
 from yt_dlp.networking.exceptions import HTTPError as YtHTTPError
 
-from ..ffmpeg_commands import ffprobe
+from ..ffmpeg_commands import ffprobe_relayed
 from ..types import MediaInfo
 from .errors import (  # noqa: F401 - the messages callers compare errors with
     MSG_AGE,
@@ -88,8 +88,6 @@ __all__ = ["FetchError", "check_url", "probe", "download", "extract_listing", "t
 
 # What yt-dlp's extract_info answers: its "info dict" (a page, a video, a playlist and its entries).
 Info = dict[str, Any]
-
-_FFPROBE_FORMATS = "mov,mp4,m4a,matroska,webm,mp3,ogg,wav,w64,flac,aac,mpegts,avi,flv,asf,aiff,caf,amr,au,wv"
 
 
 def _refuse_live(info: Info) -> None:
@@ -164,7 +162,7 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: Info, timeout
     through a loopback relay whose requests go out through ``ydl``'s guarded handler
     (relay.py): it never resolves or connects to the client's host itself, so a name that
     rebinds to a private address after the check does not lead it inside.  Only the http
-    protocol (to the relay) and demuxers that do not open other URLs."""
+    protocol (to the relay) and demuxers that do not open other URLs (ffmpeg_commands.ffprobe_relayed)."""
     if shutil.which("ffprobe") is None:
         return None
     url = fmt.get("url")
@@ -176,20 +174,8 @@ def _remote_duration(ydl: GuardedYoutubeDL, session: Session, fmt: Info, timeout
     url = _final_url(ydl, url, headers)
     session.check_request_url(url)
     with Relay(ydl, url, headers) as local_url:
-        cmd = ffprobe(
-            "-rw_timeout",
-            str(int(timeout * 1_000_000)),
-            "-max_redirects",
-            "0",
-            "-protocol_whitelist",
-            "http,tcp",
-            "-format_whitelist",
-            _FFPROBE_FORMATS,
-            "-show_entries",
-            "format=duration",
-            "-of",
-            "json",
-            local_url,
+        cmd = ffprobe_relayed(
+            local_url, "-rw_timeout", str(int(timeout * 1_000_000)), "-show_entries", "format=duration", "-of", "json"
         )
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         session.register_process(proc)

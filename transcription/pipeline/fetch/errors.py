@@ -84,6 +84,11 @@ def too_long_message(duration: float, limit: float) -> str:
     return f"The video is {_fmt_duration(duration)} long; the limit is {_fmt_limit(limit)}."
 
 
+def decoded_too_long_message(limit: float, claimed: float) -> str:
+    """The audio decoded ran past the limit although the file's header claimed `claimed` seconds."""
+    return f"The audio runs longer than the limit of {_fmt_limit(limit)} (the file's header said {claimed:.0f} s)."
+
+
 def too_big_message(limit: int) -> str:
     return f"The file is larger than the limit of {_fmt_bytes(limit)}."
 
