@@ -35,7 +35,7 @@ USER_AGENT = "video-transcription-webhooks/1"
 
 
 @dataclass(frozen=True)
-class Answer:
+class ReceiverAnswer:
     status: int | None
     excerpt: str
     error: str
@@ -91,12 +91,12 @@ class _Connection:
 
 def post(
     url: str, body: bytes, headers: dict[str, str], *, allow_private: bool, timeout: float, read_limit: int = READ_LIMIT
-) -> Answer:
+) -> ReceiverAnswer:
     """POST `body` to `url`; never raises for anything the receiver or the network does."""
     started = time.monotonic()
 
-    def answer(status: int | None = None, excerpt: str = "", error: str = "") -> Answer:
-        return Answer(status, excerpt, error, time.monotonic() - started)
+    def answer(status: int | None = None, excerpt: str = "", error: str = "") -> ReceiverAnswer:
+        return ReceiverAnswer(status, excerpt, error, time.monotonic() - started)
 
     try:
         check_url(url, allow_private=allow_private)

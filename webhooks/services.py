@@ -263,7 +263,7 @@ def message_deliver(message_id: MessageId) -> Attempt | None:
 
 @transaction.atomic
 def _attempt_record(
-    message_id: MessageId, held: datetime, url: str, started: datetime, answer: delivery.Answer
+    message_id: MessageId, held: datetime, url: str, started: datetime, answer: delivery.ReceiverAnswer
 ) -> Attempt:
     message = Message.objects.select_for_update(of=("self",)).select_related("endpoint").get(pk=message_id)
     attempt = Attempt.objects.create(

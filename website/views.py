@@ -57,13 +57,6 @@ def _account(request) -> Account | None:
     return Account.objects.filter(user=request.user).first()
 
 
-def _account_or_404(request) -> Account:
-    account = _account(request)
-    if account is None:
-        raise Http404("This login has no account.")
-    return account
-
-
 def price_rows() -> list[dict]:
     """What one minute of video costs, per product, from billing.pricing (the one copy of prices)."""
     rows = [
@@ -164,10 +157,7 @@ def job_list(request):
 @never_cache
 @login_required
 def batch_detail(request, batch_id):
-    account = _account_or_404(request)
-    batch = Batch.objects.filter(pk=batch_id, account=account).first()
-    if batch is None:
-        raise Http404("No batch with that id on this account.")
+    batch = _owned_or_404(request, Batch, batch_id, "batch")
     jobs = _with_charges(list(batch.jobs.order_by("position").only(*_LISTED)))
     return render(
         request,
@@ -177,10 +167,20 @@ def batch_detail(request, batch_id):
 
 
 def _job_or_404(request, job_id) -> Job:
-    job = Job.objects.filter(pk=job_id, account=_account_or_404(request)).first()
-    if job is None:
-        raise Http404("No job with that id on this account.")
-    return job
+    return _owned_or_404(request, Job, job_id, "job")
+
+
+def _owned_or_404(request, model, row_id, what: str):
+    """The signed-in account's row, by the API's ownership rule (operations.owned: another
+    account's id is not found). Pages are read without counting against the API's limits: a
+    person reading pages is not a client polling (docs/decisions/website.md)."""
+    caller = _caller(request)
+    if caller is None:
+        raise Http404("This login has no account.")
+    try:
+        return operations.owned(model, caller.account_id, str(row_id), what)
+    except exceptions.NotFound as error:
+        raise Http404(str(error.detail)) from None
 
 
 def transcript_paragraphs(txt: str | None, names: dict | None = None) -> list[dict]:

@@ -119,6 +119,19 @@ def validation_errors(detail, location: str) -> list[dict]:
 MISSING_TOKEN = "Missing API token: send 'Authorization: Bearer <token>'."
 
 
+class DoorRefusal(Refusal):
+    """A refusal of a door's own protocol (tus's 405, 409, 412, 415, 423; a missing CSRF token), with
+    the status, message and headers it is raised with."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None):
+        self.status_code = status
+        self.extra_headers = dict(headers or {})
+        super().__init__(message)
+
+    def headers(self) -> dict[str, str]:
+        return self.extra_headers
+
+
 class NotAuthenticated(Refusal, exceptions.NotAuthenticated):
     """A 401: no token was sent."""
 

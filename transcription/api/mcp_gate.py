@@ -42,7 +42,7 @@ def _origin(url: str) -> tuple[str, str] | None:
     return parts.scheme, f"{parts.hostname.lower()}:{port}"
 
 
-def caller_for(authorization: str | None, address: str) -> front_door.Caller:
+def mcp_caller(authorization: str | None, address: str) -> front_door.Caller:
     close_old_connections()
     try:
         return front_door.caller_from_token(authorization, address, front_door.MCP)
@@ -85,7 +85,7 @@ class McpGate:
             return await asgi_door.send_json(send_protected, 403, {"detail": "Origin not allowed."})
         try:
             caller = await anyio.to_thread.run_sync(
-                caller_for,
+                mcp_caller,
                 request.META.get("HTTP_AUTHORIZATION"),
                 ratelimit.client_address(request),
                 limiter=database_threads(),

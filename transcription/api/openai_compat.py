@@ -42,14 +42,13 @@ from . import front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart
 from .fields import LanguageCodeField, StrictChoiceField, UrlField
 from .uploads import (
-    Answer,
-    caller_for,
     create_upload,
     db,
     declared_length,
     door_prelude,
     past_the_room,
     too_large_message,
+    upload_caller,
 )
 
 logger = logging.getLogger(__name__)
@@ -140,9 +139,6 @@ def as_openai(error: Exception) -> OpenAIError | None:
     """A refusal of the front door (or of this door) in OpenAI's terms; None for a bug."""
     if isinstance(error, OpenAIError):
         return error
-    if isinstance(error, Answer):
-        message = error.body["detail"] if error.body else ""
-        return OpenAIError(error.status, str(message), "invalid_request_error", headers=error.headers)
     answer = front_door.error_answer(error)
     if answer is None:
         return None
@@ -354,7 +350,7 @@ async def application(scope, receive, send):
     request, protective = prelude
     caller, holder = None, {}
     try:
-        caller = await db(caller_for, request, front_door.OPENAI)
+        caller = await db(upload_caller, request, front_door.OPENAI)
         path = scope["path"].rstrip("/")
         if path == MODELS_PATH or path.startswith(MODELS_PATH + "/"):
             status, content_type, body = await _models(scope, caller, path)

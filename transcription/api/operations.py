@@ -63,6 +63,16 @@ def not_found(what: str) -> NotFound:
     return NotFound(f"No {what} with that id on this account.")
 
 
+def owned(rows, account_id, raw_id, what: str):
+    """The account's row `raw_id` of `rows` (a model or a queryset): the one ownership rule of
+    every door. A malformed id is a 422 on ["path", "id"]; another account's row, or none, a 404."""
+    queryset = rows.objects.all() if hasattr(rows, "objects") else rows
+    row = queryset.filter(pk=parse_id(raw_id), account_id=account_id).first()
+    if row is None:
+        raise not_found(what)
+    return row
+
+
 # --- Queueing (job requests) ------------------------------------------------------------------
 
 
@@ -137,9 +147,7 @@ def rename_speakers(caller: Caller, data: dict, request=None) -> dict:
     transcript does not hold is a 422 naming it; another account's job a 404."""
     job_id = parse_id(data.get("id"))
     names = validate(s.SpeakerNamesRequestSerializer, without_id(data))["names"]
-    job = Job.objects.filter(pk=job_id, account_id=caller.account_id).only("id", "state", "txt").first()
-    if job is None:
-        raise not_found("job")
+    job = owned(Job.objects.only("id", "state", "txt"), caller.account_id, data.get("id"), "job")
     if job.state != "done":
         raise NotDone(f"This job is {job.state}: its speakers can be named once it is done.")
     present = set(speakers_in(job.txt))
@@ -180,11 +188,7 @@ def list_voices(caller: Caller, data: dict, request=None) -> list[dict]:
 
 @operation(JOBS)
 def delete_voice(caller: Caller, data: dict, request=None) -> None:
-    voice_id = parse_id(data.get("id"))
-    voice = Voice.objects.filter(pk=voice_id, account_id=caller.account_id).first()
-    if voice is None:
-        raise not_found("voice")
-    services.voice_delete(voice)
+    services.voice_delete(owned(Voice, caller.account_id, data.get("id"), "voice"))
 
 
 # --- Reading (polls) --------------------------------------------------------------------------
@@ -206,11 +210,7 @@ def get_transcription(caller: Caller, data: dict, request=None) -> dict:
 
 @operation(POLLS)
 def get_batch(caller: Caller, data: dict, request=None) -> dict:
-    batch_id = parse_id(data.get("id"))
-    batch = Batch.objects.filter(pk=batch_id, account_id=caller.account_id).first()
-    if batch is None:
-        raise not_found("batch")
-    return batch_payload(batch, request)
+    return batch_payload(owned(Batch, caller.account_id, data.get("id"), "batch"), request)
 
 
 @operation(POLLS)
@@ -296,10 +296,7 @@ def upload_document(upload: Upload) -> dict:
 def find_upload(account_id, raw_id) -> Upload:
     """The account's upload `raw_id` (any spelling of a UUID): a 422 on ["path", "id"] for a
     malformed id, a 404 for no upload of this account."""
-    upload = Upload.objects.filter(pk=parse_id(raw_id), account_id=account_id).first()
-    if upload is None:
-        raise not_found("upload")
-    return upload
+    return owned(Upload, account_id, raw_id, "upload")
 
 
 @operation(POLLS)

@@ -105,7 +105,7 @@ class PollFront:
             b"".join(chunks),
         )
 
-    async def _uncount(self, answer: polls.Answer) -> None:
+    async def _uncount(self, answer: polls.PollAnswer) -> None:
         key = ratelimit.account_key(answer.cached.account_id, ratelimit.POLLS)
         try:
             await self._client.zrem(key, answer.member)

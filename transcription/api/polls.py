@@ -169,7 +169,7 @@ class Poll(NamedTuple):
     args: list
 
 
-class Answer(NamedTuple):
+class PollAnswer(NamedTuple):
     job_id: uuid.UUID
     cached: poll_cache.CachedPoll
     state: ratelimit.RateState
@@ -208,7 +208,7 @@ def poll_for(method: str, accept: str, query_string: str, authorization: str, id
     return Poll(job_id, limit, member, held, keys, args)
 
 
-def answer_from(poll: Poll, reply: list) -> Answer | None:
+def answer_from(poll: Poll, reply: list) -> PollAnswer | None:
     """What the script answered: the poll counted and its answer, or None (nothing counted)."""
     if not reply[0]:
         return None
@@ -221,10 +221,10 @@ def answer_from(poll: Poll, reply: list) -> Answer | None:
             return None
         _hold(poll.job_id, cached)
     state = ratelimit.rate_state(poll.limit, True, int(reply[1]), 0)
-    return Answer(poll.job_id, cached, state, poll.member)
+    return PollAnswer(poll.job_id, cached, state, poll.member)
 
 
-def response(answer: Answer, request) -> HttpResponse:
+def response(answer: PollAnswer, request) -> HttpResponse:
     cached = answer.cached
     body = render(document(cached, request)) if cached.has_links else cached.body
     response = HttpResponse(body, content_type="application/json")
@@ -239,7 +239,7 @@ def script():
     return shared_cache.client().register_script(POLL_SCRIPT)
 
 
-def _answer(request, id: str) -> Answer | None:
+def _answer(request, id: str) -> PollAnswer | None:
     meta = request.META
     poll = poll_for(
         request.method,

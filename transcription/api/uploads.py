@@ -47,7 +47,7 @@ from transcription.models import Upload, UploadState
 
 from . import asgi_door, front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart, read_raw
-from .error_bodies import RequestValidationError
+from .error_bodies import DoorRefusal, RequestValidationError
 from .mcp_gate import database_threads
 
 logger = logging.getLogger(__name__)
@@ -58,16 +58,9 @@ TUS_EXTENSIONS = "creation,creation-with-upload,termination"
 TUS_CONTENT_TYPE = "application/offset+octet-stream"
 
 
-class Answer(Exception):
-    """An answer of this door's own (tus's statuses): `status`, a JSON body, extra headers."""
-
-    def __init__(self, status: int, body: dict | None = None, headers: dict | None = None):
-        super().__init__(status)
-        self.status, self.body, self.headers = status, body, dict(headers or {})
-
-
-def detail(status: int, message: str, headers: dict | None = None) -> Answer:
-    return Answer(status, {"detail": message}, headers)
+def detail(status: int, message: str, headers: dict | None = None) -> DoorRefusal:
+    """A refusal of this door's own (tus's statuses), answered as every refusal is."""
+    return DoorRefusal(status, message, headers)
 
 
 def too_large_message() -> str:
@@ -76,14 +69,14 @@ def too_large_message() -> str:
     return f"The file is larger than {size}, the most one upload may carry."
 
 
-def too_large() -> Answer:
+def too_large() -> DoorRefusal:
     return detail(413, too_large_message())
 
 
 # --- Who calls: a Caller of the front door ----------------------------------------------------
 
 
-def caller_for(request, transport: str = front_door.UPLOADS) -> front_door.Caller:
+def upload_caller(request, transport: str = front_door.UPLOADS) -> front_door.Caller:
     """The bearer token's Caller; without an Authorization header, a signed-in person's (the
     website's job form), whose request must carry the CSRF token as Django's forms do."""
     address = ratelimit.client_address(request)
@@ -122,7 +115,7 @@ def create_upload(caller: front_door.Caller, size: int | None, filename: str) ->
         raise detail(413, str(full)) from None
 
 
-def past_the_room(limit: int) -> Answer | None:
+def past_the_room(limit: int) -> DoorRefusal | None:
     """The answer to a body that went past its sink's `limit`: the largest upload, or (a body of
     unknown length given the room its account had left) the storage quota."""
     if limit >= settings.UPLOAD_MAX_BYTES:
@@ -176,10 +169,8 @@ async def application(scope, receive, send):
         if scope["method"] == "OPTIONS":  # tus discovery needs no token
             status, body, answer_headers = 204, None, _discovery()
         else:
-            caller = await db(caller_for, request)
+            caller = await db(upload_caller, request)
             status, body, answer_headers = await _route(scope, receive, headers, caller)
-    except Answer as answer:
-        status, body, answer_headers = answer.status, answer.body, answer.headers
     except exceptions.APIException as error:
         refusal = front_door.error_answer(error)
         if refusal is None:
@@ -219,8 +210,8 @@ async def _route(scope, receive, headers, caller: front_door.Caller):
         return 204, None, {}
     if method not in ("HEAD", "PATCH"):
         raise detail(405, f"Method {method} not allowed here.", {"Allow": "GET, HEAD, PATCH, DELETE, OPTIONS"})
-    await db(front_door.admit, caller, ratelimit.POLLS)
-    upload = await db(operations.find_upload, caller.account_id, rest)
+    # a tus HEAD or PATCH reads the upload as GET does: the same count, ownership and 404
+    upload = await db(front_door.perform, caller, operations.get_upload, {"id": rest})
     _check_tus_version(headers)
     if method == "HEAD":
         return 200, None, {**_offset_headers(upload), "Cache-Control": "no-store"}
@@ -236,13 +227,14 @@ def _check_tus_version(headers: dict) -> None:
         )
 
 
-def _offset_headers(upload: Upload) -> dict:
-    if upload.state == UploadState.READY:
-        offset = upload.size
+def _offset_headers(upload: dict) -> dict:
+    """tus's headers of an upload (as operations.get_upload answers it): the bytes stored so far."""
+    if upload["state"] == UploadState.READY:
+        offset = upload["size"]
     else:
-        path = files.incoming_path(upload.id)
+        path = files.incoming_path(upload["id"])
         offset = path.stat().st_size if path.exists() else 0
-    return {"Upload-Offset": str(offset), "Upload-Length": str(upload.size)}
+    return {"Upload-Offset": str(offset), "Upload-Length": str(upload["size"])}
 
 
 def _declared_length(headers: dict, name: str) -> int | None:
@@ -302,17 +294,18 @@ async def _tus_create(scope, receive, headers, caller):
     return 201, None, location
 
 
-async def _patch(receive, headers, upload: Upload):
+async def _patch(receive, headers, upload: dict):
     _check_tus_version(headers)
     if headers.get("content-type") != TUS_CONTENT_TYPE:
         raise detail(415, f"A PATCH carries Content-Type: {TUS_CONTENT_TYPE}.")
     offset = _declared_length(headers, "upload-offset")
     if offset is None:
         raise detail(400, "A PATCH needs Upload-Offset.")
-    if upload.state == UploadState.READY:
-        raise detail(409, "The upload is already complete.", {"Upload-Offset": str(upload.size)})
-    path = files.incoming_path(upload.id)
-    sink = FileSink(path, limit=upload.size)
+    upload_id, size = upload["id"], upload["size"]
+    if upload["state"] == UploadState.READY:
+        raise detail(409, "The upload is already complete.", {"Upload-Offset": str(size)})
+    path = files.incoming_path(upload_id)
+    sink = FileSink(path, limit=size)
     try:
         try:
             fcntl.flock(sink.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -327,18 +320,16 @@ async def _patch(receive, headers, upload: Upload):
         try:
             await read_raw(receive, sink)
         except BodyTooLarge:
-            raise detail(
-                413, f"The upload was announced as {upload.size} bytes; this PATCH goes past its end."
-            ) from None
+            raise detail(413, f"The upload was announced as {size} bytes; this PATCH goes past its end.") from None
         except ClientGone:
             pass  # what arrived is kept (sink.close writes it): the client resumes from there
     finally:
         await sink.close()
     received = path.stat().st_size if path.exists() else 0
-    await db(services.upload_received, upload.id, received)
-    if received == upload.size:
-        upload = await db(operations.finish_upload, upload.id, path)
-        return 204, None, {"Upload-Offset": str(received), "X-Upload-State": upload.state}
+    await db(services.upload_received, upload_id, received)
+    if received == size:
+        ready = await db(operations.finish_upload, upload_id, path)
+        return 204, None, {"Upload-Offset": str(received), "X-Upload-State": ready.state}
     return 204, None, {"Upload-Offset": str(received)}
 
 
