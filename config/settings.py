@@ -363,7 +363,7 @@ if SENTRY_DSN:
 ARTIFACT_LINK_SECONDS = env.int("ARTIFACT_LINK_SECONDS", default=7 * 24 * 3600)
 ARTIFACT_RETENTION_DAYS = env.int("ARTIFACT_RETENTION_DAYS", default=30)
 
-# --- Uploads (transcription.api.uploads) and the OpenAI-compatible door (transcription.api.openai) ---
+# --- Uploads (transcription.api.uploads) and the OpenAI-compatible door (transcription.api.openai_compat) ---
 # The largest file one upload may carry (a JSON 413 above it), by any route: plain POST, tus or
 # the OpenAI-compatible endpoints.
 UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=2 * 1024**3)

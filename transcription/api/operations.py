@@ -1,10 +1,12 @@
 """What each operation of the v1 API does, for every front door: the REST views, the MCP server's
-tools (transcription.api.mcp) and the website's job form call these, so a request checked, queued or
-read through one door is checked, queued and read the same way through the others.
+tools (transcription.api.mcp_server), the website's form, the uploads' and the OpenAI-compatible
+doors call these through front_door.perform, so a request checked, queued or read through one door
+is checked, queued and read the same way through the others.
 
-Each takes the account and the request's fields as a dict, and answers the contract's response body
-as a dict, or raises the contract's errors: RequestValidationError (the 422 entries, each naming its
-field under `location`) or NotFound ("No job with that id on this account.").
+An operation is declared with `@operation(bucket)` (what it counts as: a job request or a poll);
+it takes the Caller, the request's fields as a dict and the request (for absolute links), and
+answers the contract's response body, or raises a Refusal (error_bodies): RequestValidationError
+(the 422 entries, each naming its field) or NotFound ("No job with that id on this account.").
 """
 
 from __future__ import annotations
