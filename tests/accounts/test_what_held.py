@@ -1,4 +1,4 @@
-"""What the hostile-client probe of issue 32 found holding, kept covered: CSRF on every form (13),
+"""What the hostile-client probe of issue 32 found holding, kept covered: CSRF on every form (16),
 another account's job and batch a 404 in every spelling of its id, no session fixation, `next=`
 never leaving the site, private webhook addresses refused (signed-link tampering:
 tests/transcription/test_artifacts.py)."""
@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client
 
@@ -40,6 +41,12 @@ FORMS = {
     "{% url 'website:job-new' %}": ("/jobs/new/", {"url": "https://example.com/v", "type": "transcript"}),
     "grant_form": ("GRANT", {"minutes": "5", "reason": "goodwill"}),  # the admin's grant page
     "{% url 'website:job-speakers' job.pk %}": ("SPEAKERS", {"speaker-1": "Mallory"}),  # the job page's names
+    "{% url 'accounts:password-reset' %}": ("/account/password/reset/", {"email": "carol@example.com"}),
+    "{% url 'accounts:password-change' %}": (
+        "/account/password/change/",
+        {"old_password": PASSWORD, "new_password1": "Another-horse-77", "new_password2": "Another-horse-77"},
+    ),
+    "new-password-form": ("RESET", {"new_password1": "Another-horse-77", "new_password2": "Another-horse-77"}),
 }
 
 
@@ -57,7 +64,7 @@ def template_forms() -> list[str]:
 
 def test_the_list_below_is_every_form_that_posts():
     assert sorted(template_forms()) == sorted(FORMS), "a new form: add it to FORMS"
-    assert len(FORMS) == 13
+    assert len(FORMS) == 16
 
 
 def state() -> tuple:
@@ -68,6 +75,7 @@ def state() -> tuple:
         Job.objects.count(),
         list(Job.objects.values_list("speaker_names", flat=True)),
         LedgerEntry.objects.count(),
+        list(User.objects.order_by("pk").values_list("password", flat=True)),
     )
 
 
@@ -91,10 +99,14 @@ def test_every_form_refuses_a_post_without_its_csrf_token(action, mailoutbox, se
         job = JobFactory(account=holder, state="done", txt="[00:00:00] Speaker 1: hello")
         path = f"/jobs/{job.pk}/speakers"
         strict.force_login(holder.user)
+    elif path == "RESET":  # the reset mail's link, opened first (Django keeps its token in the session)
+        Client().post("/account/password/reset/", {"email": "carol@example.com"})
+        reset = re.search(r"http://testserver(/account/password/reset/\S+/)", mailoutbox[-1].body).group(1)
+        path = strict.get(reset)["Location"]
     elif path == "GRANT":
         path = f"/admin/accounts/account/{holder.pk}/grant/"
         strict.force_login(staff)
-    elif path not in ("/account/signup/", "/account/login/"):
+    elif path not in ("/account/signup/", "/account/login/", "/account/password/reset/"):
         strict.force_login(holder.user)
     before = state()
     response = strict.post(path, data)

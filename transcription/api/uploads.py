@@ -346,7 +346,10 @@ async def _plain_upload(scope, receive, headers, caller):
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     named = _FILENAME.search(headers.get("content-disposition", ""))
     filename = (query.get("filename") or [""])[-1] or (named.group(1) if named else "")
-    upload = await db(create_upload, caller, size, filename)
+    # A multipart body's length is not its file's (the parts' headers around it): the file's size is
+    # unknown until it is read, so the upload takes the room left, and a file past the largest
+    # upload is told so (too_large), not that the account's storage is full.
+    upload = await db(create_upload, caller, None if multipart else size, filename)
     path = files.incoming_path(upload.id)
     sink = FileSink(path, limit=min(settings.UPLOAD_MAX_BYTES, upload.size))
     kept = False
