@@ -28,7 +28,7 @@ if str(ROOT) not in sys.path:
 from bench.speakers.compare_models import CALIBRATION_SEEDS  # noqa: E402
 from bench.speakers.dataset import telephone  # noqa: E402
 from bench.speakers.embedded import embedded_runs  # noqa: E402
-from bench.speakers.recorded_voices import _read_wav  # noqa: E402
+from bench.speakers.recorded_voices import read_wav  # noqa: E402
 from harness import speaker_audio as sa  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
@@ -59,7 +59,7 @@ def _on_the_phone(entry: dict, work: Path) -> tuple[np.ndarray, list, list, list
     """A one-voice file through the telephone channel, embedded as the service embeds it."""
     wav = work / f"{entry['item'].name}-phone.wav"
     if not wav.exists():
-        sa.write_wav(wav, telephone(_read_wav(entry["item"].wav), work))
+        sa.write_wav(wav, telephone(read_wav(entry["item"].wav), work))
     activity = find_speech(wav)
     with single_threaded_blas():
         emb, windows, pieces = embed_regions(wav, activity.for_diarization(), default_encoder(None, DEFAULT_ENCODER))

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..types import SpeakerTurn
 from .embedding import Piece, Window
-from .turns import _renumber, fit_to_regions, switch_costs, viterbi
+from .turns import renumber, fit_to_regions, switch_costs, viterbi
 
 SIZE_FRAMES = 75  # 0.75 s windows ...
 HOP_FRAMES = 25  # ... every 0.25 s
@@ -95,7 +95,7 @@ def closer_turns(
             drawn[-1].end = max(drawn[-1].end, span.own_end)
         else:
             drawn.append(SpeakerTurn(start=span.own_start, end=span.own_end, speaker=int(label)))
-    return fit_to_regions(_renumber(drawn), extent)
+    return fit_to_regions(renumber(drawn), extent)
 
 
 def _finite(emb: np.ndarray) -> np.ndarray:

@@ -34,13 +34,13 @@ import numpy.typing as npt
 
 from ..types import SpeakerTurn
 from .blas import diarization_threads
-from .changes import _merge_each_speaker
+from .changes import merge_each_speaker
 from .clustering import centroids
 from .embedding import Window
 from .encoders import SpeakerEncoder
 from .segmentation import FRAME_SAMPLES, FRAME_STEP_SAMPLES, POWERSET_SPEAKERS, WINDOW_SAMPLES, SpeakerActivity
 from .speech import SAMPLE_RATE, open_wav, read_span
-from .turns import _renumber
+from .turns import renumber
 
 FEATURE_HOP_SAMPLES = 160  # the encoders' 10 ms frames
 FEATURE_CENTRE_SAMPLES = 200  # ... each 25 ms long
@@ -211,7 +211,7 @@ def local_turns(
     # what is added is snapped onto the speech's and the turns' edges near it, so it joins them
     edges = [*extent, *((t.start, t.end) for t in turns)]
     added = _runs_to_turns(on & ~base, times, edges)
-    return _renumber(_merge_each_speaker([*turns, *added]))
+    return renumber(merge_each_speaker([*turns, *added]))
 
 
 def _global_activity(
