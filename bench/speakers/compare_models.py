@@ -43,7 +43,7 @@ from bench.speakers.embedded import closer_look, embedded_runs  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
-from transcription.pipeline.speakers.clustering import kmeans, between, centroids  # noqa: E402
+from transcription.pipeline.speakers.clustering import between, centroids, kmeans  # noqa: E402
 from transcription.pipeline.speakers.encoders import DEFAULT_ENCODER, ENCODER_NAMES, default_encoder  # noqa: E402
 
 MERGE_SWEEP = [round(float(m), 3) for m in np.arange(0.30, 0.951, 0.025)] + [1.01]

@@ -34,7 +34,7 @@ import numpy as np
 
 from ..types import SpeakerTurn
 from .embedding import Piece, Window
-from .turns import renumber, fit_to_regions, switch_costs, viterbi
+from .turns import fit_to_regions, renumber, switch_costs, viterbi
 
 SIZE_FRAMES = 75  # 0.75 s windows ...
 HOP_FRAMES = 25  # ... every 0.25 s
