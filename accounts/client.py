@@ -93,12 +93,3 @@ def counted_client_address(request) -> str | None:
     """The client of a Django request as the limits count it (sign-up, and django-axes'
     AXES_CLIENT_IP_CALLABLE for the sign-in lockout)."""
     return counted(client_address(request))
-
-
-def scope_client_address(scope) -> str | None:
-    """The client's address of an ASGI request (a door outside Django, such as /mcp)."""
-    peer = (scope.get("client") or (None,))[0]
-    forwarded = [
-        value.decode("latin-1") for name, value in scope.get("headers") or () if name.lower() == b"x-forwarded-for"
-    ]
-    return address_from(peer, ",".join(forwarded))

@@ -4,7 +4,6 @@ speech and numpy, once per folder. ``SPEECH_TEXT`` is what the speech clip says.
 from __future__ import annotations
 
 import os
-import shutil
 import struct
 import subprocess
 import wave
@@ -134,10 +133,6 @@ def media_duration(path: Path) -> float:
         timeout=60,
     )
     return float(res.stdout.strip())
-
-
-def have_tools() -> bool:
-    return all(shutil.which(t) for t in ("ffmpeg", "ffprobe", "espeak-ng"))
 
 
 # Files whose header lies about their length (issue 41): what a customer could send to be charged

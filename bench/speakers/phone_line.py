@@ -28,12 +28,13 @@ if str(ROOT) not in sys.path:
 from bench.speakers.compare_models import CALIBRATION_SEEDS  # noqa: E402
 from bench.speakers.dataset import telephone  # noqa: E402
 from bench.speakers.embedded import embedded_runs  # noqa: E402
-from bench.speakers.recorded_voices import _read_wav  # noqa: E402
+from bench.speakers.recorded_voices import read_wav  # noqa: E402
 from harness import speaker_audio as sa  # noqa: E402
+from harness.resemblyzer_encoder import DEFAULT_ENCODER  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402
-from transcription.pipeline.speakers.encoders import DEFAULT_ENCODER, default_encoder  # noqa: E402
+from transcription.pipeline.speakers.encoders import default_encoder  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
@@ -41,7 +42,7 @@ MERGES = [0.6, 0.625, 0.65, 0.675, 0.7, 0.725, 0.75, 0.775, 0.8, 0.85]
 
 
 def _speakers_found(emb: np.ndarray, windows: list, pieces: list, extent: list, merge: float) -> int:
-    encoder = default_encoder(None, DEFAULT_ENCODER)
+    encoder = default_encoder()
     with single_threaded_blas():
         turns = speakers.turns_from_embeddings(
             emb,
@@ -59,10 +60,10 @@ def _on_the_phone(entry: dict, work: Path) -> tuple[np.ndarray, list, list, list
     """A one-voice file through the telephone channel, embedded as the service embeds it."""
     wav = work / f"{entry['item'].name}-phone.wav"
     if not wav.exists():
-        sa.write_wav(wav, telephone(_read_wav(entry["item"].wav), work))
+        sa.write_wav(wav, telephone(read_wav(entry["item"].wav), work))
     activity = find_speech(wav)
     with single_threaded_blas():
-        emb, windows, pieces = embed_regions(wav, activity.for_diarization(), default_encoder(None, DEFAULT_ENCODER))
+        emb, windows, pieces = embed_regions(wav, activity.for_diarization(), default_encoder())
     return emb, windows, pieces, activity.for_turns()
 
 
@@ -73,7 +74,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench-speakers"))
     parser.add_argument("--results", type=Path, default=HERE / "results-phone-line.json")
     args = parser.parse_args()
-    shipped = default_encoder(None, DEFAULT_ENCODER).merge_similarity
+    shipped = default_encoder().merge_similarity
     results: dict = {"merges": MERGES, "shipped_merge": shipped}
     for half in ("calibration", "test"):
         results[half] = {"one_voice_split": {str(m): [] for m in MERGES}, "calls_merged": {str(m): [] for m in MERGES}}

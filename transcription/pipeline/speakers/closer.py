@@ -33,8 +33,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..types import SpeakerTurn
+from .clustering import centroids
 from .embedding import Piece, Window
-from .turns import _renumber, fit_to_regions, switch_costs, viterbi
+from .turns import fit_to_regions, renumber, switch_costs, viterbi
 
 SIZE_FRAMES = 75  # 0.75 s windows ...
 HOP_FRAMES = 25  # ... every 0.25 s
@@ -52,9 +53,25 @@ class _Span:
     piece: int
 
 
+def turn_centroids(emb: np.ndarray, windows: Sequence[Window], turns: Sequence[SpeakerTurn]) -> np.ndarray:
+    """(speakers, dim): each turn speaker's centroid of the encoder windows whose own span's middle
+    its turns hold (row k - 1 for speaker k), weighted as clustering weighs them."""
+    count = max(t.speaker for t in turns)
+    ordered = sorted(turns, key=lambda t: t.start)  # one speaker at a time: they do not overlap
+    starts = np.array([t.start for t in ordered])
+    ends = np.array([t.end for t in ordered])
+    middles = np.array([(w.own_start + w.own_end) / 2 for w in windows])
+    at = np.maximum(np.searchsorted(starts, middles, side="right") - 1, 0)
+    held = (middles >= starts[at]) & (middles < ends[at])
+    labels = np.where(held, np.array([t.speaker for t in ordered])[at] - 1, -1)
+    keep = labels >= 0
+    weights = np.array([w.own_end - w.own_start for w in windows])
+    return centroids(_finite(emb)[keep], labels[keep], weights[keep], count=count)
+
+
 def unsure_spans(emb: np.ndarray, windows: Sequence[Window], centres: np.ndarray) -> list[tuple[float, float]]:
     """Where to look again: the 1.5 s windows (``emb``, ``windows``) nearly as like another of the
-    speakers (``centres``: :func:`.local.turn_centroids`) as their own nearest, widened by PAD_S.
+    speakers (``centres``: :func:`turn_centroids`) as their own nearest, widened by PAD_S.
     Empty for one speaker."""
     if len(centres) < 2 or not windows:
         return []
@@ -95,7 +112,7 @@ def closer_turns(
             drawn[-1].end = max(drawn[-1].end, span.own_end)
         else:
             drawn.append(SpeakerTurn(start=span.own_start, end=span.own_end, speaker=int(label)))
-    return fit_to_regions(_renumber(drawn), extent)
+    return fit_to_regions(renumber(drawn), extent)
 
 
 def _finite(emb: np.ndarray) -> np.ndarray:

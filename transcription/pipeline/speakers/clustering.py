@@ -24,7 +24,7 @@ SMALL_SPLIT_SIMILARITY = (0.68, 0.72)  # centroid similarity below which a small
 BETWEEN_SIMILARITY: float | None = None
 
 
-def _kmeans(x: np.ndarray, k: int, *, n_init: int = 10, iters: int = 100, seed: int = 0) -> np.ndarray:
+def kmeans(x: np.ndarray, k: int, *, n_init: int = 10, iters: int = 100, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     n = len(x)
     # every run beats infinity (unless x holds NaN: then all are one cluster)
@@ -96,7 +96,7 @@ def _spectral(emb: np.ndarray, max_speakers: int) -> np.ndarray:
     _, vecs = np.linalg.eigh(_laplacian(_refined_affinity(emb, p_keep)))
     v = vecs[:, :k]
     v = v / np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-12)
-    return _kmeans(v, k)
+    return kmeans(v, k)
 
 
 def centroids(
@@ -191,7 +191,7 @@ def _cluster(
         # too few windows for a stable affinity graph: two speakers only when the two
         # halves of the best 2-means split are clearly different voices
         # (identical windows, e.g. digital silence, leave one side of the split empty)
-        labels = _kmeans(emb, 2)
+        labels = kmeans(emb, 2)
         centres = centroids(emb, labels, count=2)
         limit = small_split[0] if n < 12 else small_split[1]
         if np.bincount(labels, minlength=2).min() >= 2 and centres[0] @ centres[1] < limit:

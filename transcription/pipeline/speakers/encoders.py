@@ -1,9 +1,9 @@
-"""The speaker encoders diarization can use, and the one it uses unless told otherwise.
+"""The speaker encoder diarization uses: what any encoder offers (:class:`SpeakerEncoder`), and CAM++.
 
 CAM++ (:mod:`.campplus`) is the service's encoder: on the channel-matched bench it alone tells
-close voices apart (bench/speakers/README.md, docs/decisions.md). Resemblyzer (:mod:`.encoder`)
-stays for the comparison. A voice print (``voice_print``) lies in one encoder's space: prints
-are compared only with prints of the same ``name``.
+close voices apart (bench/speakers/README.md, docs/decisions/speech-and-text.md; Resemblyzer, what
+it is compared with, is harness/resemblyzer_encoder.py). A voice print (``voice_print``) lies in one
+encoder's space: prints are compared only with prints of the same ``name``.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Protocol
 import numpy as np
 
 from . import campplus
-from . import encoder as resemblyzer
 
 
 class SpeakerEncoder(Protocol):
@@ -34,20 +33,11 @@ class SpeakerEncoder(Protocol):
         ...
 
 
-DEFAULT_ENCODER = "campplus"
-ENCODER_NAMES = ("campplus", "resemblyzer")
-# the name of the space the default encoder's voice prints lie in
-VOICE_PRINT_MODEL = {"campplus": campplus.VOICE_PRINT_MODEL, "resemblyzer": resemblyzer.VOICE_PRINT_MODEL}[
-    DEFAULT_ENCODER
-]
+VOICE_PRINT_MODEL = campplus.VOICE_PRINT_MODEL  # the name of the space the encoder's voice prints lie in
 
 
 @lru_cache(maxsize=4)
-def default_encoder(weights: str | None = None, kind: str = DEFAULT_ENCODER) -> SpeakerEncoder:
-    """The encoder of that kind, built once per process; ``weights`` is a copy of its checkpoint (a
-    string: the cache's key must be hashable, and one path one key)."""
-    if kind == "campplus":
-        return campplus.CamPlusPlus(weights)
-    if kind == "resemblyzer":
-        return resemblyzer.VoiceEncoder(weights)
-    raise ValueError(f"unknown speaker encoder {kind!r}: one of {', '.join(ENCODER_NAMES)}")
+def default_encoder(weights: str | None = None) -> SpeakerEncoder:
+    """CAM++, built once per process; ``weights`` is a copy of its checkpoint (a string: the cache's
+    key must be hashable, and one path one key)."""
+    return campplus.CamPlusPlus(weights)

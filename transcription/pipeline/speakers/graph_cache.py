@@ -38,10 +38,6 @@ def keep_graphs_in(directory: str | os.PathLike[str] | None) -> None:
     _directory = Path(directory) if directory else None
 
 
-def graphs_directory() -> Path | None:
-    return _directory
-
-
 def _sha256(path: Path) -> str:
     with open(path, "rb") as f:
         return hashlib.file_digest(f, "sha256").hexdigest()

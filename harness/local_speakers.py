@@ -1,7 +1,15 @@
-"""Local speakers (after pyannote 3.1): the segmentation model's own speakers of each 10 s window,
-embedded and given global speakers, add the second voice where two talk at once.
+"""Local speakers (after pyannote 3.1), benched and not shipped: the segmentation model's own
+speakers of each 10 s window, embedded and given global speakers, add the second voice where two
+talk at once.
 
-The segmentation model (:mod:`.segmentation`) says, in 17 ms frames of 10 s windows (half
+Not shipped (docs/decisions/speech-and-text.md, bench/speakers/experiments/local/): on the bench's
+test half overlap 10-20% went 17.4 -> 15.6% but same-gender 4.0 -> 6.5% and telephone 16.5 ->
+18.5% (overlap heard where there is none); pooled 8.07 -> 8.30%. It lives here, not in the service,
+so the service's diarization is what runs; it is kept working (tests/pipeline/test_local_speakers.py,
+and bench/speakers/compare_models.py sweeps it) because meetings (issue 45) may bring it back.
+:func:`diarize_with_local` is the service's ``diarize`` with this step after the changes are redrawn.
+
+The segmentation model (``speakers.segmentation``) says, in 17 ms frames of 10 s windows (half
 overlapping), which of up to three window-local speakers talk, two at once included; its most
 likely class is read, as pyannote does. In the windows that see some overlap, each local speaker
 is embedded by the speaker encoder from its frames where it talks alone (pyannote's
@@ -16,9 +24,9 @@ voices than that, the global speakers whose local speakers talk there in every w
 the frame are added: overlapped speech and backchannels shorter than the encoder's windows get
 their speaker. Nothing is taken away: a turn keeps its speaker and its span.
 
-Tried on the calibration half and left out (bench/speakers, docs/decisions.md): the frames drawn
-from the local speakers alone, pyannote's reconstruction (the model often gives one window-local
-speaker to both voices of these channel-matched pairs: pooled DER 7.1% -> 9.5-15%).
+Tried on the calibration half and left out too: the frames drawn from the local speakers alone,
+pyannote's reconstruction (the model often gives one window-local speaker to both voices of these
+channel-matched pairs: pooled DER 7.1% -> 9.5-15%).
 """
 
 from __future__ import annotations
@@ -32,15 +40,24 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from ..types import SpeakerTurn
-from .blas import diarization_threads
-from .changes import _merge_each_speaker
-from .clustering import centroids
-from .embedding import Window
-from .encoders import SpeakerEncoder
-from .segmentation import FRAME_SAMPLES, FRAME_STEP_SAMPLES, POWERSET_SPEAKERS, WINDOW_SAMPLES, SpeakerActivity
-from .speech import SAMPLE_RATE, open_wav, read_span
-from .turns import _renumber
+from transcription.pipeline import speakers
+from transcription.pipeline.speakers import closer
+from transcription.pipeline.speakers.blas import diarization_threads, single_threaded_blas
+from transcription.pipeline.speakers.changes import merge_each_speaker, redraw_changes
+from transcription.pipeline.speakers.closer import closer_turns, turn_centroids, unsure_spans
+from transcription.pipeline.speakers.embedding import Window, embed_regions
+from transcription.pipeline.speakers.encoders import SpeakerEncoder
+from transcription.pipeline.speakers.segmentation import (
+    FRAME_SAMPLES,
+    FRAME_STEP_SAMPLES,
+    POWERSET_SPEAKERS,
+    WINDOW_SAMPLES,
+    SpeakerActivity,
+    default_segmentation,
+)
+from transcription.pipeline.speakers.speech import SAMPLE_RATE, find_speech, open_wav, read_span
+from transcription.pipeline.speakers.turns import renumber
+from transcription.pipeline.types import SpeakerTurn
 
 FEATURE_HOP_SAMPLES = 160  # the encoders' 10 ms frames
 FEATURE_CENTRE_SAMPLES = 200  # ... each 25 ms long
@@ -64,12 +81,6 @@ class LocalReading:
     agree: str = "all"
     overlapped: bool = True  # one with under min_clean_s alone is embedded from all its speech
     min_clean_s: float = 0.5
-
-
-# Not shipped: on the test half (bench/speakers/results-local.json) overlap-10-20 went 17.4 -> 15.6%
-# but same-gender 4.0 -> 6.5% and telephone 16.5 -> 18.5% (overlap heard where there is none);
-# pooled 8.07 -> 8.30%. diarize() uses it only where this is set to a reading.
-SHIPPED_LOCAL: LocalReading | None = None
 
 
 @dataclass(frozen=True)
@@ -140,21 +151,58 @@ def _windows_near_overlap(talking: npt.NDArray[np.bool_], first: npt.NDArray[np.
     return np.array([overlapped[at : at + size].any() for at in first], dtype=bool)
 
 
-def turn_centroids(emb: np.ndarray, windows: Sequence[Window], turns: Sequence[SpeakerTurn]) -> np.ndarray:
-    """(speakers, dim): each turn speaker's centroid of the encoder windows whose own span's middle
-    its turns hold (row k - 1 for speaker k), weighted as clustering weighs them."""
-    count = max(t.speaker for t in turns)
-    ordered = sorted(turns, key=lambda t: t.start)  # one speaker at a time: they do not overlap
-    starts = np.array([t.start for t in ordered])
-    ends = np.array([t.end for t in ordered])
-    middles = np.array([(w.own_start + w.own_end) / 2 for w in windows])
-    at = np.maximum(np.searchsorted(starts, middles, side="right") - 1, 0)
-    held = (middles >= starts[at]) & (middles < ends[at])
-    labels = np.where(held, np.array([t.speaker for t in ordered])[at] - 1, -1)
-    keep = labels >= 0
-    emb = np.where(np.isfinite(emb), emb, 0.0).astype(np.float64)
-    weights = np.array([w.own_end - w.own_start for w in windows])
-    return centroids(emb[keep], labels[keep], weights[keep], count=count)
+def refine_turns(
+    turns: list[SpeakerTurn],
+    emb: np.ndarray,
+    windows: Sequence[Window],
+    activity: SpeakerActivity,
+    local: LocalSpeakers | None,
+    extent: Sequence[tuple[float, float]],
+    reading: LocalReading | None,
+) -> list[SpeakerTurn]:
+    """The clustered ``turns`` (two speakers or more) as the service redraws them
+    (``redraw_changes``), then every frame given the speakers the model's local speakers say talk
+    there (``reading`` or ``local`` None: not, which is what the service does)."""
+    redrawn = redraw_changes(turns, activity)
+    if reading is None or local is None:
+        return redrawn
+    return local_turns(redrawn, turn_centroids(emb, windows, turns), local, extent, reading)
+
+
+def diarize_with_local(
+    wav_path: str | os.PathLike[str], encoder: SpeakerEncoder, reading: LocalReading | None = LocalReading()
+) -> list[SpeakerTurn]:
+    """``speakers.diarize(wav_path, encoder=encoder)`` with local speakers read after the changes are
+    redrawn; ``reading`` None is the service's diarize step for step (the test holds it to that)."""
+    with single_threaded_blas():
+        activity = find_speech(wav_path)
+        regions, extent = activity.for_diarization(), activity.for_turns()
+        if not regions:
+            return []
+        emb, windows, pieces = embed_regions(wav_path, regions, encoder)
+        turns = speakers.turns_from_embeddings(
+            emb,
+            windows,
+            pieces,
+            extent,
+            merge_similarity=encoder.merge_similarity,
+            small_split_similarity=encoder.small_split_similarity,
+            between_similarity=encoder.between_similarity,
+        )
+        if len({t.speaker for t in turns}) < 2:
+            return turns
+        centres = turn_centroids(emb, windows, turns)
+        looked_at = unsure_spans(emb, windows, centres)
+        short_emb, short_windows, _ = embed_regions(
+            wav_path, regions, encoder, size=closer.SIZE_FRAMES, hop=closer.HOP_FRAMES, only=looked_at
+        )
+        turns = closer_turns(turns, centres, emb, windows, pieces, short_emb, short_windows, extent)
+        segmentation = default_segmentation()
+        if segmentation is None:
+            return turns
+        speaking = segmentation.activity_of_wav(wav_path)
+        local = local_speakers(wav_path, speaking, encoder) if reading is not None else None
+        return refine_turns(turns, emb, windows, speaking, local, extent, reading)
 
 
 def assign(similarity: np.ndarray, floor: float) -> list[int]:
@@ -211,7 +259,7 @@ def local_turns(
     # what is added is snapped onto the speech's and the turns' edges near it, so it joins them
     edges = [*extent, *((t.start, t.end) for t in turns)]
     added = _runs_to_turns(on & ~base, times, edges)
-    return _renumber(_merge_each_speaker([*turns, *added]))
+    return renumber(merge_each_speaker([*turns, *added]))
 
 
 def _global_activity(
