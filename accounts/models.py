@@ -72,7 +72,7 @@ class Signup(models.Model):
 class PasswordResetRequest(models.Model):
     """One request for a password-reset mail, whether or not the address has a login (the answer
     is the same either way, so the count must be too): the count behind the per-recipient and
-    per-client-address limits (accounts.password_resets). Rows older than an hour are deleted by
+    per-client-address limits (accounts.password_services). Rows older than an hour are deleted by
     the next request. The link itself is Django's token, stored nowhere."""
 
     email = models.EmailField(max_length=254)

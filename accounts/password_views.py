@@ -3,7 +3,7 @@
 
 - Reset: the same page whether or not the address has a login (Django's form mails only an
   existing, active login, and swallows a mail server's failure); mails limited per client address
-  and per recipient (accounts.password_resets), counted for every address alike. The link is
+  and per recipient (accounts.password_services), counted for every address alike. The link is
   Django's token: single-use (it hashes the password and last sign-in) and expiring
   (PASSWORD_RESET_TIMEOUT). A new password ends every session of the login, this browser's too
   (Django's session auth hash): the holder signs in with it.
@@ -22,7 +22,7 @@ from django.contrib.auth.forms import PasswordChangeForm, PasswordResetForm
 from django.urls import reverse_lazy
 
 from .client import client_address
-from .password_resets import ResetRefused, password_reset_admit
+from .password_services import ResetRefused, password_reset_admit
 
 
 class HolderPasswordResetForm(PasswordResetForm):

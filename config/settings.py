@@ -152,7 +152,7 @@ SIGNUPS_PER_HOUR = env.int("SIGNUPS_PER_HOUR", default=5)
 CONFIRMATION_MAILS_PER_HOUR = env.int("CONFIRMATION_MAILS_PER_HOUR", default=3)
 # A sign-up's confirmation link lasts this long, and works once.
 EMAIL_CONFIRMATION_SECONDS = env.int("EMAIL_CONFIRMATION_SECONDS", default=3 * 24 * 3600)
-# Password resets by mail (accounts.password_resets): requests from one client address per hour, and
+# Password resets by mail (accounts.password_services): requests from one client address per hour, and
 # mails to one recipient per hour (counted whether or not the address has a login, so the answer
 # says nothing about it). A reset link works once and for PASSWORD_RESET_SECONDS (Django's
 # PASSWORD_RESET_TIMEOUT): an hour, not Django's 3 days, since a link left in a mailbox is a key.
