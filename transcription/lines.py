@@ -167,17 +167,12 @@ end
 """
 
 
-def place_of(replies: list) -> int | None:
-    """A job's place in line (1: next) from the ZRANKs of place_keys, None when in none."""
-    return next((rank + 1 for rank in replies if rank is not None), None)
-
-
 def place(job_id) -> int | None:
     """The job's place in the line it waits in (1: the next job taken), None when it waits in none."""
     pipe = _client().pipeline(transaction=False)
     for key in place_keys():
         pipe.zrank(key, str(job_id))
-    return place_of(pipe.execute())
+    return next((rank + 1 for rank in pipe.execute() if rank is not None), None)
 
 
 class LineStats(NamedTuple):

@@ -43,6 +43,23 @@ def test_a_single_job_is_not_queued_behind_another_accounts_playlist(
     assert sorted(playlist_order, key=playlist.index) == playlist_order, "one account's jobs in the order queued"
     finished_before = [job_id for job_id in playlist if ended[job_id].updated_at < ended[single].updated_at]
     assert len(finished_before) <= 2, "the single job does not wait for the playlist's speech stages"
+    print_throughput(list(ended.values()))
+
+
+def print_throughput(jobs) -> None:
+    """What docs/operating.md quotes: one worker of concurrency 1 through these short jobs."""
+    from datetime import datetime
+
+    def at(job, state):
+        return next(datetime.fromisoformat(when) for name, when in job.timeline if name == state)
+
+    media = [(at(job, "uploading") - at(job, "preparing")).total_seconds() for job in jobs]
+    speech = [(at(job, "done") - at(job, "processing")).total_seconds() for job in jobs]
+    wall = (max(at(job, "done") for job in jobs) - min(at(job, "preparing") for job in jobs)).total_seconds()
+    print(
+        f"\n{len(jobs)} short jobs, one worker (concurrency 1): {wall:.1f} s in all, {3600 * len(jobs) / wall:.0f} jobs/h;"
+        f" media stage median {sorted(media)[len(media) // 2]:.1f} s, speech stage median {sorted(speech)[len(speech) // 2]:.1f} s"
+    )
 
 
 def wait_until_one_started(playlist: list[str]) -> str:
