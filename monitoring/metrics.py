@@ -3,12 +3,21 @@
 Nothing is counted in process memory: a web process that restarts, or the second of two gunicorn
 workers, gives the same figures, because they are read from the rows and queues every process
 shares. A scrape costs a few indexed aggregate queries, a read of the timelines of the jobs that
-ended in the last hour (at most STAGE_SAMPLE_LIMIT of them) and one LLEN per queue.
+ended in the last hour (at most STAGE_SAMPLE_LIMIT of them), one LLEN per queue and two Redis
+round trips for the waiting lines (O(log n) each read, plus one per account shown).
+
+Accounts are labelled by id, and only the TOP_ACCOUNTS with most jobs waiting in each line: the
+series stay bounded however many customers there are, and an idle account has none.
 
 | metric | type | labels |
 |---|---|---|
 | transcription_queue_messages | gauge | queue: messages waiting in the Celery queue (Redis) |
 | transcription_broker_up | gauge | 1 when the broker answered this scrape |
+| transcription_waiting_jobs | gauge | queue: jobs waiting in the queue's fair line (transcription.lines) |
+| transcription_waiting_seconds | gauge | queue: how long the job waiting longest has waited |
+| transcription_account_waiting_jobs | gauge | queue, account: the same for the TOP_ACCOUNTS accounts with most jobs waiting |
+| transcription_account_waiting_seconds | gauge | queue, account: their longest waits |
+| transcription_lines_up | gauge | 1 when the waiting lines (the cache's Redis) answered this scrape |
 | transcription_jobs | gauge | state, type: jobs in each state now |
 | transcription_job_failures_total | counter | reason: failed jobs by Job.failure_reason |
 | transcription_stage_seconds | gauge | stage, quantile (0.5/0.9/0.99/1): time jobs spent in each state, jobs that ended in the last hour |
@@ -31,7 +40,7 @@ from django.utils import timezone
 from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
 
 from config import shared_cache
-from transcription import states
+from transcription import lines, states
 from transcription.models import FailureReason, Job, JobState, JobType, Translation
 from webhooks.models import Attempt, Message
 
@@ -40,6 +49,7 @@ STAGE_SAMPLE_LIMIT = 5000
 QUANTILES = (0.5, 0.9, 0.99, 1.0)
 # kombu's Redis transport keeps a queue's messages of priority p > 0 in "<queue>\x06\x16<p>".
 PRIORITY_SUFFIXES = ("", "\x06\x163", "\x06\x166", "\x06\x169")
+TOP_ACCOUNTS = 10
 
 
 def queue_names() -> list[str]:
@@ -75,6 +85,37 @@ def _queue_metrics():
         chunk = lengths[index * len(PRIORITY_SUFFIXES) : (index + 1) * len(PRIORITY_SUFFIXES)]
         depth.add_metric([queue], sum(chunk))
     return [depth, up]
+
+
+def _line_metrics():
+    up = GaugeMetricFamily("transcription_lines_up", "1 when the waiting lines answered this scrape.")
+    try:
+        found = lines.stats(top=TOP_ACCOUNTS)
+    except shared_cache.Unavailable:
+        up.add_metric([], 0)
+        return [up]
+    up.add_metric([], 1)
+    waiting = GaugeMetricFamily("transcription_waiting_jobs", "Jobs waiting in a queue's line.", labels=["queue"])
+    waited = GaugeMetricFamily(
+        "transcription_waiting_seconds", "How long the job waiting longest in a queue has waited.", labels=["queue"]
+    )
+    by_account = GaugeMetricFamily(
+        "transcription_account_waiting_jobs",
+        f"Jobs waiting in a queue's line, for the {TOP_ACCOUNTS} accounts with most.",
+        labels=["queue", "account"],
+    )
+    account_waited = GaugeMetricFamily(
+        "transcription_account_waiting_seconds",
+        "How long the account's job waiting longest in a queue has waited.",
+        labels=["queue", "account"],
+    )
+    for line in found:
+        waiting.add_metric([line.queue], line.waiting)
+        waited.add_metric([line.queue], line.oldest_wait)
+        for account, count, oldest in line.accounts:
+            by_account.add_metric([line.queue, account], count)
+            account_waited.add_metric([line.queue, account], oldest)
+    return [waiting, waited, by_account, account_waited, up]
 
 
 def _job_metrics():
@@ -170,6 +211,7 @@ def _translation_and_webhook_metrics():
 class ServiceCollector:
     def collect(self):
         yield from _queue_metrics()
+        yield from _line_metrics()
         yield from _job_metrics()
         yield from _stage_metrics()
         yield from _translation_and_webhook_metrics()

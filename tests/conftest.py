@@ -39,12 +39,12 @@ def pytest_configure(config):
 
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits():
-    """Each test starts with empty rate-limit windows, and lists playlists afresh (the API keeps a
+    """Each test starts with empty rate-limit windows and waiting lines, and lists playlists afresh (the API keeps a
     listing for a minute, and tests reuse feed addresses with other contents)."""
     import redis
 
     client = redis.Redis.from_url(settings.REDIS_URL)
-    keys = [*client.scan_iter("ratelimit:*"), *client.scan_iter("cache:playlist:*")]
+    keys = [*client.scan_iter("ratelimit:*"), *client.scan_iter("cache:playlist:*"), *client.scan_iter("line:*")]
     if keys:
         client.delete(*keys)
     yield

@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 
 from django.contrib import admin, messages
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
@@ -226,7 +226,10 @@ class JobAdmin(admin.ModelAdmin):
 
     @admin.display(description="Task outcomes (kept a day)")
     def task_results(self, job):
-        results = TaskResult.objects.filter(task_args__contains=str(job.id)).order_by("date_created")
+        # a turn's message names the job that sent it, its result the job it ran (tasks._run_turn);
+        # one that did not end well has no result but an error: it is shown with the job it names
+        named = Q(task_args__contains=str(job.id)) & ~Q(status="SUCCESS")
+        results = TaskResult.objects.filter(Q(result__contains=str(job.id)) | named).order_by("date_created")
         if not results:
             return "None kept."
         return format_html_join(

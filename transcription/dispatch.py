@@ -5,6 +5,13 @@ translating) -> burn (burn_job: burning). A job is sent to the task of the state
 same rule serves a new job, a stage that handed over to the next, and the sweeper sending again
 the stage of a job whose worker died.
 
+Every account is served in turn (docs/decisions/workers-and-operations.md): a job joins its
+queue's waiting line (lines.py) and the message sent says only that a job joined; the worker that
+receives it takes the job the line gives it (job_take), which is this one unless another account's
+turn comes first. So each job in a line has one message in its queue, and no worker idles while a
+job waits. Without Redis (none configured, or down for a moment) the message names its job and
+runs it, first come first served, as before the lines.
+
 Tasks are sent by name. The tasks run the stages, the stages call the services, and the services
 queue new jobs through here: importing the tasks module from here would close that circle, and
 would load the speech stack into every web process.
@@ -19,11 +26,12 @@ import redis
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 from kombu.exceptions import OperationalError
 
 from config import shared_cache
 
-from . import files, states
+from . import files, lines, states
 from .models import Job
 
 logger = logging.getLogger(__name__)
@@ -82,15 +90,30 @@ def stage_task(job_id, state: str, job_type: str) -> str:
     return START_JOB
 
 
+QUEUE_OF_TASK = {START_JOB: "media", TRANSCRIBE_JOB: "asr", BURN_JOB: "burn"}
+
+
+def _send(task: str, job_id, account_id) -> None:
+    """Put the job in the line of the task's queue and send that queue a turn; without Redis, send
+    the job itself."""
+    try:
+        lines.join(QUEUE_OF_TASK[task], job_id, account_id)
+    except shared_cache.Unavailable as error:
+        shared_cache.mark_down(error)
+        current_app.send_task(task, args=[str(job_id)])
+        return
+    current_app.send_task(task, args=[str(job_id)], kwargs={"turn": True})
+
+
 def job_send(job_id) -> None:
     """Queue the task of the stage the job is at now (nothing for a job that has ended)."""
-    job = Job.objects.filter(pk=job_id).only("state", "type").first()
+    job = Job.objects.filter(pk=job_id).only("state", "type", "account_id").first()
     if job is None or job.state in states.FINAL_STATES:
         return
-    current_app.send_task(stage_task(job_id, job.state, job.type), args=[str(job_id)])
+    _send(stage_task(job_id, job.state, job.type), job_id, job.account_id)
 
 
-def job_send_on_commit(job_id) -> None:
+def job_send_on_commit(job_id, account_id) -> None:
     """Queue a new job once the transaction that stored it has committed (a worker that picked the
     task up earlier would not find the row).
 
@@ -101,8 +124,53 @@ def job_send_on_commit(job_id) -> None:
 
     def send():
         try:
-            current_app.send_task(START_JOB, args=[str(job_id)])
+            _send(START_JOB, job_id, account_id)
         except SEND_ERRORS as error:
             logger.warning("job %s: its task could not be sent (%s); the sweeper will send it again", job_id, error)
 
     transaction.on_commit(send)
+
+
+def job_take(task: str, job_id: str, turn: bool) -> lines.Taken | None:
+    """The job a delivery of `task` runs: for a turn, the first job of the queue's line that has not
+    ended and that no worker holds (entries of others are dropped: their jobs ended while they
+    waited, or were sent again and run already); None when the line holds none. A message that
+    names its job (sent without Redis) runs that job; so does a turn while Redis is down (the job
+    that joined is still in the line and is dropped when taken, having run)."""
+    if turn:
+        try:
+            while (taken := lines.take(QUEUE_OF_TASK[task])) is not None:
+                if _free(taken.job_id):
+                    return taken
+            return None
+        except shared_cache.Unavailable as error:
+            shared_cache.mark_down(error)
+    return lines.Taken(QUEUE_OF_TASK[task], job_id, "", "")
+
+
+def _free(job_id: str) -> bool:
+    return (
+        Job.objects.filter(pk=job_id)
+        .exclude(state__in=states.FINAL_STATES)
+        .exclude(lease_until__gte=timezone.now())
+        .exists()
+    )
+
+
+def job_put_back(taken: lines.Taken) -> None:
+    """Give a job its place in line again: its worker stopped before the stage was over, and the
+    broker gives the turn back to the queue (acks are late). Without Redis the sweeper sends it."""
+    if not taken.tag:
+        return  # a message that named its job: the broker gives that message back as it is
+    try:
+        lines.put_back(taken)
+    except shared_cache.Unavailable as error:
+        logger.warning("job %s: its place in line could not be given back (%s); the sweeper will", taken.job_id, error)
+
+
+def job_leave_lines(job_id) -> None:
+    """Take an ended job out of the lines, so that depth and places count only jobs that will run."""
+    try:
+        lines.forget(job_id)
+    except shared_cache.Unavailable as error:
+        shared_cache.mark_down(error)

@@ -7,6 +7,7 @@ job_finish and job_fail are the only two places where a job ends.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 from datetime import datetime, timedelta
@@ -70,7 +71,7 @@ def job_create(
         **options,
     )
     _add_translations(job, target_languages or [])
-    dispatch.job_send_on_commit(job.id)
+    dispatch.job_send_on_commit(job.id, account.pk)
     return job
 
 
@@ -113,7 +114,7 @@ def batch_create(
             **options,
         )
         _add_translations(job, target_languages or [])
-        dispatch.job_send_on_commit(job.id)
+        dispatch.job_send_on_commit(job.id, account.pk)
     return batch
 
 
@@ -216,6 +217,8 @@ def job_fail(job_id: RowId, error: str, reason: str = FailureReason.OTHER) -> Jo
             translation.save()
         job_refund(job, reason=f"Job failed: {error}")
         _announce_end(job)
+        # one cancelled or given up while it waited leaves the line (the depth counts what will run)
+        transaction.on_commit(functools.partial(dispatch.job_leave_lines, job.id))
     logger.info("job %s failed: %s", job_id, error)
     return job
 

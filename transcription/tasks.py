@@ -1,5 +1,6 @@
 """Celery tasks: thin wrappers that run a stage and hand the job to the task of its next stage
-(dispatch.py decides which). Queues are set by name in settings.CELERY_TASK_ROUTES.
+(dispatch.py decides which). A job task's message is a turn on its queue: the worker runs the job
+the queue's fair line gives it (dispatch.job_take), not necessarily the one that sent the turn. Queues are set by name in settings.CELERY_TASK_ROUTES.
 
 The job tasks keep their outcome (django-celery-results) for the job's admin page. Tasks are
 acknowledged late (settings), so a worker killed mid-task leaves its message to be
@@ -20,6 +21,7 @@ import logging
 import os
 import signal
 import threading
+from collections.abc import Callable
 
 from billiard.process import active_children
 from celery import shared_task
@@ -50,21 +52,36 @@ def _end_now(limit: float) -> None:
     os._exit(1)
 
 
-@shared_task(acks_late=True, ignore_result=False)
-def start_job(job_id: str) -> None:
-    if media.run_media_stage(job_id):
-        dispatch.job_send(job_id)
+def _run_turn(task: str, job_id: str, turn: bool, stage: Callable[[str], bool | None]) -> str | None:
+    """Run the stage of the job this delivery takes (dispatch.job_take: a turn takes the job the
+    fair line gives it); queue its next stage. The id of the job run is the task's result, which
+    the job's admin page finds its outcomes by."""
+    taken = dispatch.job_take(task, job_id, turn)
+    if taken is None:
+        return None  # the line is empty: its jobs were taken by earlier turns
+    try:
+        goes_on = stage(taken.job_id)
+    except SystemExit:  # the worker is stopping: the job gets its place back, the broker its turn
+        dispatch.job_put_back(taken)
+        raise
+    if goes_on:
+        dispatch.job_send(taken.job_id)
+    return taken.job_id
 
 
 @shared_task(acks_late=True, ignore_result=False)
-def transcribe_job(job_id: str) -> None:
-    if transcribing.run_transcribe_stage(job_id):
-        dispatch.job_send(job_id)
+def start_job(job_id: str, turn: bool = False) -> str | None:
+    return _run_turn(dispatch.START_JOB, job_id, turn, media.run_media_stage)
 
 
 @shared_task(acks_late=True, ignore_result=False)
-def burn_job(job_id: str) -> None:
-    burning.run_burn_stage(job_id)  # the last stage
+def transcribe_job(job_id: str, turn: bool = False) -> str | None:
+    return _run_turn(dispatch.TRANSCRIBE_JOB, job_id, turn, transcribing.run_transcribe_stage)
+
+
+@shared_task(acks_late=True, ignore_result=False)
+def burn_job(job_id: str, turn: bool = False) -> str | None:
+    return _run_turn(dispatch.BURN_JOB, job_id, turn, burning.run_burn_stage)  # the last stage: never goes on
 
 
 @shared_task

@@ -170,3 +170,31 @@ def test_a_web_process_that_held_an_older_answer_serves_the_new_one(api, drf_cal
     assert drf_calls.call_count == calls + 1  # the first read the database, the others the cache
     assert {a["state"] for a in answers} == {"processing"}
     assert {a["progress"] for a in answers} == {states.progress_in(states.PROCESSING, 0.5)}
+
+
+def test_a_waiting_jobs_place_in_line_is_the_same_header_on_both_lanes(
+    api, client, other_account, broker, drf_calls, django_capture_on_commit_callbacks
+):
+    from accounts.services import token_issue
+
+    other = f"Bearer {token_issue(other_account)}"
+    with django_capture_on_commit_callbacks(execute=True):  # queued: in the media line
+        playlist = [queue(api) for _ in range(3)]
+        single = client.post(
+            "/v1/api/subtitles",
+            data=json.dumps({"url": "https://e.com/w"}),
+            content_type="application/json",
+            HTTP_AUTHORIZATION=other,
+        ).json()["id"]
+    url = f"/v1/api/transcription/{playlist[2]}"
+    slow = api.get(url)  # not cached yet: the DRF view
+    calls = drf_calls.call_count
+    fast = api.get(url)
+    assert drf_calls.call_count == calls  # the cached answer
+    assert slow["X-Queue-Position"] == fast["X-Queue-Position"] == "4"  # behind the other account's turn
+    assert list(fast.headers) == list(slow.headers)
+    single_place = client.get(f"/v1/api/transcription/{single}", HTTP_AUTHORIZATION=other)["X-Queue-Position"]
+    assert single_place in ("1", "2")  # in the first round, beside the playlist's first job
+    done = finished_job(api)
+    assert "X-Queue-Position" not in api.get(f"/v1/api/transcription/{done}")
+    assert "X-Queue-Position" not in api.get(f"/v1/api/transcription/{done}")

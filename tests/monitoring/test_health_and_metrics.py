@@ -99,3 +99,41 @@ def test_metrics_still_answer_from_postgresql_when_the_broker_is_down(client):
     figures = samples(response)
     assert figures[("transcription_broker_up",)] == 0
     assert ("transcription_jobs", ("state", "done"), ("type", "transcript")) in figures
+
+
+@pytest.mark.django_db
+def test_metrics_show_each_lines_depth_and_wait_and_its_busiest_accounts(client, broker):
+    from monitoring import metrics
+    from transcription import lines
+
+    first = JobFactory(state="waiting")
+    playlist = [first, *JobFactory.create_batch(2, state="waiting", account=first.account)]
+    single = JobFactory(state="uploading")
+    for job in [*playlist, single]:
+        lines.join("media", job.id, job.account_id)
+    lines.join("asr", single.id, single.account_id)
+    original_top, metrics.TOP_ACCOUNTS = metrics.TOP_ACCOUNTS, 1
+    try:
+        figures = samples(client.get("/metrics"))
+    finally:
+        metrics.TOP_ACCOUNTS = original_top
+
+    assert figures[("transcription_lines_up",)] == 1
+    assert figures[("transcription_waiting_jobs", ("queue", "media"))] == 4
+    assert figures[("transcription_waiting_jobs", ("queue", "asr"))] == 1
+    assert figures[("transcription_waiting_jobs", ("queue", "burn"))] == 0
+    assert 0 <= figures[("transcription_waiting_seconds", ("queue", "media"))] < 60
+    assert figures[("transcription_waiting_seconds", ("queue", "burn"))] == 0
+    playlist_account = ("account", str(first.account_id))
+    jobs_shown = {
+        tuple(labels): value
+        for (name, *labels), value in figures.items()
+        if name == "transcription_account_waiting_jobs"
+    }
+    assert jobs_shown == {
+        (playlist_account, ("queue", "media")): 3,  # the busiest account only (TOP_ACCOUNTS)
+        (("account", str(single.account_id)), ("queue", "asr")): 1,
+    }
+    assert 0 <= figures[("transcription_account_waiting_seconds", playlist_account, ("queue", "media"))] < 60
+    assert lines.take("media") is not None
+    assert samples(client.get("/metrics"))[("transcription_waiting_jobs", ("queue", "media"))] == 3

@@ -158,3 +158,28 @@ def test_beat_sends_the_sweep_to_a_queue_no_download_holds_up(broker):
     [message] = broker.lrange("hooks", 0, -1)
     assert json.loads(message)["headers"]["task"] == sweep
     assert broker.llen("media") == 0
+
+
+def test_a_job_a_lost_redis_forgot_is_put_back_in_its_line_and_a_turn_takes_it(account, broker):
+    from transcription import dispatch, lines
+
+    waiting = _job(account, "waiting", minutes_ago=30)  # its line entry and its turn are gone
+    assert lines.place(waiting.id) is None
+    assert sweeper.sweep_stalled_jobs()["resent"] == [waiting.id]
+    assert lines.place(waiting.id) == 1 and queued(broker) == [("media", "start_job", str(waiting.id))]
+    taken = dispatch.job_take(dispatch.START_JOB, str(waiting.id), turn=True)
+    assert taken is not None and taken.job_id == str(waiting.id)
+    assert dispatch.job_take(dispatch.START_JOB, str(waiting.id), turn=True) is None, "a second delivery: nothing"
+
+
+def test_a_turn_drops_jobs_that_ended_or_run_elsewhere_and_takes_the_next(account, broker):
+    from transcription import dispatch, lines
+
+    ended = _job(account, "failed")
+    running = _job(account, "waiting", lease=timezone.now() + timedelta(seconds=90))
+    next_one = _job(account, "waiting")
+    for job in (ended, running, next_one):  # in this order: one account's jobs
+        lines.join("media", job.id, job.account_id)
+    taken = dispatch.job_take(dispatch.START_JOB, str(ended.id), turn=True)
+    assert taken is not None and taken.job_id == str(next_one.id)
+    assert lines.stats(top=5)[0].waiting == 0

@@ -54,7 +54,7 @@ from rest_framework.renderers import JSONRenderer
 from accounts.authentication import LAST_USED_RESOLUTION, token_cache_key
 from accounts.tokens import looks_like_token, token_digest
 from config import shared_cache
-from transcription import poll_cache
+from transcription import lines, poll_cache
 from transcription.models import Job
 
 from . import ratelimit
@@ -67,16 +67,20 @@ PLAIN_JSON_ACCEPTS = frozenset(["", "*/*", "application/json", "application/json
 # Where transcription.api.poll_front leaves the script's answer for poll_view: a WSGI environ key
 # no request header can become (those are all HTTP_*).
 ANSWER_ENVIRON_KEY = "transcription.poll_answer"
+# A waiting job's place in line; the Job document stays as the contract has it.
+QUEUE_POSITION = "X-Queue-Position"
 
 # KEYS[1]: the token cache entry ("<account id>:<ms of its last database check>:<user id>"), KEYS[2]: the
-# job's cached poll ("<account id> <links> <digest>\n<json>"). ARGV: now (ms), window (ms), limit,
-# a unique member, the token entry's max age (ms), the poll counters' key prefix, the tag of the
-# entry this process holds (or ""). Answers {0} when it cannot answer the poll (nothing counted),
-# else {1, entries in the window, the cached poll, or 1 when it is the entry held}. The held entry
+# job's cached poll ("<account id> <links> <digest>\n<json>"), KEYS[3..5]: the waiting lines
+# (transcription.lines). ARGV: now (ms), window (ms), limit, a unique member, the token entry's max
+# age (ms), the poll counters' key prefix, the tag of the entry this process holds (or ""), the job's
+# id. Answers {0} when it cannot answer the poll (nothing counted), else {1, entries in the window,
+# the cached poll, or 1 when it is the entry held, the job's place in line or 0}. The held entry
 # is compared by its first bytes: copying a done job's tens of kB into Lua would cost Redis more
 # than the rest of the script.
 POLL_SCRIPT = (
     ratelimit.WINDOW_HIT_LUA
+    + lines.PLACE_LUA
     + """
 local token = redis.call('GET', KEYS[1])
 if not token then return {0} end
@@ -96,7 +100,7 @@ else
 end
 local hit = window_hit(ARGV[6] .. account, now, tonumber(ARGV[2]), tonumber(ARGV[3]), ARGV[4])
 if hit[1] == 0 then return {0} end
-return {1, hit[2], poll}
+return {1, hit[2], poll, place(3, ARGV[8])}
 """
 )
 
@@ -174,6 +178,7 @@ class PollAnswer(NamedTuple):
     cached: poll_cache.CachedPoll
     state: ratelimit.RateState
     member: str
+    place: int | None  # in the waiting line (X-Queue-Position)
 
 
 def poll_for(method: str, accept: str, query_string: str, authorization: str, id: str) -> Poll | None:
@@ -195,7 +200,11 @@ def poll_for(method: str, accept: str, query_string: str, authorization: str, id
     limit = ratelimit.limit_for(ratelimit.POLLS)
     member = ratelimit.new_member()
     held = _held(job_id)
-    keys = [shared_cache.full_key(token_cache_key(token_digest(parts[1]))), poll_cache.redis_key(job_id)]
+    keys = [
+        shared_cache.full_key(token_cache_key(token_digest(parts[1]))),
+        poll_cache.redis_key(job_id),
+        *lines.place_keys(),
+    ]
     args = [
         int(time.time() * 1000),
         ratelimit.WINDOW_SECONDS * 1000,
@@ -204,6 +213,7 @@ def poll_for(method: str, accept: str, query_string: str, authorization: str, id
         int(LAST_USED_RESOLUTION.total_seconds() * 1000),
         ratelimit.account_key("", ratelimit.POLLS),
         held.tag if held is not None else b"",
+        str(job_id),
     ]
     return Poll(job_id, limit, member, held, keys, args)
 
@@ -221,7 +231,7 @@ def answer_from(poll: Poll, reply: list) -> PollAnswer | None:
             return None
         _hold(poll.job_id, cached)
     state = ratelimit.rate_state(poll.limit, True, int(reply[1]), 0)
-    return PollAnswer(poll.job_id, cached, state, poll.member)
+    return PollAnswer(poll.job_id, cached, state, poll.member, int(reply[3]) or None)
 
 
 def response(answer: PollAnswer, request) -> HttpResponse:
@@ -231,7 +241,28 @@ def response(answer: PollAnswer, request) -> HttpResponse:
     response["Allow"] = ALLOW
     response["X-RateLimit-Limit"] = str(answer.state.limit)
     response["X-RateLimit-Remaining"] = str(answer.state.remaining)
+    _add_place(response, answer.place)
     return response
+
+
+def _add_place(response: HttpResponse, place: int | None) -> None:
+    """A waiting job's place in its line (1: the next job a worker takes), last of the view's
+    headers on both lanes. A place, not a time: jobs ahead of it differ in length, and a newcomer
+    of another account may be served first (every account in turn)."""
+    if place is not None:
+        response[QUEUE_POSITION] = str(place)
+
+
+def _place(job_id: str) -> int | None:
+    """For the DRF lane: the place from Redis in one round trip (nothing when Redis is down)."""
+    job = _uuid_or_none(job_id)
+    if job is None or shared_cache.reachable_client() is None:
+        return None
+    try:
+        return lines.place(job)
+    except shared_cache.Unavailable as error:
+        shared_cache.mark_down(error)
+        return None
 
 
 @functools.lru_cache(maxsize=1)
@@ -276,6 +307,9 @@ def poll_view(drf_view):
             answer = _answer(request, id)
         if answer is not None:
             return response(answer, request)
-        return drf_view(request, id=id)
+        answered = drf_view(request, id=id)
+        if answered.status_code == 200 and request.method in ("GET", "HEAD"):
+            _add_place(answered, _place(id))
+        return answered
 
     return view
