@@ -47,6 +47,7 @@ from .uploads import (
     declared_length,
     door_prelude,
     past_the_room,
+    reserved,
     too_large_message,
     upload_caller,
 )
@@ -408,8 +409,7 @@ async def _speech(scope, receive, request, caller, path: str, holder: dict):
     length = declared_length(scope)
     if length and length > settings.UPLOAD_MAX_BYTES + 64 * 1024:
         raise _too_large()
-    # the multipart body's length is not the file's: its size is unknown until read (the room left)
-    upload = await db(create_upload, caller, None, "")  # a 413 when the account's storage is full
+    upload = await db(create_upload, caller, reserved(length), "")  # a 413 when the account's storage is full
     sink = FileSink(files.incoming_path(upload.id), limit=min(settings.UPLOAD_MAX_BYTES, upload.size))
     kept = False
     try:

@@ -115,6 +115,14 @@ def create_upload(caller: front_door.Caller, size: int | None, filename: str) ->
         raise detail(413, str(full)) from None
 
 
+def reserved(length: int | None) -> int | None:
+    """What an upload of a body of `length` bytes holds of its account's storage while it arrives:
+    the body's length (a multipart body's is its file's and a little more), at most the largest
+    upload, so a file just past that is told it is too large, not that the storage is full; None
+    (the room left) for a body of unknown length."""
+    return min(length, settings.UPLOAD_MAX_BYTES) if length else None
+
+
 def past_the_room(limit: int) -> DoorRefusal | None:
     """The answer to a body that went past its sink's `limit`: the largest upload, or (a body of
     unknown length given the room its account had left) the storage quota."""
@@ -346,10 +354,7 @@ async def _plain_upload(scope, receive, headers, caller):
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     named = _FILENAME.search(headers.get("content-disposition", ""))
     filename = (query.get("filename") or [""])[-1] or (named.group(1) if named else "")
-    # A multipart body's length is not its file's (the parts' headers around it): the file's size is
-    # unknown until it is read, so the upload takes the room left, and a file past the largest
-    # upload is told so (too_large), not that the account's storage is full.
-    upload = await db(create_upload, caller, None if multipart else size, filename)
+    upload = await db(create_upload, caller, reserved(size), filename)
     path = files.incoming_path(upload.id)
     sink = FileSink(path, limit=min(settings.UPLOAD_MAX_BYTES, upload.size))
     kept = False
