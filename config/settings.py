@@ -174,7 +174,8 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = DATA_DIR / "static"  # filled by collectstatic (bin/run); WhiteNoise serves it
+# filled by collectstatic (bin/run; the image's build, into its own read-only folder); WhiteNoise serves it
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(DATA_DIR / "static")))
 STATIC_ROOT.mkdir(parents=True, exist_ok=True)
 MEDIA_ROOT = Path(env.str("MEDIA_ROOT", default=str(DATA_DIR / "media")))
 MEDIA_URL = "media/"
