@@ -132,7 +132,7 @@ def test_subtitles_translated_to_spanish_and_catalan_keep_every_cue(worker, api,
     assert japanese["error"].startswith("Translation from English to Japanese is not available on this server")
     assert "translation_models install en-ja" in japanese["error"]
     duration = body["duration"]
-    refund = LedgerEntry.objects.get(account=account, kind="refund")
+    refund = LedgerEntry.objects.get(account=account, kind="refund", source="translation")
     assert refund.seconds == duration, "the failed language's share comes back"
     assert account_balance(account.pk) == 600 - duration * 4 + duration
 
@@ -209,6 +209,6 @@ def test_burned_videos_in_the_spoken_and_each_translated_language(worker, api, c
         assert np.abs(original[:300] - other[:300]).mean() < 1.0
 
     duration = body["duration"]
-    refund = LedgerEntry.objects.get(account=account, kind="refund")
+    refund = LedgerEntry.objects.get(account=account, kind="refund", source="translation")
     assert refund.seconds == duration * (1 + 3), "the failed language's translation and video come back"
     assert account_balance(account.pk) == 600 - duration * 3 - 3 * duration * (1 + 3) + duration * (1 + 3)

@@ -68,7 +68,7 @@ def test_every_font_family_is_installed():
 def test_burn_command():
     cmd = burn_command("/in/a b.mp4", "/tmp/s.ass", "/out/x.mp4", width=1920, height=1080, has_audio=True)
     assert cmd[0] == "ffmpeg" and "-nostdin" in cmd
-    assert cmd[cmd.index("-i") + 1] == "/in/a b.mp4"
+    assert cmd[cmd.index("-i") + 1] == "file:/in/a b.mp4"  # the one input file, by the file protocol only
     vf = cmd[cmd.index("-vf") + 1]
     assert vf == "scale=1920:1080:flags=lanczos,setsar=1,subtitles=filename=/tmp/s.ass"
     joined = " ".join(cmd)
