@@ -8,7 +8,7 @@ SHELL := /bin/bash
 VENV := .venv
 PY := $(VENV)/bin/python
 
-.PHONY: install install-test install-bench run lint test bench-polls bench-asr bench-memory bench-burn bench-speakers clean
+.PHONY: install install-test install-bench run lint test test-stack bench-polls bench-asr bench-memory bench-burn bench-speakers clean
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
@@ -46,6 +46,10 @@ lint: install-test
 test: install-test
 	bin/lint
 	bin/test $(ARGS)
+
+# The image and the compose stack, built and run with podman (tests/packaging/test_stack.py).
+test-stack: install-test
+	bin/test -m stack $(ARGS)
 
 bench-polls: install-bench
 	$(PY) bench/polls/run.py
