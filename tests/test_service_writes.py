@@ -1,5 +1,5 @@
 """Services own every write (docs/architecture.md): no `.save()`, `.create()`, `.update()`,
-`.delete()` or their bulk forms on a project model outside a `services.py` (and migrations). The
+`.delete()` or their bulk forms on a project model outside a `services.py` or `<topic>_services.py` (and migrations). The
 few places that write elsewhere are listed here, each with why; a new one fails this test."""
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ def model_writes_outside_services() -> list[tuple[str, str]]:
     for app in APPS:
         for path in sorted((ROOT / app).rglob("*.py")):
             relative = path.relative_to(ROOT).as_posix()
-            if "/migrations/" in relative or path.name == "services.py":
+            # a services module of its own (edit_services.py: a transcript's corrections) is a service too
+            if "/migrations/" in relative or path.name.endswith("services.py"):
                 continue
             for node in ast.walk(ast.parse(path.read_text())):
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)):
