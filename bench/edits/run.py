@@ -34,12 +34,13 @@ def transcript(hours: float, seed: int = 1) -> list[dict]:
     rng = random.Random(seed)
     segments, t = [], 0.0
     while t < hours * 3600:
-        words, start = [], t
-        for _ in range(rng.randint(8, 20)):
-            words.append({"start": round(t, 3), "end": round(t + 0.3, 3), "word": rng.choice(VOCABULARY)})
+        start, tokens = t, [rng.choice(VOCABULARY) for _ in range(rng.randint(8, 20))]
+        tokens[-1] += "."
+        words = []
+        for token in tokens:
+            words.append({"start": round(t, 3), "end": round(t + 0.3, 3), "word": token})
             t += 0.4
-        words[-1]["word"] += "."
-        text = " ".join(w["word"] for w in words)
+        text = " ".join(tokens)
         segments.append(
             {"start": start, "end": round(t, 3), "text": text, "speaker": rng.choice([1, 2]), "words": words}
         )

@@ -167,3 +167,26 @@ def test_a_job_not_done_cannot_be_edited(api, account, state):
     assert api.get(url(job)).status_code == 409
     response = patch(api, job, [{"op": "text", "index": 0, "text": "Too late."}], '"v1"')
     assert response.status_code == 409 and state in response.json()["detail"]
+
+
+def test_the_openai_doors_formats_answer_from_the_corrected_segments(api, done_job):
+    from transcription.api import openai_compat
+    from transcription.models import Job
+
+    edits = [
+        {"op": "text", "index": 1, "text": "I am fine, thank you so much."},
+        {"op": "speaker", "index": 2, "speaker": 2, "from_word": 4},
+    ]
+    assert patch(api, done_job, edits, '"v1"').status_code == 200
+    result = openai_compat.result_of(Job.objects.get(pk=done_job.id), translation=False)
+    _, text = openai_compat.render(result, "text", [], False)
+    assert "thank you so much." in text and "very much" not in text
+    _, srt = openai_compat.render(result, "srt", [], False)
+    assert "thank you so much." in srt
+    _, vtt = openai_compat.render(result, "vtt", [], False)
+    assert "so I don't hear that." in vtt
+    _, verbose = openai_compat.render(result, "verbose_json", ["word", "segment"], False)
+    assert [s["text"] for s in verbose["segments"]][-2:] == ["Glad to hear it,", "so I don't hear that."]
+    assert [w["word"] for w in verbose["words"]][9:12] == ["thank", "you", "so"]
+    _, diarized = openai_compat.render(result, "diarized_json", [], False)
+    assert [s["speaker"] for s in diarized["segments"]] == ["A", "B", "A", "B"]

@@ -93,8 +93,7 @@ def segments_schema() -> dict:
 
 def edit_schema() -> dict:
     schema = id_schema("job")
-    # a PATCH body: drf-spectacular names it "Patched…" (and leaves `edits` optional; required here)
-    body = component("PatchedSegmentEditsRequest")
+    body = component("SegmentEditsRequest")
     schema["properties"]["if_match"] = {
         "type": "string",
         "description": "The `etag` of the document the edits were made on (from get_transcript_segments)",

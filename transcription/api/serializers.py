@@ -126,24 +126,33 @@ class SegmentEditSerializer(serializers.Serializer):
         required=False, min_value=0, help_text="The segment, as the last GET numbered it (every op but restore)"
     )
     text = serializers.CharField(
-        required=False, trim_whitespace=False, help_text="text: the segment's new words (1 to 500 characters)"
+        required=False,
+        trim_whitespace=False,
+        min_length=1,
+        max_length=transcript_edits.TEXT_MAX_CHARS,
+        help_text="text: the segment's new words (1 to 500 characters, one line, no `-->`)",
     )
     speaker = serializers.IntegerField(
-        required=False, help_text="speaker: a speaker of the job, or the next new number"
+        required=False,
+        min_value=1,
+        max_value=transcript_edits.SPEAKER_MAX,
+        help_text="speaker: a speaker of the job, or the next new number",
     )
     from_word = serializers.IntegerField(
-        required=False, help_text="speaker: the first word (0-based) of the run given to `speaker`"
+        required=False, min_value=0, help_text="speaker: the first word (0-based) of the run given to `speaker`"
     )
-    to_word = serializers.IntegerField(required=False, help_text="speaker: the last word of that run (inclusive)")
-    word = serializers.IntegerField(required=False, help_text="split: the word that begins the second segment")
-    start = serializers.FloatField(required=False, help_text="times: the new start, in seconds")
-    end = serializers.FloatField(required=False, help_text="times: the new end, in seconds")
+    to_word = serializers.IntegerField(
+        required=False, min_value=0, help_text="speaker: the last word of that run (inclusive)"
+    )
+    word = serializers.IntegerField(
+        required=False, min_value=1, help_text="split: the word that begins the second segment"
+    )
+    start = serializers.FloatField(required=False, min_value=0, help_text="times: the new start, in seconds")
+    end = serializers.FloatField(required=False, min_value=0, help_text="times: the new end, in seconds")
 
 
 class SegmentEditsRequestSerializer(serializers.Serializer):
-    edits = serializers.ListField(
-        child=SegmentEditSerializer(), allow_empty=False, max_length=transcript_edits.EDITS_MAX
-    )
+    edits = serializers.ListField(child=SegmentEditSerializer(), min_length=1, max_length=transcript_edits.EDITS_MAX)
 
 
 class VoiceRequestSerializer(SourceSerializer):
