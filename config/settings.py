@@ -324,6 +324,7 @@ SPECTACULAR_SETTINGS = {
         "FontSize": "transcription.models.FontSize",
         "SubtitleFormat": "transcription.models.SubtitleFormat",
         "VoiceState": "transcription.models.VoiceState",
+        "SegmentEditOp": "transcription.pipeline.transcript_edits.OPS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -9,7 +9,10 @@ from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory
 
 from accounts.models import Account
+from transcription import services
 from transcription.models import Job, Translation, Upload
+from transcription.pipeline.results import build_results
+from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
 
 class UserFactory(DjangoModelFactory):
@@ -66,3 +69,35 @@ class UploadFactory(DjangoModelFactory[Upload]):
     received = 227244
     state = "ready"
     duration = 8
+
+
+def _spoken(text: str, start: float, step: float = 0.4) -> Segment:
+    words, t = [], start
+    for part in text.split():
+        words.append(Word(round(t, 2), round(t + step * 0.9, 2), " " + part))
+        t += step
+    return Segment(start, round(t, 2), " " + text, words)
+
+
+def done_job_with_segments(account, **fields) -> Job:
+    """A done job of 20 s whose text, subtitles and kept segments the speech stage's own functions
+    made: speakers 1, 2, 1 ("Good morning, how are you today?" / "I am fine, thank you very much." /
+    "Glad to hear it, so I don't hear that.")."""
+    segments = [
+        _spoken("Good morning, how are you today?", 3.0),
+        _spoken("I am fine, thank you very much.", 7.0),
+        _spoken("Glad to hear it, so I don't hear that.", 11.0),
+    ]
+    turns = [SpeakerTurn(3.0, 6.5, 7), SpeakerTurn(7.0, 10.5, 4), SpeakerTurn(11.0, 15.0, 7)]
+    results = build_results(segments, turns, language="en")
+    fields = {
+        "type": "subtitles",
+        "state": "done",
+        "progress": 100,
+        "duration": 20,
+        "detected_language": "en",
+        **fields,
+    }
+    job = JobFactory.create(account=account, txt=results["txt"], srt=results["srt"], webvtt=results["webvtt"], **fields)
+    services.job_keep_segments(job.id, language="en", duration=20.0, segments=results["segments"])
+    return job

@@ -198,6 +198,12 @@ class JobSegments(models.Model):
     language = models.CharField(max_length=12, blank=True)
     duration = models.FloatField(default=0.0, help_text="Seconds of audio recognised.")
     segments = models.JSONField(default=list, help_text="[{start, end, text, speaker, words: [{start, end, word}]}]")
+    # The owner's corrections (api.editing): the recognition as the speech stage kept it, copied at
+    # the first edit (null until then); the document's version, which its ETag names (each edit adds
+    # one, so two editors never overwrite each other); and every edit's who, when and what.
+    original = models.JSONField(null=True, blank=True, help_text="The segments as recognised, before any edit.")
+    version = models.PositiveIntegerField(default=1)
+    history = models.JSONField(default=list, blank=True, help_text="[{at, by, door, ops, version}]")
 
 
 class Translation(models.Model):

@@ -30,6 +30,8 @@ TOOLS = {
     "preview_playlist",
     "get_balance",
     "rename_speakers",
+    "get_transcript_segments",
+    "edit_transcript",
 }
 
 
@@ -107,6 +109,8 @@ def test_a_client_of_either_revision_lists_the_tools_with_the_rest_fields(web, t
             "preview_playlist",
             "get_batch",
             "rename_speakers",
+            "get_transcript_segments",
+            "edit_transcript",
         }
         assert tool.input_schema["type"] == "object" and tool.output_schema["type"] == "object"
     transcribe = by_name["transcribe"].input_schema
@@ -192,6 +196,36 @@ def test_rename_speakers_names_them_as_rest_does_and_refuses_what_rest_refuses(w
     assert status == 422 and bad.is_error
     assert bad.content[0].text.startswith("Invalid arguments: names.1: A name may not hold")
     assert missing.is_error and missing.content[0].text == "No job with that id on this account."
+
+
+@live
+def test_edit_transcript_corrects_as_rest_does_and_refuses_what_rest_refuses(web, token, account, other_account):
+    from tests.factories import done_job_with_segments
+
+    job = done_job_with_segments(account)
+    foreign = done_job_with_segments(other_account)
+    fix = [{"op": "text", "index": 1, "text": "I am fine, thank you so much."}]
+
+    async def work(client):
+        read = await client.call_tool("get_transcript_segments", {"id": str(job.id)})
+        etag = read.structured_content["etag"]
+        bad = await client.call_tool(
+            "edit_transcript", {"id": str(job.id), "if_match": etag, "edits": [{"op": "times", "index": 0, "end": 99}]}
+        )
+        saved = await client.call_tool("edit_transcript", {"id": str(job.id), "if_match": etag, "edits": fix})
+        stale = await client.call_tool("edit_transcript", {"id": str(job.id), "if_match": etag, "edits": fix})
+        missing = await client.call_tool("edit_transcript", {"id": str(foreign.id), "if_match": etag, "edits": fix})
+        return read, bad, saved, stale, missing
+
+    read, bad, saved, stale, missing = mcp_call(web, token, work)
+    assert [s["speaker"] for s in read.structured_content["segments"]] == [1, 2, 1]
+    assert bad.is_error and "edits.0.end" in bad.content[0].text and "next segment" in bad.content[0].text
+    assert not saved.is_error, saved.content[0].text
+    assert saved.structured_content["etag"] == '"v2"' and saved.structured_content["history"][0]["door"] == "mcp"
+    assert stale.is_error and "changed since you read it" in stale.content[0].text
+    assert missing.is_error and missing.content[0].text == "No job with that id on this account."
+    status, _, polled = rest(web, token, "GET", f"/v1/api/transcription/{job.id}")
+    assert status == 200 and "thank you so much." in polled["txt"] and "thank you so much." in polled["srt"]
 
 
 @live

@@ -179,6 +179,20 @@ class NotDone(Conflict):
     default_code = "not_done"
 
 
+class PreconditionFailed(Refusal):
+    """412: a change sent without the If-Match of the version it was made on, or with a stale one
+    (another editor saved first): the client reads the document again, nothing is overwritten."""
+
+    status_code = 412
+
+    def __init__(self, detail: str, etag: str):
+        self.etag = etag
+        super().__init__(detail)
+
+    def headers(self) -> dict[str, str]:
+        return {"ETag": self.etag}
+
+
 class RateLimited(Refusal, exceptions.Throttled):
     """A 429: the account's window (or the address's, for requests without a valid token) is full."""
 

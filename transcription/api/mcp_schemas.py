@@ -80,6 +80,30 @@ def rename_schema() -> dict:
     return schema
 
 
+def segments_schema() -> dict:
+    schema = id_schema("job")
+    schema["properties"]["version"] = {
+        "type": "string",
+        "enum": ["current", "original"],
+        "default": "current",
+        "description": "`original`: the recognition as it was before any edit",
+    }
+    return schema
+
+
+def edit_schema() -> dict:
+    schema = id_schema("job")
+    body = component("SegmentEditsRequest")
+    schema["properties"]["if_match"] = {
+        "type": "string",
+        "description": "The `etag` of the document the edits were made on (from get_transcript_segments)",
+    }
+    schema["properties"]["edits"] = body["properties"]["edits"]
+    schema["required"] = ["id", "if_match", "edits"]
+    return schema
+
+
+EDITING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 RENAMING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
 QUEUEING = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 READING = ToolAnnotations(read_only_hint=True, open_world_hint=False)

@@ -32,18 +32,21 @@ from mcp_types import CallToolResult, TextContent
 
 from billing import pricing
 
-from . import front_door, operations, serializers
+from . import editing, front_door, operations, serializers
 from .caller import Operation
 from .mcp_gate import McpGate, database_threads
 from .mcp_schemas import (
     BALANCE_SCHEMA,
+    EDITING,
     QUEUEING,
     READING,
     RENAMING,
     component,
+    edit_schema,
     id_schema,
     preview_input_schema,
     rename_schema,
+    segments_schema,
 )
 
 logger = logging.getLogger(__name__)
@@ -190,6 +193,21 @@ async def rename_speakers(ctx: Context, id=NOT_GIVEN, names=NOT_GIVEN) -> CallTo
     return await _call(ctx, operations.rename_speakers, locals(), _renamed)
 
 
+def _segments_summary(body: dict) -> str:
+    lines = [
+        f"[{s['index']}] {s['start']:.2f}-{s['end']:.2f} Speaker {s['speaker']}: {s['text']}" for s in body["segments"]
+    ]
+    return f"Version {body['etag']} ({len(lines)} segments):\n" + "\n".join(lines[:200])
+
+
+async def get_transcript_segments(ctx: Context, id=NOT_GIVEN, version=NOT_GIVEN) -> CallToolResult:  # noqa: A002
+    return await _call(ctx, editing.get_transcript_segments, locals(), _segments_summary)
+
+
+async def edit_transcript(ctx: Context, id=NOT_GIVEN, if_match=NOT_GIVEN, edits=NOT_GIVEN) -> CallToolResult:  # noqa: A002
+    return await _call(ctx, editing.edit_transcript, locals(), lambda body: "Saved. " + _segments_summary(body))
+
+
 def _preview_summary(body: dict) -> str:
     verdict = "fits" if body["fits"] else "does not fit"
     return (
@@ -283,6 +301,27 @@ def tool_table() -> list[tuple]:
             rename_schema(),
             component("TranscriptionApiResponse"),
             RENAMING,
+        ),
+        (
+            get_transcript_segments,
+            "A done job's transcript as data: its segments (`index`, `start`, `end`, `speaker`, `text`, `words` "
+            "with times) and the document's `etag`, which edit_transcript needs. `version` `original`: the "
+            "recognition before any edit. Free; counts as a read.",
+            segments_schema(),
+            component("SegmentsDocument"),
+            READING,
+        ),
+        (
+            edit_transcript,
+            "Correct a done job's transcript: `edits` applied in order, each naming its segment by the `index` "
+            "get_transcript_segments gave it: `text` (new words), `speaker` (to a speaker of the job or the next "
+            "new number; `from_word`/`to_word` for a run of its words), `split` (before `word`), `merge` (with the "
+            "next segment, same speaker), `times` (`start`/`end`), `restore` (the original back). `if_match`: the "
+            "`etag` read; a stale one is an error (read again). A bad edit is an error naming edits[i] and its "
+            "field, and nothing is applied. txt, srt, webvtt are made again. Free; counts as a job request.",
+            edit_schema(),
+            component("SegmentsDocument"),
+            EDITING,
         ),
         (
             get_batch,

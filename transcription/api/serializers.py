@@ -6,6 +6,7 @@ from rest_framework import serializers
 
 from transcription.job_options import OPTIONS, TARGET_LANGUAGES_MAX, JobOption, Kind, options_for, playlist_options
 from transcription.models import FontSize, JobState, JobType, Quality, SubtitleFormat, TranslationState, VoiceState
+from transcription.pipeline import transcript_edits
 
 from .fields import (
     LanguageCodeField,
@@ -114,6 +115,44 @@ class PlaylistQuerySerializer(serializers.Serializer):
 
 class SpeakerNamesRequestSerializer(serializers.Serializer):
     names = SpeakerNamesField()
+
+
+class SegmentEditSerializer(serializers.Serializer):
+    """One correction of a job's transcript (api.editing); which fields an `op` needs is checked
+    with the segments in hand (pipeline.transcript_edits), each refusal naming its field."""
+
+    op = StrictChoiceField(choices=[(op, op) for op in transcript_edits.OPS], help_text="What the edit does")
+    index = serializers.IntegerField(
+        required=False, min_value=0, help_text="The segment, as the last GET numbered it (every op but restore)"
+    )
+    text = serializers.CharField(
+        required=False,
+        trim_whitespace=False,
+        min_length=1,
+        max_length=transcript_edits.TEXT_MAX_CHARS,
+        help_text="text: the segment's new words (1 to 500 characters, one line, no `-->`)",
+    )
+    speaker = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=transcript_edits.SPEAKER_MAX,
+        help_text="speaker: a speaker of the job, or the next new number",
+    )
+    from_word = serializers.IntegerField(
+        required=False, min_value=0, help_text="speaker: the first word (0-based) of the run given to `speaker`"
+    )
+    to_word = serializers.IntegerField(
+        required=False, min_value=0, help_text="speaker: the last word of that run (inclusive)"
+    )
+    word = serializers.IntegerField(
+        required=False, min_value=1, help_text="split: the word that begins the second segment"
+    )
+    start = serializers.FloatField(required=False, min_value=0, help_text="times: the new start, in seconds")
+    end = serializers.FloatField(required=False, min_value=0, help_text="times: the new end, in seconds")
+
+
+class SegmentEditsRequestSerializer(serializers.Serializer):
+    edits = serializers.ListField(child=SegmentEditSerializer(), min_length=1, max_length=transcript_edits.EDITS_MAX)
 
 
 class VoiceRequestSerializer(SourceSerializer):
@@ -231,6 +270,32 @@ class VoiceSerializer(serializers.Serializer):
     error = serializers.CharField(allow_null=True, help_text="Why the sample could not be used; null unless failed")
     seconds = serializers.IntegerField(allow_null=True, help_text="Length of the sample (what it was charged as)")
     created_at = serializers.DateTimeField()
+
+
+class SegmentWordSerializer(serializers.Serializer):
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+    word = serializers.CharField()
+
+
+class SegmentSerializer(serializers.Serializer):
+    index = serializers.IntegerField(help_text="What an edit names the segment by")
+    start = serializers.FloatField()
+    end = serializers.FloatField()
+    speaker = serializers.IntegerField(help_text="The N of `Speaker N`")
+    text = serializers.CharField()
+    words = SegmentWordSerializer(many=True)
+
+
+class SegmentsDocumentSerializer(serializers.Serializer):
+    segments = SegmentSerializer(many=True)
+    version = serializers.IntegerField(help_text="Raised by one by every saved PATCH")
+    etag = serializers.CharField(help_text="The ETag header's value: send it back as If-Match")
+    edited = serializers.BooleanField(help_text="Whether the transcript was ever corrected")
+    history = serializers.ListField(
+        child=serializers.DictField(),
+        help_text="Every saved PATCH: `at`, `by` (the login's id), `door`, `ops`, `version`",
+    )
 
 
 class ErrorResponseSerializer(serializers.Serializer):

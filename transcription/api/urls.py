@@ -2,7 +2,7 @@ from django.urls import path
 from drf_spectacular.views import SpectacularJSONAPIView, SpectacularSwaggerSplitView
 
 from .polls import poll_view
-from .views import BatchViewSet, JobViewSet, PlaylistViewSet, VoiceViewSet
+from .views import BatchViewSet, JobViewSet, PlaylistViewSet, SegmentsViewSet, VoiceViewSet
 
 urlpatterns = [
     path("transcribe", JobViewSet.as_view({"post": "transcribe"}), name="transcribe"),
@@ -13,6 +13,11 @@ urlpatterns = [
     # Polls answered from the cache in one Redis round trip; the rest by the DRF view (api.polls).
     path("transcription/<str:id>", poll_view(JobViewSet.as_view({"get": "retrieve"})), name="transcription"),
     path("transcription/<str:id>/speakers", JobViewSet.as_view({"post": "rename_speakers"}), name="speakers"),
+    path(
+        "transcription/<str:id>/segments",
+        SegmentsViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),
+        name="segments",
+    ),
     path("voices", VoiceViewSet.as_view({"get": "list", "post": "create"}), name="voices"),
     path("voices/<str:id>", VoiceViewSet.as_view({"delete": "destroy"}), name="voice"),
     path("batch/<str:id>", BatchViewSet.as_view({"get": "retrieve"}), name="batch"),

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schema
 from rest_framework import viewsets
 from rest_framework.response import Response
 
-from . import front_door, operations, ratelimit
+from . import editing, front_door, operations, ratelimit
 from . import serializers as s
 from .error_bodies import RequestValidationError
 
@@ -176,6 +178,65 @@ class JobViewSet(ContractViewSet):
     )
     def rename_speakers(self, request, id: str):
         return perform(request, operations.rename_speakers, lambda: {**body(request), "id": id})
+
+
+_SEGMENTS = (
+    "An extension of this server, not in the v1 contract. A `done` job's transcript as data: its segments "
+    "(`index`, `start`, `end`, `speaker`, `text`, `words` with their times), the document's `version` and its "
+    "ETag. A job not `done` (still running, or failed and refunded) is a 409; another account's job a 404."
+)
+
+
+class SegmentsViewSet(ContractViewSet):
+    @extend_schema(
+        operation_id="get_transcript_segments",
+        summary="A job's transcript as segments and words (extension)",
+        description=_SEGMENTS + " `?version=original` reads the recognition as it was before any edit. Counts as "
+        "a poll.",
+        parameters=[
+            _id_parameter("job"),
+            OpenApiParameter("version", str, OpenApiParameter.QUERY, enum=["current", "original"], required=False),
+        ],
+        responses={200: s.SegmentsDocumentSerializer, 409: s.ErrorResponseSerializer},
+        extensions={"x-extension": True},
+    )
+    def retrieve(self, request, id: str):
+        arguments = {"id": id, "version": request.query_params.get("version")}
+        answer = cast(dict, front_door.perform(request.caller, editing.get_transcript_segments, arguments, request))
+        return Response(answer, headers={"ETag": answer["etag"]})
+
+    @extend_schema(
+        operation_id="edit_transcript",
+        summary="Correct a job's transcript (extension)",
+        description=_SEGMENTS + " Applies `edits` in order, each naming its segment by the `index` the last GET "
+        "gave it: `text` (new words), `speaker` (the segment, or the run of words `from_word`..`to_word`, to a "
+        "speaker of the job or the next new number), `split` (before `word`), `merge` (with the next segment, "
+        "of the same speaker), `times` (new `start`/`end`, inside the media and between the neighbours), "
+        "`restore` (the original recognition back). `txt`, `srt`, `webvtt` and the OpenAI door's answers are "
+        "made again from the result. `If-Match` must carry the ETag of the version edited: missing or stale is "
+        "a 412 (read again). A bad edit is a 422 naming `edits[i]` and its field, and nothing is applied. "
+        "Free of minutes; counts as a job request.",
+        parameters=[
+            _id_parameter("job"),
+            OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True, description="The ETag read"),
+        ],
+        request=s.SegmentEditsRequestSerializer,
+        responses={
+            200: s.SegmentsDocumentSerializer,
+            409: s.ErrorResponseSerializer,
+            412: s.ErrorResponseSerializer,
+        },
+        examples=[
+            _example("A word corrected", {"edits": [{"op": "text", "index": 3, "text": "So I don't hear that."}]})
+        ],
+        extensions={"x-extension": True},
+    )
+    def partial_update(self, request, id: str):
+        def arguments() -> dict:
+            return {**body(request), "id": id, "if_match": request.headers.get("If-Match")}
+
+        answer = cast(dict, front_door.perform(request.caller, editing.edit_transcript, arguments, request))
+        return Response(answer, headers={"ETag": answer["etag"]})
 
 
 _VOICES = (

@@ -57,17 +57,19 @@ def _paragraphs(sentences: list[tuple[float, float, str]]) -> list[tuple[float, 
     return out
 
 
-def transcript_text(segments: list[Segment]) -> str:
+def transcript_text(segments: list[Segment], *, renumber: bool = True) -> str:
     """Paragraphs "[HH:MM:SS] Speaker N: text", a blank line between them.
 
     Consecutive segments of one speaker make one turn; a turn longer than MAX_PARAGRAPH_SECONDS is
     cut at sentence ends into paragraphs of at most that span, each stamped with its own start
     (floored to the second) and speaker. Speaker None counts as speaker 1; speakers are renumbered
     1, 2, ... in order of first appearance. Returns "" when there is no text, else ends with one
-    newline.
+    newline. An edited transcript keeps its speakers' numbers (``renumber=False``): the names and
+    the cues' voices are keyed by them.
     """
     kept = [s for s in segments if s.text.strip()]
-    numbers = renumber_speakers([s.speaker for s in kept])
+    speakers = [1 if s.speaker is None else s.speaker for s in kept]
+    numbers = renumber_speakers(speakers) if renumber else speakers
     turns: list[tuple[int, list[Segment]]] = []
     for segment, speaker in zip(kept, numbers):
         if turns and turns[-1][0] == speaker:

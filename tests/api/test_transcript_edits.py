@@ -1,0 +1,192 @@
+"""GET/PATCH /v1/api/transcription/{id}/segments: a done job's transcript corrected by its owner,
+and its txt, srt and webvtt made again from the edit (issue 46)."""
+
+import json
+
+import pytest
+
+from billing.selectors import account_balance
+from tests.factories import done_job_with_segments
+from transcription.models import JobSegments
+from transcription.pipeline import captions
+
+
+def make_done_job(account, **fields):
+    return done_job_with_segments(account, **fields)
+
+
+@pytest.fixture
+def done_job(account):
+    return make_done_job(account)
+
+
+def url(job) -> str:
+    return f"/v1/api/transcription/{job.id}/segments"
+
+
+def patch(api, job, edits, if_match):
+    headers = {} if if_match is None else {"HTTP_IF_MATCH": if_match}
+    return api.patch(url(job), data=json.dumps({"edits": edits}), content_type="application/json", **headers)
+
+
+def test_the_transcript_is_read_as_segments_with_words_and_an_etag(api, done_job):
+    response = api.get(url(done_job))
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert response["ETag"] == body["etag"] == '"v1"'
+    assert [s["index"] for s in body["segments"]] == [0, 1, 2]
+    assert [s["speaker"] for s in body["segments"]] == [1, 2, 1]
+    first = body["segments"][0]
+    assert first["text"] == "Good morning, how are you today?" and first["start"] == 3.0
+    assert [w["word"] for w in first["words"]][:2] == ["Good", "morning,"]
+    assert body["edited"] is False and body["history"] == []
+
+
+def test_a_word_corrected_and_a_sentence_moved_to_the_other_speaker_are_in_every_output(api, account, done_job):
+    etag = api.get(url(done_job))["ETag"]
+    balance = account_balance(account.pk)
+    edits = [
+        {"op": "text", "index": 1, "text": "I am fine, thank you very much indeed."},
+        # "so I don't hear that." is the other person's: words 4.. of segment 2 go to speaker 2
+        {"op": "speaker", "index": 2, "speaker": 2, "from_word": 4},
+    ]
+    response = patch(api, done_job, edits, etag)
+    assert response.status_code == 200, response.json()
+    body = response.json()
+    assert response["ETag"] == body["etag"] == '"v2"'
+    assert [(s["speaker"], s["text"]) for s in body["segments"]] == [
+        (1, "Good morning, how are you today?"),
+        (2, "I am fine, thank you very much indeed."),
+        (1, "Glad to hear it,"),
+        (2, "so I don't hear that."),
+    ]
+    assert body["history"][0]["ops"] == ["text", "speaker"] and body["history"][0]["door"] == "rest"
+    assert body["history"][0]["by"] == account.user_id and body["history"][0]["at"]
+
+    job = api.get(f"/v1/api/transcription/{done_job.id}").json()
+    assert "very much indeed." in job["txt"]
+    assert job["txt"].strip().split("\n\n")[-1].startswith("[00:00:12] Speaker 2: so I don't hear that.")
+    srt_text = " ".join(line for cue in captions.from_srt(job["srt"]) for line in cue.lines)
+    assert "very much indeed." in srt_text
+    assert "<v Speaker 2>so I don't hear that.</v>" in job["webvtt"].replace("- ", "")
+    assert account_balance(account.pk) == balance, "editing is free"
+
+
+def test_speaker_names_are_laid_over_the_edited_text(api, done_job):
+    api.post(
+        f"/v1/api/transcription/{done_job.id}/speakers",
+        data=json.dumps({"names": {"2": "Bob"}}),
+        content_type="application/json",
+    )
+    etag = api.get(url(done_job))["ETag"]
+    assert patch(api, done_job, [{"op": "speaker", "index": 0, "speaker": 2}], etag).status_code == 200
+    job = api.get(f"/v1/api/transcription/{done_job.id}").json()
+    assert job["txt"].startswith("[00:00:03] Bob: Good morning")
+    assert "<v Bob>Good morning" in job["webvtt"]
+
+
+def test_split_merge_and_times(api, done_job):
+    etag = api.get(url(done_job))["ETag"]
+    response = patch(
+        api,
+        done_job,
+        [{"op": "split", "index": 0, "word": 2}, {"op": "times", "index": 1, "start": 6.9, "end": 10.2}],
+        etag,
+    )
+    assert response.status_code == 200, response.json()
+    segments = response.json()["segments"]
+    assert [s["text"] for s in segments[:2]] == ["Good morning,", "how are you today?"]
+    assert (segments[2]["start"], segments[2]["end"]) == (6.9, 10.2)
+    assert segments[2]["words"][0]["start"] == 6.9 and segments[2]["words"][-1]["end"] <= 10.2
+    response = patch(api, done_job, [{"op": "merge", "index": 0}], response["ETag"])
+    assert response.status_code == 200, response.json()
+    assert response.json()["segments"][0]["text"] == "Good morning, how are you today?"
+
+
+def test_the_original_is_kept_read_and_restored(api, done_job):
+    before = api.get(url(done_job)).json()
+    response = patch(api, done_job, [{"op": "text", "index": 0, "text": "Hello."}], before["etag"])
+    assert response.status_code == 200
+    original = api.get(url(done_job) + "?version=original").json()
+    assert original["segments"] == before["segments"] and original["etag"] == '"v2"'
+    restored = patch(api, done_job, [{"op": "restore"}], '"v2"')
+    assert restored.status_code == 200, restored.json()
+    assert restored.json()["segments"] == before["segments"]
+    assert api.get(f"/v1/api/transcription/{done_job.id}").json()["txt"].startswith("[00:00:03] Speaker 1: Good")
+    assert [h["ops"] for h in restored.json()["history"]] == [["text"], ["restore"]]
+
+
+def test_a_bad_edit_names_its_place_and_field_and_nothing_is_applied(api, done_job):
+    before = api.get(url(done_job))
+    edits = [
+        {"op": "text", "index": 0, "text": "A good edit."},
+        {"op": "times", "index": 1, "start": 8.0, "end": 25.0},  # past the media's 20 s
+        {"op": "text", "index": 2, "text": "two\nlines"},
+        {"op": "speaker", "index": 9, "speaker": 1},
+        {"op": "speaker", "index": 0, "speaker": 7},
+        {"op": "frobnicate", "index": 0},
+    ]
+    response = patch(api, done_job, edits, before["ETag"])
+    assert response.status_code == 422, response.json()
+    locs = [entry["loc"] for entry in response.json()["detail"]]
+    assert locs == [["body", "edits", 5, "op"]], "the shape is checked first"
+    response = patch(api, done_job, edits[:5], before["ETag"])
+    assert response.status_code == 422, response.json()
+    locs = [entry["loc"] for entry in response.json()["detail"]]
+    assert locs == [
+        ["body", "edits", 1, "end"],
+        ["body", "edits", 2, "text"],
+        ["body", "edits", 3, "index"],
+        ["body", "edits", 4, "speaker"],
+    ]
+    after = api.get(url(done_job))
+    assert after["ETag"] == before["ETag"] and after.json()["segments"] == before.json()["segments"]
+    assert JobSegments.objects.get(job=done_job).original is None
+
+
+def test_a_missing_or_stale_if_match_is_a_412_and_overwrites_nothing(api, done_job):
+    edit = [{"op": "text", "index": 0, "text": "First editor."}]
+    missing = patch(api, done_job, edit, None)
+    assert missing.status_code == 412 and "If-Match" in missing.json()["detail"]
+    assert patch(api, done_job, edit, '"v1"').status_code == 200
+    stale = patch(api, done_job, [{"op": "text", "index": 0, "text": "Second editor."}], '"v1"')
+    assert stale.status_code == 412 and stale["ETag"] == '"v2"'
+    assert api.get(url(done_job)).json()["segments"][0]["text"] == "First editor."
+
+
+def test_another_accounts_job_is_a_404(api, other_account):
+    theirs = make_done_job(other_account)
+    assert api.get(url(theirs)).status_code == 404
+    assert patch(api, theirs, [{"op": "text", "index": 0, "text": "Mine now."}], '"v1"').status_code == 404
+    assert JobSegments.objects.get(job=theirs).version == 1
+
+
+@pytest.mark.parametrize("state", ["failed", "processing"])
+def test_a_job_not_done_cannot_be_edited(api, account, state):
+    job = make_done_job(account, state=state)
+    assert api.get(url(job)).status_code == 409
+    response = patch(api, job, [{"op": "text", "index": 0, "text": "Too late."}], '"v1"')
+    assert response.status_code == 409 and state in response.json()["detail"]
+
+
+def test_the_openai_doors_formats_answer_from_the_corrected_segments(api, done_job):
+    from transcription.api import openai_compat
+    from transcription.models import Job
+
+    edits = [
+        {"op": "text", "index": 1, "text": "I am fine, thank you so much."},
+        {"op": "speaker", "index": 2, "speaker": 2, "from_word": 4},
+    ]
+    assert patch(api, done_job, edits, '"v1"').status_code == 200
+    result = openai_compat.result_of(Job.objects.get(pk=done_job.id), translation=False)
+    _, text = openai_compat.render(result, "text", [], False)
+    assert "thank you so much." in text and "very much" not in text
+    _, srt = openai_compat.render(result, "srt", [], False)
+    assert "thank you so much." in srt
+    _, vtt = openai_compat.render(result, "vtt", [], False)
+    assert "so I don't hear that." in vtt
+    _, verbose = openai_compat.render(result, "verbose_json", ["word", "segment"], False)
+    assert [s["text"] for s in verbose["segments"]][-2:] == ["Glad to hear it,", "so I don't hear that."]
+    assert [w["word"] for w in verbose["words"]][9:12] == ["thank", "you", "so"]
+    _, diarized = openai_compat.render(result, "diarized_json", [], False)
+    assert [s["speaker"] for s in diarized["segments"]] == ["A", "B", "A", "B"]

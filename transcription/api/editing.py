@@ -1,0 +1,122 @@
+"""A finished job's transcript as data, corrected by its owner (issue 46), for every door: REST
+(`GET`/`PATCH /v1/api/transcription/{id}/segments`) and the MCP tools `get_transcript_segments` and
+`edit_transcript`. Declared as operations.py declares its own, so front_door.perform runs them with
+the same authentication, limits and ownership rule.
+
+The document's version is its ETag (`"v3"`); a PATCH must send it back as If-Match (the MCP tool as
+`if_match`): missing or stale is a 412 and nothing is written. The edits themselves
+(pipeline.transcript_edits) are plain functions; the text and subtitles are made again from the
+edited segments by the speech stage's own functions, and the OpenAI door's formats read the same
+segments. Editing is free of minutes.
+"""
+
+from __future__ import annotations
+
+import re
+
+from transcription import edit_services
+from transcription.models import Job, JobSegments
+from transcription.pipeline import transcript_edits
+
+from . import serializers as s
+from .caller import Caller, operation
+from .error_bodies import NotDone, PreconditionFailed, RequestValidationError
+from .operations import owned, validate, without_id
+from .ratelimit import JOBS, POLLS
+
+_ETAG = re.compile(r'^\s*(?:W/)?"?v?(\d+)"?\s*$')
+
+
+def etag(version: int) -> str:
+    return f'"v{version}"'
+
+
+def _editable(caller: Caller, raw_id) -> tuple[Job, JobSegments]:
+    """The caller's done job and its kept segments; another account's job is a 404, a job not
+    done (waiting, running, failed and refunded) a 409."""
+    job = owned(Job.objects.only("id", "state", "detected_language", "duration"), caller.account_id, raw_id, "job")
+    kept = JobSegments.objects.filter(job_id=job.id).first() if job.state == "done" else None
+    if kept is None:
+        why = "it is done" if job.state != "done" else "it has segments (this job kept none)"
+        raise NotDone(f"This job is {job.state}: its transcript can be corrected once {why}.")
+    return job, kept
+
+
+def document(kept: JobSegments, segments: list[dict] | None = None) -> dict:
+    return {
+        "segments": transcript_edits.numbered(kept.segments if segments is None else segments),
+        "version": kept.version,
+        "etag": etag(kept.version),
+        "edited": kept.original is not None,
+        "history": kept.history,
+    }
+
+
+@operation(POLLS)
+def get_transcript_segments(caller: Caller, data: dict, request=None) -> dict:
+    """GET /v1/api/transcription/{id}/segments (`?version=original`: the recognition as it was
+    before any edit; the ETag is still the current version's, which a restore is sent with)."""
+    which = data.get("version") or "current"
+    if which not in ("current", "original"):
+        raise RequestValidationError(
+            [{"loc": ["query", "version"], "msg": "Either 'current' or 'original'.", "type": "enum"}]
+        )
+    _, kept = _editable(caller, data.get("id"))
+    return document(kept, (kept.original or kept.segments) if which == "original" else None)
+
+
+def _read_version(if_match, current: int) -> int:
+    match = _ETAG.match(if_match) if isinstance(if_match, str) else None
+    if match is None:
+        raise PreconditionFailed(
+            "If-Match is required: send the ETag of the document your edits were made on "
+            f"(GET the segments; it is now {etag(current)}).",
+            etag(current),
+        )
+    return int(match.group(1))
+
+
+@operation(JOBS)
+def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
+    """PATCH /v1/api/transcription/{id}/segments: {"edits": [...]} applied in order to the version
+    named by `if_match`; answers the new document. A bad edit is a 422 naming edits[i] and its
+    field, and nothing is applied."""
+    options = validate(s.SegmentEditsRequestSerializer, without_id({k: v for k, v in data.items() if k != "if_match"}))
+    job, kept = _editable(caller, data.get("id"))
+    read = _read_version(data.get("if_match"), kept.version)
+    if read != kept.version:
+        raise PreconditionFailed(_stale(kept.version), etag(kept.version))
+    edits = [dict(edit) for edit in options["edits"]]
+    try:
+        segments = transcript_edits.apply_edits(
+            kept.segments, edits, duration=float(job.duration or 0), original=kept.original or kept.segments
+        )
+    except transcript_edits.EditsRefused as refused:
+        raise RequestValidationError(
+            [
+                {"loc": ["body", "edits", p.edit, p.field], "msg": p.message, "type": "edit_invalid"}
+                for p in refused.problems
+            ]
+        ) from None
+    rendered = transcript_edits.render(segments, language=job.detected_language)
+    try:
+        kept = edit_services.segments_edit(
+            job.id,
+            read_version=read,
+            segments=segments,
+            rendered=rendered,
+            who={"by": caller.user_id, "door": caller.transport},
+            ops=[edit["op"] for edit in edits],
+        )
+    except edit_services.StaleVersion as stale:  # another editor saved while these edits were made
+        raise PreconditionFailed(_stale(stale.version), etag(stale.version)) from None
+    except edit_services.NotEditable as state:
+        raise NotDone(f"This job is {state}: its transcript can no longer be corrected.") from None
+    return document(kept)
+
+
+def _stale(version: int) -> str:
+    return (
+        f"The transcript changed since you read it (it is now {etag(version)}): read it again, "
+        "make your edits on that version and send its ETag as If-Match."
+    )
