@@ -138,3 +138,24 @@ def test_no_answer_names_the_server_stack(tmp_path):
     for name, (status, headers, _) in answers.items():
         assert status < 500, (name, status)
         assert "server" not in headers, f"{name}: server: {headers.get('server')}"
+
+
+def test_every_door_checks_the_host_by_djangos_rule_and_names_the_request(tmp_path):
+    """The Host is checked once, by Django's rule (asgi_door.protections), for /mcp, the uploads'
+    door and the OpenAI-compatible door as for the pages; every answer carries its request's id."""
+    account = account_create("hosts@example.com")
+    token = token_issue(account)
+    auth = {"Authorization": f"Bearer {token}"}
+    with running_web(tmp_path / "web.log", REDIS_URL=settings.REDIS_URL) as base:
+        doors = [
+            ("POST", "/mcp", TOOLS_LIST, {**MCP_HEADERS, **auth}),
+            ("GET", "/v1/api/uploads/00000000-0000-0000-0000-000000000000", None, auth),
+            ("GET", "/v1/models", None, auth),
+            ("GET", "/v1/api/openapi.json", None, {}),
+        ]
+        for method, path, body, headers in doors:
+            status, answer, raw = call(base, method, path, body, {**headers, "Host": "evil.example"})
+            assert status == 400, (path, status, raw[:200])
+            status, answer, _ = call(base, method, path, body, {**headers, "X-Request-ID": "door-check-1"})
+            assert status in (200, 404), (path, status)
+            assert answer.get("x-request-id") == "door-check-1", (path, answer)

@@ -1,7 +1,7 @@
 """The front door's protections for what bin/web serves outside Django's own request cycle (/mcp),
 and the request body of every path, read once here.
 
-- `protections(request)`: Django's own middleware (SecurityMiddleware: the HTTPS redirect, HSTS,
+- `protections(request)`: the Host check and Django's own middleware (the request's id, SecurityMiddleware: the HTTPS redirect, HSTS,
   nosniff, Referrer-Policy, COOP; the body limit; the Content-Security-Policy; X-Frame-Options)
   run on the request with an empty answer inside, so /mcp gets exactly the headers and redirects
   every Django page gets, from the same settings, with nothing written twice. It answers either
@@ -17,11 +17,13 @@ from __future__ import annotations
 import io
 import json
 
+from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponse, HttpResponseBase
+from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 
+from config.error_reporting import RequestIdMiddleware
 from config.middleware import ContentSecurityPolicyMiddleware, RequestBodyLimitMiddleware
 
 from . import front_door
@@ -36,10 +38,18 @@ def django_request(scope, body: bytes = b"") -> ASGIRequest:
 
 
 def protections(request: HttpRequest) -> tuple[HttpResponseBase | None, list[tuple[bytes, bytes]]]:
-    """(a refusal to send as is, or None; the protective headers for the door's own answer)."""
+    """(a refusal to send as is, or None; the protective headers for the door's own answer). First
+    the Host, by Django's own rule (request.get_host: ALLOWED_HOSTS, X-Forwarded-Host only under
+    USE_X_FORWARDED_HOST), as every Django page checks it."""
+    try:
+        request.get_host()
+    except DisallowedHost:
+        return JsonResponse({"detail": "Invalid Host header."}, status=400), []
     empty = HttpResponse()
-    chain = SecurityMiddleware(
-        RequestBodyLimitMiddleware(ContentSecurityPolicyMiddleware(XFrameOptionsMiddleware(lambda request: empty)))
+    chain = RequestIdMiddleware(
+        SecurityMiddleware(
+            RequestBodyLimitMiddleware(ContentSecurityPolicyMiddleware(XFrameOptionsMiddleware(lambda request: empty)))
+        )
     )
     response = chain(request)
     assert isinstance(response, HttpResponseBase)  # a synchronous chain: the innermost answer is a plain function's

@@ -10,7 +10,6 @@ from urllib.parse import urlsplit
 import anyio
 from django.conf import settings
 from django.db import close_old_connections
-from django.http.request import split_domain_port, validate_host
 from rest_framework import exceptions
 
 from . import asgi_door, front_door, ratelimit
@@ -66,9 +65,6 @@ class McpGate:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
         request = asgi_door.django_request(scope)
-        domain, _port = split_domain_port(request.META.get("HTTP_HOST", ""))
-        if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-            return await asgi_door.send_json(send, 400, {"detail": "Invalid Host header."})
         refusal, protective = asgi_door.protections(request)
         if refusal is not None:
             return await asgi_door.send_django_response(send, refusal)

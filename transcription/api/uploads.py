@@ -145,10 +145,6 @@ async def door_prelude(scope, send):
     add to the answer), or None once a refusal was sent."""
     bare = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k.lower() != b"content-length"]}
     request = asgi_door.django_request(bare)
-    domain, _port = split_domain_port(request.META.get("HTTP_HOST", ""))
-    if not domain or not validate_host(domain, settings.ALLOWED_HOSTS):
-        await asgi_door.send_json(send, 400, {"detail": "Invalid Host header."})
-        return None
     refusal, protective = asgi_door.protections(request)
     if refusal is not None:
         await asgi_door.send_django_response(send, refusal)
