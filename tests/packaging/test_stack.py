@@ -1,9 +1,14 @@
 """The image and the stack, for real (issue 43): bin/build-image builds the Containerfile with podman
 on this machine (its base image made by debootstrap where no registry answers), podman-compose
 starts compose.yaml (PostgreSQL and Redis from deploy/, migrate once, the web, a worker per queue
-family, one beat), and a job goes through it end to end: a two-voice video served by the test
-becomes a transcript with two speakers, its file link downloads. Then the whole stack is stopped and
-started again, and the account, the job, the ledger and the file are still there.
+family, one beat), and one operator's life with it is played through, on one set of volumes:
+
+1. an image of an earlier release (EARLIER_RELEASE) writes them: an account, a burned video;
+2. this release is started on them: migrated once, every row and file kept;
+3. a long transcript and a burned video from a URL served by the test, the asr worker's container
+   killed mid-recognition and started again: both finish, the transcript with its two speakers;
+4. the whole stack stopped and started: everything kept;
+5. backed up and restored into new volumes with docs/operating.md's commands: everything back.
 
 podman runs here with the settings of deploy/sandbox/ (docs/operating.md says why). The image's
 layers stay in podman's storage between runs, and pip's downloads in a cache mount, so a run after
@@ -32,11 +37,16 @@ from tests.e2e.conftest import _mux
 pytestmark = pytest.mark.stack
 
 IMAGE = "video-transcription:test"
+# The first commit whose image this stack runs, before the transcript editor's migration
+# (transcription 0007): the upgrade test starts it on empty volumes, then this release on them.
+EARLIER_RELEASE = "5a33492"
+EARLIER_IMAGE = f"video-transcription:release-{EARLIER_RELEASE}"
 PROJECT = f"transcription-test-{os.getpid()}"
 LINE = re.compile(r"^\[[\d:]+\] Speaker (\d+): ", re.M)  # [00:00:03] Speaker 2: ...
 
 
 def podman_env() -> dict[str, str]:
+    """podman with the settings this machine's sandbox needs (deploy/sandbox/)."""
     return {
         **os.environ,
         "CONTAINERS_CONF": str(ROOT / "deploy/sandbox/containers.conf"),
@@ -59,18 +69,28 @@ class Stack:
         self.command = [compose, "--project-name", PROJECT, "--file", str(ROOT / "compose.yaml")]
         self.env = {**podman_env(), "IMAGE": IMAGE, "PORT": str(port), "ENV_FILE": str(env_file)}
 
-    def compose(self, *args: str, timeout: float = 600, input: str | None = None) -> str:
+    def use(self, image: str) -> None:
+        self.env["IMAGE"] = image
+
+    def compose_bytes(self, *args: str, timeout: float = 600, stdin: bytes | None = None) -> bytes:
         done = subprocess.run(
-            [*self.command, *args],
-            cwd=ROOT,
-            env=self.env,
-            capture_output=True,
-            text=True,
-            timeout=timeout,
-            input=input,
+            [*self.command, *args], cwd=ROOT, env=self.env, capture_output=True, timeout=timeout, input=stdin
         )
-        assert done.returncode == 0, f"podman-compose {' '.join(args)}:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+        assert done.returncode == 0, (
+            f"podman-compose {' '.join(args)}:\n{done.stdout[-3000:]!r}\n{done.stderr.decode(errors='replace')[-3000:]}"
+        )
         return done.stdout
+
+    def compose(self, *args: str, timeout: float = 600) -> str:
+        return self.compose_bytes(*args, timeout=timeout).decode()
+
+    def wait_for_database(self, timeout: float = 120) -> None:
+        """docs/operating.md's wait: `until podman-compose exec -T postgres pg_isready ...`."""
+        deadline = time.monotonic() + timeout
+        ready = ["exec", "-T", "postgres", "pg_isready", "-h", "127.0.0.1", "-U", "transcription", "-q"]
+        while subprocess.run([*self.command, *ready], cwd=ROOT, env=self.env, capture_output=True).returncode:
+            assert time.monotonic() < deadline, f"the database did not answer in {timeout} s"
+            time.sleep(2)
 
     def up(self) -> None:
         self.compose("up", "-d")
@@ -84,6 +104,13 @@ class Stack:
                 pass
             time.sleep(2)
         raise AssertionError(f"the web never answered /health:\n{self.compose('logs', '--tail', '50')[-5000:]}")
+
+    def manage(self, *args: str) -> str:
+        """A management command in the running web container; its output's last line."""
+        return self.compose("exec", "-T", "web", "entrypoint", "manage", *args).strip().splitlines()[-1].strip()
+
+    def shell(self, code: str) -> str:
+        return self.manage("shell", "-c", code)
 
     def api(self, method: str, path: str, token: str, body: dict | None = None) -> tuple[int, dict | bytes]:
         request = urllib.request.Request(
@@ -103,36 +130,55 @@ class Stack:
             return status, raw
 
 
-@pytest.fixture(scope="module")
-def image():
+def build_image(source: Path, tag: str) -> None:
     started = time.monotonic()
     built = subprocess.run(
-        [str(ROOT / "bin/build-image"), "--tag", IMAGE],
-        cwd=ROOT,
-        env={**podman_env(), "IMAGE": IMAGE},
+        [str(source / "bin/build-image"), "--tag", tag],
+        cwd=source,
+        env={**podman_env(), "IMAGE": tag},
         capture_output=True,
         text=True,
         timeout=3600,
     )
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
-    print(f"image built in {time.monotonic() - started:.0f} s")
+    print(f"{tag} built in {time.monotonic() - started:.0f} s")
+
+
+@pytest.fixture(scope="module")
+def image():
+    build_image(ROOT, IMAGE)
     return IMAGE
 
 
 @pytest.fixture(scope="module")
-def two_voices(tmp_path_factory):
-    """A video of two Dutch voice actors taking turns, served on an address the containers reach."""
+def earlier_image(tmp_path_factory):
+    """The earlier release's image, built once from its commit (git archive) and kept by its tag."""
+    exists = subprocess.run(["podman", "image", "exists", EARLIER_IMAGE], env=podman_env())
+    if exists.returncode != 0:
+        source = tmp_path_factory.mktemp("earlier-release")
+        archive = subprocess.run(["git", "-C", str(ROOT), "archive", EARLIER_RELEASE], capture_output=True, check=True)
+        subprocess.run(["tar", "-x", "-C", str(source)], input=archive.stdout, check=True)
+        shutil.copy(ROOT / "bin/build-image", source / "bin/build-image")  # this release's way to build
+        build_image(source, EARLIER_IMAGE)
+    return EARLIER_IMAGE
+
+
+@pytest.fixture(scope="module")
+def videos(tmp_path_factory):
+    """Two videos of two Dutch voice actors taking turns, a short one and a long one, served on an
+    address the containers reach."""
     work = tmp_path_factory.mktemp("stack-media")
     cache = work / "cache"
     cache.mkdir()
-    dialogue = conversation(
-        work / "dialogue.wav", {"m": clips("nl", "m"), "v": clips("nl", "v")}, n_clips=16, cache=cache
-    )
     folder = work / "served"
     folder.mkdir()
-    _mux(dialogue.path, folder / "dialogue.mp4")
+    voices = {"m": clips("nl", "m"), "v": clips("nl", "v")}
+    for name, n_clips in (("short", 16), ("long", 48)):
+        dialogue = conversation(work / f"{name}.wav", voices, n_clips=n_clips, cache=cache)
+        _mux(dialogue.path, folder / f"{name}.mp4")
     with MediaServer(folder, host="0.0.0.0") as server:
-        yield f"http://{host_address()}:{server.port}/files/dialogue.mp4"
+        base = f"http://{host_address()}:{server.port}/files"
+        yield {"short": f"{base}/short.mp4", "long": f"{base}/long.mp4"}
 
 
 @pytest.fixture(scope="module")
@@ -146,8 +192,9 @@ def stack(image, tmp_path_factory):
         text=True,
         check=True,
     )
-    # the test's media server is on this machine's private address
-    env_file.write_text(made.stdout + "ALLOW_PRIVATE_URLS=true\n")
+    # the test's media server is on this machine's private address; a lost worker's claim lapses
+    # in 40 s (4 heartbeats), not 2 minutes
+    env_file.write_text(made.stdout + "ALLOW_PRIVATE_URLS=true\nWORKER_HEARTBEAT_SECONDS=10\n")
     stack = Stack(env_file, port)
     try:
         yield stack
@@ -155,60 +202,143 @@ def stack(image, tmp_path_factory):
         subprocess.run([*stack.command, "down", "--volumes"], cwd=ROOT, env=stack.env, capture_output=True, timeout=600)
 
 
-def wait_done(stack: Stack, token: str, job_id: str, timeout: float = 900) -> dict:
+def wait_for(
+    stack: Stack, token: str, job_id: str, states: tuple[str, ...], timeout: float = 900, every: float = 3
+) -> dict:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         status, body = stack.api("GET", f"/v1/api/transcription/{job_id}", token)
         assert status == 200, body
         assert isinstance(body, dict)
-        if body["state"] in ("done", "failed"):
+        if body["state"] in states:
             return body
-        time.sleep(3)
-    raise AssertionError(f"job {job_id} not done in {timeout} s:\n{stack.compose('logs', '--tail', '80')[-6000:]}")
+        time.sleep(every)
+    raise AssertionError(f"job {job_id} not {states} in {timeout} s:\n{stack.compose('logs', '--tail', '80')[-6000:]}")
 
 
-def test_a_transcript_through_the_stack_and_every_row_and_file_kept_across_a_restart(stack, two_voices):
+def wait_done(stack: Stack, token: str, job_id: str) -> dict:
+    body = wait_for(stack, token, job_id, ("done", "failed"))
+    assert body["state"] == "done", body.get("error")
+    return body
+
+
+def submit(stack: Stack, token: str, path: str, url: str) -> str:
+    status, queued = stack.api("POST", path, token, {"url": url, "language_code": "nl"})
+    assert status in (200, 202) and isinstance(queued, dict), queued
+    return str(queued["id"])
+
+
+def download(link: str) -> bytes:
+    with urllib.request.urlopen(link, timeout=60) as answer:
+        return answer.read()
+
+
+def speakers_of(body: dict) -> set[str]:
+    return {m.group(1) for m in LINE.finditer(body["txt"])}
+
+
+class Kept:
+    """What the stack must keep: jobs' answers and files, and the ledger's length."""
+
+    def __init__(self, stack: Stack, token: str):
+        self.stack, self.token = stack, token
+        self.answers: dict[str, dict] = {}
+        self.files: dict[str, bytes] = {}
+
+    def add(self, job_id: str, body: dict) -> None:
+        self.answers[job_id] = body
+        if body.get("burned_video_url"):
+            assert body["burned_video_url"].startswith(f"{self.stack.base}/"), body  # PUBLIC_BASE_URL
+            self.files[body["burned_video_url"]] = download(body["burned_video_url"])
+            assert self.files[body["burned_video_url"]][4:8] == b"ftyp"  # an MP4
+
+    def ledger_length(self) -> int:
+        return int(self.stack.shell("from billing.models import LedgerEntry; print(LedgerEntry.objects.count())"))
+
+    def check(self, ledger_length: int) -> None:
+        for job_id, before in self.answers.items():  # the account and its token kept
+            status, now = self.stack.api("GET", f"/v1/api/transcription/{job_id}", self.token)
+            assert status == 200 and isinstance(now, dict), now
+            assert (now["state"], now["txt"]) == (before["state"], before["txt"])
+        for link, content in self.files.items():  # the files, and the key that signs their links
+            assert download(link) == content
+        assert self.ledger_length() == ledger_length
+
+
+def test_an_upgrade_a_lost_worker_a_restart_and_a_restore(stack, image, earlier_image, videos, tmp_path):
+    # 1. the earlier release writes the volumes
+    stack.use(earlier_image)
+    stack.up()
+    token = stack.manage("create_account", "stack@example.com")
+    kept = Kept(stack, token)
+    first = submit(stack, token, "/v1/api/burn-subtitles", videos["short"])
+    kept.add(first, wait_done(stack, token, first))
+    stack.compose("down")  # the containers go; the named volumes stay
+
+    # 2. this release on the same volumes: migrated once (the one-shot migrate service), all kept
+    stack.use(image)
     started = time.monotonic()
     stack.up()
     up_seconds = time.monotonic() - started
-    out = stack.compose("exec", "-T", "web", "entrypoint", "manage", "create_account", "stack@example.com")
-    token = out.strip().splitlines()[-1].strip()
-
-    status, queued = stack.api("POST", "/v1/api/transcribe", token, {"url": two_voices, "language_code": "nl"})
-    assert status in (200, 202) and isinstance(queued, dict), queued
-    status, burning = stack.api("POST", "/v1/api/burn-subtitles", token, {"url": two_voices, "language_code": "nl"})
-    assert status in (200, 202) and isinstance(burning, dict), burning
-    job_id, burned_id = str(queued["id"]), str(burning["id"])
-    body = wait_done(stack, token, job_id)
-    assert body["state"] == "done", body.get("error")
-    print(
-        f"compose up to healthy: {up_seconds:.0f} s; up to the first finished transcript: {time.monotonic() - started:.0f} s"
+    applied = stack.shell(
+        "from django.db.migrations.recorder import MigrationRecorder as R; "
+        "print(R.Migration.objects.filter(app='transcription', name='0007_transcript_edits').count())"
     )
-    speakers = {m.group(1) for m in LINE.finditer(body["txt"])}
-    assert speakers == {"1", "2"}, body["txt"]  # the speaker models are in the image
-    burned = wait_done(stack, token, burned_id)
-    assert burned["state"] == "done", burned.get("error")
-    link = burned["burned_video_url"]
-    assert link.startswith(f"{stack.base}/"), link  # PUBLIC_BASE_URL
-    with urllib.request.urlopen(link, timeout=60) as answer:
-        first_download = answer.read()
-    assert first_download[4:8] == b"ftyp"  # an MP4
+    assert applied == "1"
+    ledger_length = kept.ledger_length()
+    assert ledger_length >= 2  # the grant and the burn's charge
+    kept.check(ledger_length)
 
-    stack.compose("down")  # the containers go; the named volumes stay
+    # 3. a long transcript and a burn; the asr worker's container killed mid-recognition
+    transcript = submit(stack, token, "/v1/api/transcribe", videos["long"])
+    burned = submit(stack, token, "/v1/api/burn-subtitles", videos["short"])
+    wait_for(stack, token, transcript, ("processing",), timeout=600, every=0.5)
+    stack.compose("kill", "worker-asr")
+    stack.compose("start", "worker-asr")
+    body = wait_done(stack, token, transcript)
+    print(
+        f"compose up to healthy: {up_seconds:.0f} s; to the first finished transcript: {time.monotonic() - started:.0f} s"
+    )
+    assert speakers_of(body) == {"1", "2"}, body["txt"]  # the speaker models are in the image
+    attempts = stack.shell(f"from transcription.models import Job; print(Job.objects.get(pk='{transcript}').attempts)")
+    assert int(attempts) >= 1  # its claim lapsed with the killed worker and the sweeper queued it again
+    kept.add(transcript, body)
+    kept.add(burned, wait_done(stack, token, burned))
+    ledger_length = kept.ledger_length()
+
+    # 4. the whole stack stopped and started
+    stack.compose("down")
     stack.up()
-    status, again = stack.api("GET", f"/v1/api/transcription/{job_id}", token)  # the account and its token kept
-    assert status == 200 and isinstance(again, dict)
-    assert again["state"] == "done" and again["txt"] == body["txt"]
-    with urllib.request.urlopen(link, timeout=30) as answer:  # the file, and the key that signs its link
-        assert answer.read() == first_download
-    ledger = stack.compose(
+    kept.check(ledger_length)
+
+    # 5. backed up (docs/operating.md's commands), the volumes dropped, restored into new ones
+    backup = tmp_path / "backup.pgdump"
+    media = tmp_path / "media.tar.gz"
+    backup.write_bytes(
+        stack.compose_bytes(
+            "exec", "-T", "postgres", "pg_dump", "-U", "transcription", "--format=custom", "transcription"
+        )
+    )
+    media.write_bytes(stack.compose_bytes("exec", "-T", "web", "tar", "-C", "/data", "-czf", "-", "media"))
+    stack.compose("down", "--volumes")
+    stack.compose("up", "-d", "postgres")
+    stack.wait_for_database()
+    stack.compose_bytes(
         "exec",
         "-T",
-        "web",
-        "entrypoint",
-        "manage",
-        "shell",
-        "-c",
-        "from billing.models import LedgerEntry; print(LedgerEntry.objects.count())",
+        "postgres",
+        "pg_restore",
+        "-U",
+        "transcription",
+        "-d",
+        "transcription",
+        "--clean",
+        "--if-exists",
+        "--no-owner",
+        stdin=backup.read_bytes(),
     )
-    assert int(ledger.strip().splitlines()[-1]) >= 2  # the grant and the job's charge
+    stack.compose_bytes(
+        "run", "--rm", "-T", "--entrypoint", "tar", "web", "-C", "/data", "-xzf", "-", stdin=media.read_bytes()
+    )
+    stack.up()
+    kept.check(ledger_length)
