@@ -202,7 +202,7 @@
     if (!typed) { input.value = label(current[at].speaker); return; }
     if (chosen === undefined) {
       chosen = held[held.length - 1] + 1;
-      if (typed !== "Speaker " + chosen) { newNames[chosen] = typed; }
+      if (!/^speaker \d+$/i.test(typed)) { newNames[chosen] = typed; }
     }
     if (chosen !== current[at].speaker) {
       change({ op: "speaker", at: at, speaker: chosen });
@@ -345,8 +345,16 @@
     if (!any) { return Promise.resolve(); }
     return fetch(root.getAttribute("data-speakers-url"), {
       method: "POST", body: form, credentials: "same-origin", headers: { Accept: "application/json" }
-    }).then(function (response) { return response.json(); }).then(function (body) {
-      if (body.names) { names = body.names; newNames = {}; }
+    }).then(function (response) {
+      return response.json().then(function (body) { return { status: response.status, body: body }; });
+    }).then(function (answer) {
+      newNames = {};  // saved or refused: the cues show the names the job has
+      if (answer.status === 200) {
+        names = answer.body.names;
+      } else {
+        refused(answer);
+        problem.textContent = "The cues were saved, but not the new speaker's name: " + problem.textContent;
+      }
     });
   }
 
@@ -377,6 +385,9 @@
   }
 
   root.querySelector("[data-editor-reload]").addEventListener("click", load);
+  window.addEventListener("beforeunload", function (event) {
+    if (pending.length) { event.preventDefault(); event.returnValue = ""; }  // the browser asks first
+  });
   saveButton.addEventListener("click", save);
   undoButton.addEventListener("click", undo);
   if (player) { player.addEventListener("timeupdate", highlight); player.addEventListener("seeked", highlight); }
