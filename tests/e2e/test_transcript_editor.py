@@ -116,6 +116,12 @@ def test_a_word_and_a_speaker_corrected_in_the_browser_are_in_the_downloads(
     _until(page, f"player.currentTime > {recognised[k]['start'] + 0.3}")
     page.keyboard.press("Escape")
     _until(page, "player.paused")
+    # the highlight followed the playhead: the cue it stopped in, or none between two cues
+    stopped = page.evaluate("document.getElementById('editor-player').currentTime")
+    under = [n for n, s in enumerate(recognised) if s["start"] <= stopped < s["end"]]
+    expect(page.locator("#editor li.cue.playing")).to_have_count(len(under))
+    if under:
+        expect(cues.nth(under[0])).to_have_class(re.compile(r"\bplaying\b"))
     assert 206 in ranges, ranges
     # Alt+ArrowUp moves to the previous cue (and seeks there)
     cues.nth(k).locator(".cue-text").focus()
@@ -165,7 +171,7 @@ def test_a_word_and_a_speaker_corrected_in_the_browser_are_in_the_downloads(
     assert MARK in srt
     assert srt == transcript_edits.render(expected, language="nl")["srt"] == Job.objects.get(pk=job_id).srt
     vtt = _download(page, "Subtitles (.vtt)")
-    assert f"<v Speaker {other}>" in vtt and MARK in vtt
+    assert vtt == transcript_edits.render(expected, language="nl")["webvtt"]  # the voices say who speaks
     shot(page, "saved")
 
     # the second browser still has version 1: its save is refused, and it is told so

@@ -246,7 +246,7 @@
     if (!player) { return -1; }
     var t = player.currentTime;
     for (var i = current.length - 1; i >= 0; i -= 1) {
-      if (current[i].start <= t) { return t < current[i].end || i === current.length - 1 ? i : -1; }
+      if (current[i].start <= t) { return t < current[i].end ? i : -1; }  // -1: between two cues
     }
     return -1;
   }
