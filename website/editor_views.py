@@ -27,17 +27,21 @@ from transcription.views import ranged_file
 from .access import caller as session_caller
 from .access import job_or_404
 
-PLAYABLE = ("audio/", "video/")
+# what every current browser plays (by the upload's name); others play the kept WAV instead
+PLAYABLE = {
+    "audio/aac", "audio/flac", "audio/mp4", "audio/mpeg", "audio/ogg", "audio/wav", "audio/webm", "audio/x-wav",
+    "video/mp4", "video/ogg", "video/webm",
+}  # fmt: skip
 
 
 def media_source(job: Job) -> tuple[str, str, str] | None:
     """(storage name, file name, content type) of what the job page plays: the file the owner
-    uploaded while it is kept (the picture too, when it is a video a browser plays), else the
+    uploaded while it is kept and a browser plays it (the picture too), else the
     audio the speech stage read (files.playback_name); None when neither is kept."""
     upload = job.upload
     if upload is not None and upload.state == UploadState.READY:
         kind = mimetypes.guess_type(upload.filename or "")[0] or ""
-        if kind.startswith(PLAYABLE) and default_storage.exists(files.upload_name(upload.pk)):
+        if kind in PLAYABLE and default_storage.exists(files.upload_name(upload.pk)):
             return files.upload_name(upload.pk), upload.filename, kind
     name = files.playback_name(job.pk)
     if default_storage.exists(name):

@@ -86,6 +86,15 @@ def test_an_uploaded_video_is_played_while_it_is_kept_then_the_audio(signed_in, 
     assert signed_in.get(media(job))["Content-Type"] == "audio/wav"
 
 
+def test_an_upload_browsers_do_not_play_gives_way_to_the_kept_audio(signed_in, account, stored):
+    upload = UploadFactory(account=account, filename="meeting.mkv")
+    job = done_job_with_segments(account, upload=upload, url=f"upload:{upload.id}")
+    stored(files.playback_name(job.pk))
+    stored(files.upload_name(upload.pk), b"\x1aE\xdf\xa3 matroska")
+    answer = signed_in.get(media(job))
+    assert answer["Content-Type"] == "audio/wav" and b"".join(answer.streaming_content) == AUDIO
+
+
 def test_another_accounts_media_and_segments_are_not_found(signed_in, other_account, stored):
     theirs = done_job_with_segments(other_account)
     stored(files.playback_name(theirs.pk))
