@@ -11,7 +11,7 @@ import re
 import pytest
 from django.test import Client
 
-from tests.browser import DESKTOP, Shots
+from tests.browser import DESKTOP, PHONE, Shots
 from tests.factories import done_job_with_segments
 from transcription import services
 from transcription.models import Job
@@ -30,10 +30,10 @@ def _segment(text: str, start: float, end: float, speaker: int) -> dict:
     return {"start": start, "end": end, "text": text, "speaker": speaker, "words": words}
 
 
-def _signed_in(new_page, live_server, account):
+def _signed_in(new_page, live_server, account, screen=DESKTOP):
     client = Client()
     client.force_login(account.user)
-    page = new_page(**DESKTOP)
+    page = new_page(**screen)
     page.context.add_cookies(
         [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
     )
@@ -105,3 +105,11 @@ def test_rules_marked_a_new_speaker_named_and_a_refusal_shown(live_server, new_p
     expect(text).to_have_value("Good morning, how are you today?")
     expect(cues.nth(3).locator(".cue-speaker")).to_have_value("Speaker 2")
     expect(page.get_by_role("button", name="Save", exact=True)).to_be_disabled()
+
+    # on a phone, a cue's words take the screen's width under its time and speaker
+    phone = _signed_in(new_page, live_server, account, PHONE)
+    phone.goto(f"{live_server.url}/jobs/{job.pk}/")
+    area = phone.locator("#editor li.cue").nth(0).locator(".cue-text")
+    expect(area).to_be_visible()
+    assert area.bounding_box()["width"] > 300
+    shot(phone, "phone")
