@@ -366,7 +366,11 @@
     status.textContent = "Saving…";
     refresh();
     function next() {
-      if (!todo.length) { return saveNames().then(function () { return true; }); }
+      if (!todo.length) {
+        var stale = document.querySelector("[data-transcript-stale]");  // the page's text below
+        if (stale) { stale.hidden = false; }
+        return saveNames();
+      }
       var round = todo.shift();
       return request("PATCH", { edits: round.map(wire) }).then(function (answer) {
         if (answer.status !== 200) { refused(answer); return false; }
