@@ -3,7 +3,7 @@
 The converted audio travels from the media worker to the speech worker ("uploading"), a burned
 job's source video from the media worker to the burn worker, so the three may run on different
 machines. Burned videos stay under burned/<job id>/ and are handed out by signed links
-(artifacts.py).
+(artifacts.py); the audio, once recognised, stays under playback/ for the job page's player.
 """
 
 from __future__ import annotations
@@ -27,6 +27,12 @@ def audio_name(job_id) -> str:
 def source_name(job_id) -> str:
     """A burned job's downloaded video, kept in storage until the job ends."""
     return f"sources/{job_id}.video"
+
+
+def playback_name(job_id) -> str:
+    """The audio the speech stage read, kept after the job for the website's transcript editor to
+    play (retention.py deletes it with the job's other files)."""
+    return f"playback/{job_id}.wav"
 
 
 def burned_name(job_id, language: str | None) -> str:

@@ -1,5 +1,5 @@
-"""Artifact retention (hourly, from beat): burned videos are kept ARTIFACT_RETENTION_DAYS after
-their job ended; the audio and source copies handed between workers only while their job runs;
+"""Artifact retention (hourly, from beat): burned videos and the audio the job page plays are kept
+ARTIFACT_RETENTION_DAYS after their job ended (or was last corrected); the audio and source copies handed between workers only while their job runs;
 uploads UPLOAD_RETENTION_HOURS after they were last written or named by a job, and never while a
 job that reads them runs."""
 
@@ -50,7 +50,32 @@ def delete_expired_artifacts(now=None) -> dict:
             if not running:
                 default_storage.delete(f"{folder}/{file_name}")
                 leftovers += 1
-    return {"videos": videos, "leftovers": leftovers, "uploads": delete_expired_uploads(now)}
+    return {
+        "videos": videos,
+        "leftovers": leftovers,
+        "playback": delete_expired_playback(cutoff),
+        "uploads": delete_expired_uploads(now),
+    }
+
+
+def delete_expired_playback(cutoff) -> int:
+    """Delete the kept audio (files.playback_name) of jobs that ended, or were last corrected,
+    before `cutoff`, and of jobs that no longer exist."""
+    try:
+        _, file_names = default_storage.listdir("playback")
+    except FileNotFoundError:
+        return 0
+    deleted = 0
+    for file_name in file_names:
+        job_id = file_name.split(".", 1)[0]
+        try:
+            kept = Job.objects.filter(pk=job_id).exclude(state__in=states.FINAL_STATES, updated_at__lt=cutoff).exists()
+        except ValidationError:  # not a job id: nothing of ours
+            continue
+        if not kept:
+            default_storage.delete(f"playback/{file_name}")
+            deleted += 1
+    return deleted
 
 
 def delete_expired_uploads(now=None) -> int:

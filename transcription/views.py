@@ -92,8 +92,15 @@ def artifact(request, token: str):
     if not active or (revoked_at is not None and link.made_at <= revoked_at):
         # The account was deactivated, or its token revoked or replaced after the link was made.
         return JsonResponse({"detail": "This link has been revoked. Ask the API for a new one."}, status=410)
-    filename = name.rsplit("/", 1)[-1]
+    return ranged_file(request, name, name.rsplit("/", 1)[-1])
+
+
+def ranged_file(request, name: str, filename: str, content_type: str | None = None) -> HttpResponseBase:
+    """The stored file `name`, whole or the byte range the request's `Range` asks for (206), shown
+    in the browser as `filename`. Players seek with ranges; Safari will not play a video from a
+    server that ignores them. `content_type` defaults to the one `filename` suggests."""
     size = default_storage.size(name)
+    content_type = content_type or mimetypes.guess_type(filename)[0] or "application/octet-stream"
     try:
         wanted = byte_range(request.headers.get("Range"), size)
     except Unsatisfiable:
@@ -102,13 +109,13 @@ def artifact(request, token: str):
         response["Accept-Ranges"] = "bytes"
         return response
     if wanted is None:
-        response = FileResponse(default_storage.open(name, "rb"), as_attachment=False, filename=filename)
+        response = FileResponse(
+            default_storage.open(name, "rb"), as_attachment=False, filename=filename, content_type=content_type
+        )
     else:
         start, end = wanted
         response = StreamingHttpResponse(
-            _read(default_storage.open(name, "rb"), start, end - start + 1),
-            status=206,
-            content_type=mimetypes.guess_type(filename)[0] or "application/octet-stream",
+            _read(default_storage.open(name, "rb"), start, end - start + 1), status=206, content_type=content_type
         )
         response["Content-Range"] = f"bytes {start}-{end}/{size}"
         response["Content-Length"] = str(end - start + 1)

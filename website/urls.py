@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import views
+from . import editor_views, views
 
 app_name = "website"
 
@@ -12,5 +12,7 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/", views.job_detail, name="job"),
     path("jobs/<uuid:job_id>/files/<str:name>", views.job_file, name="job-file"),
     path("jobs/<uuid:job_id>/speakers", views.job_speakers, name="job-speakers"),
+    path("jobs/<uuid:job_id>/media", editor_views.job_media, name="job-media"),
+    path("jobs/<uuid:job_id>/segments", editor_views.job_segments, name="job-segments"),
     path("batches/<uuid:batch_id>/", views.batch_detail, name="batch"),
 ]

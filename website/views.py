@@ -40,6 +40,9 @@ from transcription.pipeline.languages import language_label
 from transcription.pipeline.speaker_names import name_txt, name_webvtt
 from transcription.states import FINAL_STATES
 
+from . import access
+from .access import job_or_404, owned_or_404
+from .editor_views import editor_context
 from .forms import JobForm
 from .templatetags.website_tags import duration_hms
 
@@ -157,30 +160,13 @@ def job_list(request):
 @never_cache
 @login_required
 def batch_detail(request, batch_id):
-    batch = _owned_or_404(request, Batch, batch_id, "batch")
+    batch = owned_or_404(request, Batch, batch_id, "batch")
     jobs = _with_charges(list(batch.jobs.order_by("position").only(*_LISTED)))
     return render(
         request,
         "website/batch.html",
         {"batch": batch, "jobs": jobs, "running": [str(job.pk) for job in jobs if job.state not in FINAL_STATES]},
     )
-
-
-def _job_or_404(request, job_id) -> Job:
-    return _owned_or_404(request, Job, job_id, "job")
-
-
-def _owned_or_404(request, model, row_id, what: str):
-    """The signed-in account's row, by the API's ownership rule (operations.owned: another
-    account's id is not found). Pages are read without counting against the API's limits: a
-    person reading pages is not a client polling (docs/decisions/website.md)."""
-    caller = _caller(request)
-    if caller is None:
-        raise Http404("This login has no account.")
-    try:
-        return operations.owned(model, caller.account_id, str(row_id), what)
-    except exceptions.NotFound as error:
-        raise Http404(str(error.detail)) from None
 
 
 def transcript_paragraphs(txt: str | None, names: dict | None = None) -> list[dict]:
@@ -216,7 +202,7 @@ def _speakers(paragraphs: list[dict], names: dict) -> list[dict]:
 @never_cache
 @login_required
 def job_detail(request, job_id):
-    job = _job_or_404(request, job_id)
+    job = job_or_404(request, job_id)
     names = job.speaker_names or {}
     paragraphs = transcript_paragraphs(job.txt, names)
     _with_charges([job])
@@ -246,6 +232,7 @@ def job_detail(request, job_id):
             "quality_label": QUALITY_LABEL.get(job.quality, job.quality),
             "font_size_label": FONT_SIZE_LABEL.get(job.font_size, job.font_size),
             "language": language_label(job.language_code or job.detected_language or ""),
+            "editor": editor_context(job),
         },
     )
 
@@ -261,7 +248,7 @@ def _download_name(job: Job, suffix: str) -> str:
 def job_file(request, job_id, name: str):
     """transcript.txt, subtitles.srt, subtitles.vtt, and subtitles.<language code>.srt/.vtt for
     each translation; a 404 for what the job does not have (yet)."""
-    job = _job_or_404(request, job_id)
+    job = job_or_404(request, job_id)
     stem, _, extension = name.rpartition(".")
     if extension not in FILE_TYPES:
         raise Http404("No such file.")
@@ -284,11 +271,6 @@ def job_file(request, job_id, name: str):
     return response
 
 
-def _caller(request) -> front_door.Caller | None:
-    """The website's Caller: the signed-in person's account (front_door.caller_from_session)."""
-    return front_door.caller_from_session(request.user, ratelimit.client_address(request))
-
-
 @never_cache
 @login_required
 @require_POST
@@ -297,7 +279,7 @@ def job_speakers(request, job_id):
     page in place; without script the form posts here and comes back to the page), performed
     through the front door as POST /v1/api/transcription/{id}/speakers is: a job request, free of
     minutes. An empty field gives the speaker back its number. Refusals answer the API's body."""
-    caller = _caller(request)
+    caller = access.caller(request)
     if caller is None:
         raise Http404("This login has no account.")
     prefix = "speaker-"
@@ -325,7 +307,7 @@ def job_speakers(request, job_id):
 def job_status(request):
     """State and progress of the account's jobs named by ?id=, for the pages' progress poller.
     Counts as one poll of the account's rate limit, whatever the number of ids."""
-    caller = _caller(request)
+    caller = access.caller(request)
     if caller is None:
         raise Http404("This login has no account.")
     try:
@@ -371,7 +353,7 @@ def job_new(request):
     if request.method == "POST" and form.is_valid():
         name, body = form.api_request()
         try:
-            queued = front_door.perform(_caller(request), name, body)
+            queued = front_door.perform(access.caller(request), name, body)
         except front_door.RateLimited as error:
             form.add_error(
                 None,

@@ -38,6 +38,9 @@ def _speech_stages(job: Job, directory: Path) -> bool:
         _recognise(job, wav)
         job.refresh_from_db()
     translation.translate_all(job, wav)
+    # the job page's editor plays this audio while its owner corrects the transcript: moved, not
+    # copied, when storage is a local folder (the stage is done with it)
+    files.store_moving(wav, files.playback_name(job.id))
     if job.type == "burned":
         services.job_advance(job.id, states.BURNING)
         return True

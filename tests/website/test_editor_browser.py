@@ -1,0 +1,116 @@
+"""The transcript editor's page in Chromium against the live server, on a job made from known
+segments (the end-to-end test with a real recording and worker is tests/e2e/test_transcript_editor.py):
+cues breaking the subtitle renderer's rules are marked, a speaker typed new is saved with its name,
+a refused edit is said on the page and kept there, and a job whose recording is no longer kept is
+still edited without a player."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.test import Client
+
+from tests.browser import DESKTOP, PHONE, Shots
+from tests.factories import done_job_with_segments
+from transcription import services
+from transcription.models import Job
+from transcription.pipeline.speaker_names import name_txt
+
+browser_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
+
+
+def _segment(text: str, start: float, end: float, speaker: int) -> dict:
+    tokens = text.split()
+    step = (end - start) / len(tokens)
+    words = [
+        {"start": round(start + n * step, 3), "end": round(start + (n + 1) * step, 3), "word": token}
+        for n, token in enumerate(tokens)
+    ]
+    return {"start": start, "end": end, "text": text, "speaker": speaker, "words": words}
+
+
+def _signed_in(new_page, live_server, account, screen=DESKTOP):
+    client = Client()
+    client.force_login(account.user)
+    page = new_page(**screen)
+    page.context.add_cookies(
+        [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}]
+    )
+    return page
+
+
+@browser_db
+def test_rules_marked_a_new_speaker_named_and_a_refusal_shown(live_server, new_page, account):
+    from playwright.sync_api import expect
+
+    job = done_job_with_segments(account)
+    segments = [
+        _segment("Good morning, how are you today?", 3.0, 6.0, 1),
+        # 59 characters in 1.5 s: 39 a second, over the renderer's 20
+        _segment("I am fine thank you and I hope that your day is going well.", 6.5, 8.0, 2),
+        _segment("Great.", 9.0, 9.5, 1),  # half a second on screen, under the renderer's 1 s
+        _segment(" ".join(["word"] * 20) + " and then some more words", 10.0, 19.0, 2),  # 124 characters
+    ]
+    services.job_keep_segments(job.id, language="en", duration=20.0, segments=segments)
+    shot = Shots("editor_page")
+    page = _signed_in(new_page, live_server, account)
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    cues = page.locator("#editor li.cue")
+    expect(cues).to_have_count(4)
+    expect(page.locator("#editor-no-media")).to_be_visible()
+    flags = [cues.nth(n).locator(".cue-flags") for n in range(4)]
+    expect(flags[0]).to_be_hidden()
+    expect(flags[1]).to_have_text("39 characters a second (at most 20)")
+    expect(flags[2]).to_have_text("0.50 s on screen (at least 1 s)")
+    expect(flags[3]).to_contain_text("124 characters: more than 2 lines of 42")
+    expect(cues.nth(1)).to_have_class(re.compile(r"\bbreaks-rules\b"))
+    expect(cues.nth(0)).not_to_have_class(re.compile(r"\bbreaks-rules\b"))
+    shot(page, "marked")
+
+    # a speaker typed new: the next number, named as typed once saved
+    speaker = cues.nth(2).locator(".cue-speaker")
+    speaker.fill("Carol")
+    speaker.press("Tab")
+    expect(page.locator("[data-editor-status]")).to_have_text("1 change not saved.")
+    page.keyboard.press("Control+s")
+    expect(page.locator("[data-editor-status]")).to_have_text("Saved (version 2).")
+    expect(page.locator("[data-transcript-stale]")).to_be_visible()
+    job = Job.objects.get(pk=job.pk)
+    assert [s["speaker"] for s in job.segments.segments] == [1, 2, 3, 2]
+    assert job.speaker_names == {"3": "Carol"}
+    assert "Carol: Great." in name_txt(job.txt, job.speaker_names)
+    page.reload()
+    expect(cues.nth(2).locator(".cue-speaker")).to_have_value("Carol")
+    expect(page.locator("#editor-speakers option")).to_have_count(3)
+    # the fourth cue given to Carol by her name
+    speaker = cues.nth(3).locator(".cue-speaker")
+    speaker.fill("carol")
+    speaker.press("Tab")
+    expect(speaker).to_have_value("Carol")
+
+    # an edit the API refuses is said on the page; nothing is saved and the changes stay
+    text = cues.nth(0).locator(".cue-text")
+    text.fill("Good morning --> how are you?")
+    text.press("Tab")
+    page.get_by_role("button", name="Save", exact=True).click()
+    expect(page.locator("[data-editor-error]")).to_contain_text("may not hold a line break, another control character")
+    expect(page.locator("[data-editor-status]")).to_have_text("2 changes not saved.")
+    expect(text).to_have_value("Good morning --> how are you?")
+    assert Job.objects.get(pk=job.pk).segments.version == 2
+    shot(page, "refused")
+
+    # undo twice: back to what was saved, nothing left to save
+    page.get_by_role("button", name="Undo").click()
+    page.get_by_role("button", name="Undo").click()
+    expect(text).to_have_value("Good morning, how are you today?")
+    expect(cues.nth(3).locator(".cue-speaker")).to_have_value("Speaker 2")
+    expect(page.get_by_role("button", name="Save", exact=True)).to_be_disabled()
+
+    # on a phone, a cue's words take the screen's width under its time and speaker
+    phone = _signed_in(new_page, live_server, account, PHONE)
+    phone.goto(f"{live_server.url}/jobs/{job.pk}/")
+    area = phone.locator("#editor li.cue").nth(0).locator(".cue-text")
+    expect(area).to_be_visible()
+    assert area.bounding_box()["width"] > 300
+    shot(phone, "phone")
