@@ -21,7 +21,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from . import dispatch, services, states
+from . import dispatch, reburn_services, services, states
 from .models import FailureReason, Job
 
 STALLED_ERROR = "The job stopped making progress (a worker was lost) and was given up; its minutes have been refunded."
@@ -31,10 +31,14 @@ def sweep_stalled_jobs(now=None) -> dict:
     now = now or timezone.now()
     cutoff = now - timedelta(seconds=settings.STALLED_AFTER_SECONDS)
     requeued, resent, failed = [], [], []
-    running = Job.objects.exclude(state__in=states.FINAL_STATES).only("id", "state", "attempts", "type", "lease_until")
+    running = Job.objects.exclude(state__in=states.FINAL_STATES).only(
+        "id", "state", "attempts", "type", "lease_until", "timeline"
+    )
     for job in running.filter(lease_until__lt=now):
         if job.attempts >= settings.STALLED_MAX_ATTEMPTS:
-            if services.job_fail(job.id, STALLED_ERROR, FailureReason.STALLED):
+            if reburn_services.is_reburn(job):  # a done job burned again is never failed (issue 46)
+                reburn_services.reburn_end(job.id, error="a burn worker was lost")
+            elif services.job_fail(job.id, STALLED_ERROR, FailureReason.STALLED):
                 failed.append(job.id)
             continue
         if services.job_take_lapsed_claim(job.id, job.attempts, job.lease_until, now):

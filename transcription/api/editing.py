@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 
-from transcription import edit_services
+from transcription import edit_services, retranslation_services
 from transcription.models import Job, JobSegments
 from transcription.pipeline import transcript_edits
 
@@ -100,7 +100,8 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
         ) from None
     rendered = transcript_edits.render(segments, language=job.detected_language)
     try:
-        kept = edit_services.segments_edit(
+        # the translations follow the edit: their changed cues planned, charged, sent to translate
+        kept = retranslation_services.segments_edit_with_translations(
             job.id,
             read_version=read,
             segments=segments,
