@@ -32,6 +32,7 @@ TOOLS = {
     "rename_speakers",
     "get_transcript_segments",
     "edit_transcript",
+    "burn_again",
 }
 
 

@@ -338,7 +338,7 @@ def tool_table() -> list[tuple]:
             "Burn a done burned job's videos again from its subtitles as they are now (after edit_transcript): "
             "the job's own video and each translation's. Charged as burned videos (3, 4 or 5x the length each, "
             "by quality); without enough minutes nothing is charged and the job's `error` says so. The job goes "
-            "`burning`, then `done` with the new videos. Counts as a job request.",
+            "`burning`, then `done` with the new videos: poll get_transcription every 2-3 s. Counts as a job request.",
             id_schema("job"),
             component("TranscriptionApiResponse"),
             EDITING,
