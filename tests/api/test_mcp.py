@@ -230,6 +230,23 @@ def test_edit_transcript_corrects_as_rest_does_and_refuses_what_rest_refuses(web
 
 
 @live
+def test_burn_again_refuses_what_rest_refuses(web, token, account, other_account):
+    from tests.factories import done_job_with_segments
+
+    subtitles = done_job_with_segments(account)
+    foreign = done_job_with_segments(other_account, type="burned")
+
+    async def work(client):
+        return [await client.call_tool("burn_again", {"id": str(job.id)}) for job in (subtitles, foreign)]
+
+    not_burned, missing = mcp_call(web, token, work)
+    assert not_burned.is_error and not_burned.content[0].text.startswith("Only a burned job")
+    assert missing.is_error and missing.content[0].text == "No job with that id on this account."
+    status, _, body = rest(web, token, "POST", f"/v1/api/transcription/{subtitles.id}/burn", {})
+    assert status == 409 and body["detail"] == not_burned.content[0].text
+
+
+@live
 def test_no_token_a_revoked_token_and_a_foreign_origin_are_refused(web, token, account):
     from accounts.services import token_revoke
 
