@@ -91,6 +91,21 @@ def test_an_edit_translates_only_the_changed_cues_again_and_charges_them(worker,
     assert LedgerEntry.objects.filter(job_id=job.id, source="retranslate").count() == 1
 
 
+def test_a_retranslation_that_cannot_be_made_fails_alone_and_is_refunded(worker, api, account):
+    job = done_job_with_segments(account, type="subtitles", target_languages=["ja"])
+    made = captions.from_srt(job.srt)
+    Translation.objects.filter(job=job).update(state="done", srt=job.srt, webvtt=job.webvtt)
+    balance = account_balance(account.pk)
+    edit(api, job, [{"op": "text", "index": 0, "text": "Good evening, how are you today?"}])
+    translation = wait_for(job.id, lambda j: j.translations.get().state != "translating", "retranslation")
+    translation = Translation.objects.get(job=job)
+    assert translation.state == "failed" and "cannot be translated again" in translation.error
+    charge = LedgerEntry.objects.get(job_id=job.id, source="retranslate", kind="charge")
+    assert charge.seconds == -math.ceil(made[0].end - made[0].start)
+    refund = LedgerEntry.objects.get(job_id=job.id, source="retranslate", kind="refund")
+    assert refund.seconds == -charge.seconds and account_balance(account.pk) == balance
+
+
 def test_without_the_minutes_the_edit_is_saved_and_the_translation_says_why(api, account):
     job, _, _ = spanish_job(account, type="subtitles")
     grant = account_balance(account.pk)
@@ -151,15 +166,24 @@ def burn_and_wait(api, job) -> tuple[dict, list]:
 
 def test_a_burned_job_is_burned_again_from_its_edited_subtitles_and_charged_as_a_burn(worker, api, account, tmp_path):
     grant_staff_minutes(account, 10, reason="two burns")
-    job = burned_job(account, background=True)
+    job = burned_job(account, background=True, target_languages=["es"])
+    # its Spanish translation, with a video made before (the re-burn draws it again)
+    Translation.objects.filter(job=job).update(
+        state="done", srt=job.srt, webvtt=job.webvtt, burned_video=files.burned_name(job.id, "es")
+    )
     _source_video(job, tmp_path)
     balance = account_balance(account.pk)
 
     first, _ = burn_and_wait(api, job)
     assert first["error"] is None and first["burned_video_url"]
+    [spanish] = first["translations"]
+    assert spanish["state"] == "done" and spanish["error"] is None
+    assert default_storage.exists(files.burned_name(job.id, "es"))
     old = {t: frame(Job.objects.get(pk=job.id).burned_video, t) for t in (4.5, 13.0)}
 
     edit(api, job, [{"op": "text", "index": 0, "text": "WWWW MMMM WWWW MMMM WWWW MMMM."}])
+    # the Spanish cue is translated again first (a re-burn asked meanwhile is a 409)
+    wait_for(job.id, lambda j: j.translations.get().state == "done", "retranslation")
     second, seen = burn_and_wait(api, job)
     assert second["error"] is None and second["state"] == "done"
     assert ("burning", 100) not in seen and any(state == "burning" for state, _ in seen), seen
@@ -170,10 +194,25 @@ def test_a_burned_job_is_burned_again_from_its_edited_subtitles_and_charged_as_a
     assert np.abs(old[13.0] - new[13.0]).mean() < 1.0, "an unedited cue looks as before"
 
     charges = LedgerEntry.objects.filter(job_id=job.id, source="reburn", kind="charge")
-    assert [c.seconds for c in charges] == [-3 * 20, -3 * 20], "3x the length at 720p, each time"
-    assert account_balance(account.pk) == balance - 2 * 3 * 20
+    assert [c.seconds for c in charges] == [-2 * 3 * 20] * 2, "3x the length at 720p, each video, each time"
+    retranslated = LedgerEntry.objects.get(job_id=job.id, source="retranslate").seconds
+    assert account_balance(account.pk) == balance - 2 * 2 * 3 * 20 + retranslated
     timeline = [state for state, _ in Job.objects.get(pk=job.id).timeline]
     assert timeline[-4:] == ["burning", "done", "burning", "done"]
+
+
+def test_a_reburn_that_cannot_be_drawn_keeps_the_old_video_and_is_refunded(worker, api, account, tmp_path):
+    job = burned_job(account, burned_video="burned/x/video.mp4")
+    broken = tmp_path / "broken.mp4"
+    broken.write_bytes(b"not a video at all" * 100)
+    files.store(broken, files.source_name(job.id))
+    balance = account_balance(account.pk)
+    body, _ = burn_and_wait(api, job)
+    assert body["state"] == "done" and body["burned_video_url"], "the video made before is still served"
+    assert body["error"].startswith("The subtitles could not be burned again (")
+    assert "its minutes have been refunded" in body["error"]
+    kinds = [(e.kind, e.seconds) for e in LedgerEntry.objects.filter(job_id=job.id, source="reburn")]
+    assert sorted(kinds) == [("charge", -60), ("refund", 60)] and account_balance(account.pk) == balance
 
 
 def test_a_reburn_without_the_minutes_changes_nothing_and_says_why(api, account, tmp_path):
@@ -207,4 +246,14 @@ def test_who_and_what_may_be_burned_again(api, account, other_account, tmp_path)
         f"/v1/api/transcription/{gone.id}/burn", data=json.dumps({"quality": "hd"}), content_type="application/json"
     )
     assert bad.status_code == 422 and bad.json()["detail"][0]["loc"] == ["body", "quality"]
+    translating = burned_job(account, target_languages=["es"])
+    _source_video(translating, tmp_path)
+    Translation.objects.filter(job=translating).update(state="translating", redo={"plan": [], "charged": 0})
+    answer = api.generic("POST", f"/v1/api/transcription/{translating.id}/burn")
+    assert answer.status_code == 409 and "still being made" in answer.json()["detail"]
     assert not LedgerEntry.objects.filter(source="reburn").exists()
+    # and while a job is burned again, its transcript cannot be edited
+    Job.objects.filter(pk=gone.pk).update(state="burning")
+    fix = json.dumps({"edits": [{"op": "text", "index": 0, "text": "Hello."}]})
+    refused = api.patch(segments_url(gone), data=fix, content_type="application/json", HTTP_IF_MATCH='"v1"')
+    assert refused.status_code == 409 and "burning" in refused.json()["detail"]
