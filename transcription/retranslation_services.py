@@ -39,12 +39,14 @@ def _cues(srt: str | None, webvtt: str | None) -> list[captions.Cue]:
 def segments_edit_with_translations(job_id: RowId, *, rendered: dict[str, str], **edit: Any) -> JobSegments:
     """edit_services.segments_edit (same arguments), then each made translation planned again for
     the cues the edit changed, charged, and its worker sent."""
-    job = Job.objects.select_for_update().only("id", "account_id", "srt", "webvtt", "type").get(pk=job_id)
-    old_source = _cues(job.srt, job.webvtt)
-    kept = edit_services.segments_edit(job_id, rendered=rendered, **edit)
+    # the job's row first, as every writer locks it (then its translations): no lock-order deadlock
+    job = Job.objects.select_for_update().only("id", "account_id").get(pk=job_id)
     translations = list(job.translations.select_for_update().filter(state__in=KEPT_UP).exclude(srt=None))
-    if not translations:
-        return kept
+    if not translations:  # most jobs: nothing read or parsed beyond the edit itself (issue 46's speed goal)
+        return edit_services.segments_edit(job_id, rendered=rendered, **edit)
+    before = Job.objects.only("srt", "webvtt").get(pk=job_id)
+    old_source = _cues(before.srt, before.webvtt)
+    kept = edit_services.segments_edit(job_id, rendered=rendered, **edit)
     new_source = _cues(rendered["srt"], rendered["webvtt"])
     work = []
     for translation in translations:
