@@ -26,6 +26,8 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from audit.models import AuditEvent
+from audit.services import Actor, audit_record
 from billing import pricing
 from billing.models import LedgerEntry
 from billing.rework_services import rework_charge, rework_refund
@@ -138,4 +140,17 @@ def reburn_end(job_id: RowId, error: str | None = None, **fields: Any) -> Job | 
     job.timeline = [*job.timeline, [states.DONE, timezone.now().isoformat()]]
     job.state, job.progress = states.DONE, 100
     job.save()
+    return job
+
+
+def reburn_cancel(job_id: RowId, by: Actor = None) -> Job | None:
+    """Support's cancel of a running re-burn: the re-burn ends (the videos made before stay, its
+    minutes come back), never the job, which was delivered. Audited as a job cancelled. None when
+    the job is not being burned again (services.job_cancel is for the rest)."""
+    with transaction.atomic():
+        job = reburn_end(job_id, error="cancelled by support")
+        if job is not None:
+            audit_record(
+                job.account, AuditEvent.Action.JOB_CANCELLED, by=by, detail=f"Re-burn of job {job.id} cancelled"
+            )
     return job
