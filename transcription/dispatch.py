@@ -135,7 +135,7 @@ def job_send_on_commit(job_id, account_id) -> None:
 def retranslation_send(job_id) -> None:
     """Send the asr workers a done job's translations to bring up to date with an edit (issue 46):
     a message naming the job, not a turn in the fair line (it is seconds of work, and the job has
-    no place in a line once done). Lost (the broker down), the job's next edit sends it again."""
+    no place in a line once done). Lost (the broker down), the job's next edit or the sweeper sends it again."""
     try:
         current_app.send_task(RETRANSLATE_JOB, args=[str(job_id)])
     except SEND_ERRORS as error:

@@ -132,3 +132,15 @@ def retranslation_fail(translation_id: int, redo: dict[str, Any], error: str) ->
         return False
     _fail(translation, error, int(redo.get("charged", 0)))
     return True
+
+
+def retranslations_resend(cutoff, now) -> list:
+    """The done jobs whose translations have waited for their retranslation since before `cutoff`
+    (its message was lost: Redis here keeps nothing on disk), marked sent again at `now`, so the
+    sweeper sends each once per period."""
+    waiting = Translation.objects.filter(
+        state=states.TRANSLATION_TRANSLATING, job__state=states.DONE, updated_at__lt=cutoff
+    ).exclude(redo=None)
+    jobs = sorted(set(waiting.values_list("job_id", flat=True)))
+    Translation.objects.filter(pk__in=waiting.values("pk")).update(updated_at=now)
+    return jobs

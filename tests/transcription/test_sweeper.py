@@ -208,3 +208,21 @@ def test_a_reburn_given_up_ends_the_reburn_with_a_refund_never_the_job(account, 
     assert ended.error.startswith("The subtitles could not be burned again (a burn worker was lost)")
     assert account_balance(account.pk) == balance, "the re-burn's minutes come back, and only they"
     assert not LedgerEntry.objects.filter(job_id=job.id, source="job").exists()
+
+
+def test_a_retranslation_whose_message_was_lost_is_sent_again_once_per_period(account, broker):
+    from tests.factories import done_job_with_segments
+    from transcription.models import Translation
+
+    job = done_job_with_segments(account, target_languages=["es"])
+    Translation.objects.filter(job=job).update(
+        state="translating", redo={"plan": [], "charged": 3}, updated_at=timezone.now() - timedelta(hours=1)
+    )
+    fresh = done_job_with_segments(account, target_languages=["es"])
+    Translation.objects.filter(job=fresh).update(state="translating", redo={"plan": [], "charged": 3})
+
+    swept = sweeper.sweep_stalled_jobs()
+
+    assert swept["retranslations"] == [job.id], "one waiting for less than the period may still come"
+    assert queued(broker) == [("asr", "retranslate_job", str(job.id))]
+    assert sweeper.sweep_stalled_jobs()["retranslations"] == [], "sent once per period"
