@@ -7,7 +7,8 @@ The document's version is its ETag (`"v3"`); a PATCH must send it back as If-Mat
 `if_match`): missing or stale is a 412 and nothing is written. The edits themselves
 (pipeline.transcript_edits) are plain functions; the text and subtitles are made again from the
 edited segments by the speech stage's own functions, and the OpenAI door's formats read the same
-segments. Editing is free of minutes.
+segments. Editing is free of minutes; the translations made again for the changed cues are not
+(retranslation_services), and a burned video is burned again only on request (api.reburning).
 """
 
 from __future__ import annotations

@@ -328,7 +328,8 @@ def tool_table() -> list[tuple]:
             "new number; `from_word`/`to_word` for a run of its words), `split` (before `word`), `merge` (with the "
             "next segment, same speaker), `times` (`start`/`end`), `restore` (the original back). `if_match`: the "
             "`etag` read; a stale one is an error (read again). A bad edit is an error naming edits[i] and its "
-            "field, and nothing is applied. txt, srt, webvtt are made again. Free; counts as a job request.",
+            "field, and nothing is applied. txt, srt, webvtt are made again. Free, except that translations are made "
+            "again for the changed cues (1x their seconds per language); burn_again re-burns. Counts as a job request.",
             edit_schema(),
             component("SegmentsDocument"),
             EDITING,

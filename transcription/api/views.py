@@ -233,7 +233,10 @@ class SegmentsViewSet(ContractViewSet):
         "`restore` (the original recognition back). `txt`, `srt`, `webvtt` and the OpenAI door's answers are "
         "made again from the result. `If-Match` must carry the ETag of the version edited: missing or stale is "
         "a 412 (read again). A bad edit is a 422 naming `edits[i]` and its field, and nothing is applied. "
-        "Free of minutes; counts as a job request.",
+        "Free of minutes, but a job's translations are made again for the cues whose text changed, on a worker "
+        "(each `translating`, then `done`), charged 1× those cues' seconds per language; without the minutes the "
+        "edit is still saved and those translations end `failed` saying why. A burned video is made again only "
+        "by `POST …/burn`. Counts as a job request.",
         parameters=[
             _id_parameter("job"),
             OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True, description="The ETag read"),
