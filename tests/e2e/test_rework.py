@@ -76,6 +76,7 @@ def test_an_edit_translates_only_the_changed_cues_again_and_charges_them(worker,
     after = texts(translation.srt)
     assert after[0] == KEPT.format(0) and after[2] == KEPT.format(2), "unchanged cues are not translated again"
     assert "casa" in after[1].lower() and "perro" in after[1].lower(), after[1]
+    assert captions.webvtt_voices(translation.webvtt) == [[1], [2], [1]], "each cue keeps its speaker's voice"
     edited = captions.from_srt(Job.objects.get(pk=job.id).srt)
     assert [(c.start, c.end) for c in captions.from_srt(translation.srt)] == [(c.start, c.end) for c in edited]
 
