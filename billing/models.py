@@ -41,6 +41,10 @@ class LedgerEntry(models.Model):
         TRANSLATION = "translation", "Translation"
         # The difference between the charge from the file's header and the length decoded (issue 41)
         LENGTH = "length", "Measured length"
+        # A done job's work made again on request (issue 46): translations of the cues an edit
+        # changed, and burned videos drawn again from the edited subtitles
+        RETRANSLATION = "retranslate", "Retranslation of an edit"
+        REBURN = "reburn", "Burned again"
 
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="ledger")
     kind = models.CharField(max_length=10, choices=Kind.choices)

@@ -6,6 +6,8 @@ L is the video's length in whole seconds (rounded up by the caller).
 - burned: m x L, m = 3 (default, 720p), 4 (hd, 1080p), 5 (uhd, 4K);
   each target language of a burned job: + (1 + m) x L (a translation and one more burned video)
 - a playlist: the sum over its queued videos.
+- a done job corrected (issue 46): each translation of the cues an edit changed, 1 x their seconds
+  (what a translated language adds); each video burned again, m x L.
 """
 
 from __future__ import annotations
@@ -41,6 +43,16 @@ def job_cost(job_type: str, seconds: int, quality: str = "default", translations
 def translation_cost(job_type: str, seconds: int, quality: str = "default") -> int:
     """The share of a job's cost that one of its translations accounts for (what its refund returns)."""
     return seconds * translation_multiplier(job_type, quality)
+
+
+def retranslation_cost(seconds: int, languages: int) -> int:
+    """Translating `seconds` of changed cues again into `languages` languages: 1 x per language."""
+    return seconds * languages
+
+
+def reburn_cost(seconds: int, quality: str, videos: int) -> int:
+    """Burning `videos` videos of `seconds` again: each a burned video's price."""
+    return seconds * BURN_MULTIPLIER[quality] * videos
 
 
 def playlist_cost(durations: Iterable[int], job_type: str, quality: str = "default", translations: int = 0) -> int:

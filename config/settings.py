@@ -257,6 +257,7 @@ CELERY_TASK_ROUTES = {
     "transcription.tasks.start_job": {"queue": "media"},
     "transcription.tasks.transcribe_job": {"queue": "asr"},
     "transcription.tasks.burn_job": {"queue": "burn"},
+    "transcription.tasks.retranslate_job": {"queue": "asr"},
     "transcription.tasks.sweep_stalled_jobs": {"queue": "hooks"},
     "transcription.tasks.*": {"queue": "media"},
     "webhooks.tasks.*": {"queue": "hooks"},

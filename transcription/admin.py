@@ -22,7 +22,7 @@ from billing.models import LedgerEntry
 from billing.pricing import format_minutes
 from config.admin import ReadOnlyAdminMixin
 
-from . import dispatch, services, states
+from . import dispatch, reburn_services, services, states
 from .job_options import OPTIONS
 from .models import Batch, Job, Translation
 
@@ -277,6 +277,9 @@ class JobAdmin(admin.ModelAdmin):
     @admin.action(description="Cancel waiting or running jobs (fail and refund)", permissions=["change"])
     def cancel_jobs(self, request, queryset):
         for job in queryset:
+            if reburn_services.reburn_cancel(job.id, by=request.user) is not None:  # a done job burned again
+                self.message_user(request, f"Cancelled the re-burn of job {job.id}; its minutes were refunded.")
+                continue
             cancelled = services.job_cancel(job.id, by=request.user)
             if cancelled is None:
                 self.message_user(

@@ -77,6 +77,7 @@ def check_broker() -> None:
 START_JOB = "transcription.tasks.start_job"
 TRANSCRIBE_JOB = "transcription.tasks.transcribe_job"
 BURN_JOB = "transcription.tasks.burn_job"
+RETRANSLATE_JOB = "transcription.tasks.retranslate_job"
 
 SPEECH_STATES = {states.PROCESSING, states.MERGING, states.ALIGNING, states.TRANSLATING}
 
@@ -129,6 +130,16 @@ def job_send_on_commit(job_id, account_id) -> None:
             logger.warning("job %s: its task could not be sent (%s); the sweeper will send it again", job_id, error)
 
     transaction.on_commit(send)
+
+
+def retranslation_send(job_id) -> None:
+    """Send the asr workers a done job's translations to bring up to date with an edit (issue 46):
+    a message naming the job, not a turn in the fair line (it is seconds of work, and the job has
+    no place in a line once done). Lost (the broker down), the job's next edit or the sweeper sends it again."""
+    try:
+        current_app.send_task(RETRANSLATE_JOB, args=[str(job_id)])
+    except SEND_ERRORS as error:
+        logger.warning("job %s: its retranslation could not be sent (%s)", job_id, error)
 
 
 def job_take(task: str, job_id: str, turn: bool) -> lines.Taken | None:

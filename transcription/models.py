@@ -216,6 +216,10 @@ class Translation(models.Model):
     webvtt = models.TextField(null=True, blank=True)
     burned_video = models.CharField(max_length=500, null=True, blank=True)
     error = models.TextField(null=True, blank=True)
+    # After an edit of a done job (issue 46): the new cues, each with the translated lines it keeps
+    # or null to translate again (pipeline.retranslation), and the seconds charged for them; null
+    # when the translation is up to date with its transcript.
+    redo = models.JSONField(null=True, blank=True, editable=False, help_text="{plan, charged}")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

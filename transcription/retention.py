@@ -1,5 +1,6 @@
-"""Artifact retention (hourly, from beat): burned videos and the audio the job page plays are kept
-ARTIFACT_RETENTION_DAYS after their job ended (or was last corrected); the audio and source copies handed between workers only while their job runs;
+"""Artifact retention (hourly, from beat): burned videos, the source video they are burned again
+from (issue 46) and the audio the job page plays are kept ARTIFACT_RETENTION_DAYS after their job
+ended (or was last corrected); the audio and source copies handed between workers only while their job runs;
 uploads UPLOAD_RETENTION_HOURS after they were last written or named by a job, and never while a
 job that reads them runs."""
 
@@ -34,6 +35,7 @@ def delete_expired_artifacts(now=None) -> dict:
         for name in filter(None, names):
             default_storage.delete(name)
             videos += 1
+        default_storage.delete(files.source_name(job.id))  # kept to burn again (issue 46), as long as they
         services.job_forget_artifacts(job.id)
     leftovers = 0
     for folder in files.SHARED_FOLDERS:
@@ -44,7 +46,10 @@ def delete_expired_artifacts(now=None) -> dict:
         for file_name in file_names:
             job_id = file_name.split(".", 1)[0]
             try:
-                running = Job.objects.filter(pk=job_id).exclude(state__in=states.FINAL_STATES).exists()
+                live = Job.objects.filter(pk=job_id).exclude(state__in=states.FINAL_STATES)
+                if folder == "sources":  # a done burned job's source, kept with its videos (issue 46)
+                    live = live | Job.objects.filter(pk=job_id, state=states.DONE, burned_video__isnull=False)
+                running = live.exists()
             except ValidationError:  # not a job id: nothing of ours
                 continue
             if not running:

@@ -2,7 +2,9 @@
 
 A job moves forward through STATE_ORDER (it may skip states that do not apply to it, such as
 `merging` for a short video or `burning` for a transcript) and may fail from any state that is
-not final. Each state owns a range of `progress`; progress never goes down.
+not final. Each state owns a range of `progress`; progress never goes down. The one way back
+from `done` is a burned job burned again on request (reburn_services: `done` -> `burning` -> `done`),
+which bypasses these checks on purpose.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from celery.signals import worker_shutting_down
 from django.conf import settings
 
 from . import dispatch, retention, sweeper
-from .stages import burning, media, transcribing
+from .stages import burning, media, retranslating, transcribing
 
 logger = logging.getLogger(__name__)
 
@@ -82,6 +82,12 @@ def transcribe_job(job_id: str, turn: bool = False) -> str | None:
 @shared_task(acks_late=True, ignore_result=False)
 def burn_job(job_id: str, turn: bool = False) -> str | None:
     return _run_turn(dispatch.BURN_JOB, job_id, turn, burning.run_burn_stage)  # the last stage: never goes on
+
+
+@shared_task(acks_late=True)
+def retranslate_job(job_id: str) -> None:
+    """A done job's translations brought up to date with an edit (issue 46): names its job, no turn."""
+    retranslating.run_retranslation(job_id)
 
 
 @shared_task

@@ -32,6 +32,7 @@ TOOLS = {
     "rename_speakers",
     "get_transcript_segments",
     "edit_transcript",
+    "burn_again",
 }
 
 
@@ -226,6 +227,23 @@ def test_edit_transcript_corrects_as_rest_does_and_refuses_what_rest_refuses(web
     assert missing.is_error and missing.content[0].text == "No job with that id on this account."
     status, _, polled = rest(web, token, "GET", f"/v1/api/transcription/{job.id}")
     assert status == 200 and "thank you so much." in polled["txt"] and "thank you so much." in polled["srt"]
+
+
+@live
+def test_burn_again_refuses_what_rest_refuses(web, token, account, other_account):
+    from tests.factories import done_job_with_segments
+
+    subtitles = done_job_with_segments(account)
+    foreign = done_job_with_segments(other_account, type="burned")
+
+    async def work(client):
+        return [await client.call_tool("burn_again", {"id": str(job.id)}) for job in (subtitles, foreign)]
+
+    not_burned, missing = mcp_call(web, token, work)
+    assert not_burned.is_error and not_burned.content[0].text.startswith("Only a burned job")
+    assert missing.is_error and missing.content[0].text == "No job with that id on this account."
+    status, _, body = rest(web, token, "POST", f"/v1/api/transcription/{subtitles.id}/burn", {})
+    assert status == 409 and body["detail"] == not_burned.content[0].text
 
 
 @live

@@ -84,4 +84,4 @@ def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(
     assert Job.objects.get(pk=job_id).attempts == 1
     from django.core.files.storage import default_storage
 
-    assert not default_storage.exists(f"sources/{job_id}.video"), "the source copy goes when the job ends"
+    assert default_storage.exists(f"sources/{job_id}.video"), "a done burned job keeps its source, to burn again"

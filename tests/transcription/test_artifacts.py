@@ -118,6 +118,7 @@ def test_retention_deletes_old_videos_and_keeps_recent_ones(client, account, sto
     old_video = stored(f"burned/{old.id}/video.mp4")
     old_translated = stored(f"burned/{old.id}/video.es.mp4")
     Job.objects.filter(pk=old.pk).update(burned_video=old_video)
+    old_source = stored(f"sources/{old.id}.video")  # kept to burn again (issue 46), as long as its videos
     TranslationFactory(job=old, state="done", burned_video=old_translated)
     Job.objects.filter(pk=old.pk).update(updated_at=timezone.now() - timedelta(days=31))
     recent = _job(account)
@@ -129,6 +130,7 @@ def test_retention_deletes_old_videos_and_keeps_recent_ones(client, account, sto
 
     assert result["videos"] == 2
     assert not default_storage.exists(old_video) and not default_storage.exists(old_translated)
+    assert not default_storage.exists(old_source)
     assert default_storage.exists(recent_video)
     old.refresh_from_db()
     assert old.burned_video is None and old.translations.get().burned_video is None
@@ -138,8 +140,15 @@ def test_retention_deletes_old_videos_and_keeps_recent_ones(client, account, sto
 def test_audio_and_sources_of_ended_jobs_are_swept_but_not_of_running_ones(account, stored):
     running = _job(account, state="processing")
     ended = _job(account, state="failed")
-    keep = [stored(f"audio/{running.id}.wav"), stored(f"sources/{running.id}.video")]
+    # a done burned job's source is kept with its video, to burn it again after an edit (issue 46)
+    burned = _job(account, state="done", burned_video="burned/x/video.mp4")
+    keep = [
+        stored(f"audio/{running.id}.wav"),
+        stored(f"sources/{running.id}.video"),
+        stored(f"sources/{burned.id}.video"),
+    ]
     drop = [stored(f"audio/{ended.id}.wav"), stored(f"sources/{ended.id}.video"), stored(f"audio/{uuid.uuid4()}.wav")]
+    drop.append(stored(f"audio/{burned.id}.wav"))
     unrelated = stored("audio/notes.txt")
 
     retention.delete_expired_artifacts()

@@ -194,3 +194,20 @@ def test_the_job_list_filters_by_state_type_account_and_date(support_client, acc
     ]:
         response = support_client.get(CHANGELIST, query)
         assert response.status_code == 200 and response.context["cl"].result_count == count, query
+
+
+def test_cancelling_a_reburn_ends_the_reburn_not_the_job(support_client, account):
+    from tests.factories import done_job_with_segments
+    from transcription import reburn_services
+
+    job = done_job_with_segments(
+        account, type="burned", burned_video="burned/x/video.mp4", timeline=[["done", "2026-01-01T00:00:00+00:00"]]
+    )
+    balance = account_balance(account.pk)
+    reburn_services.reburn_start(job.id)
+    messages = run_action(support_client, "cancel_jobs", job)
+    assert messages == [f"Cancelled the re-burn of job {job.id}; its minutes were refunded."]
+    job.refresh_from_db()
+    assert job.state == "done" and job.burned_video == "burned/x/video.mp4"
+    assert "cancelled by support" in job.error and account_balance(account.pk) == balance
+    assert AuditEvent.objects.get(action="job_cancelled").detail == f"Re-burn of job {job.id} cancelled"

@@ -183,3 +183,46 @@ def test_a_turn_drops_jobs_that_ended_or_run_elsewhere_and_takes_the_next(accoun
     taken = dispatch.job_take(dispatch.START_JOB, str(ended.id), turn=True)
     assert taken is not None and taken.job_id == str(next_one.id)
     assert lines.stats(top=5)[0].waiting == 0
+
+
+def test_a_reburn_given_up_ends_the_reburn_with_a_refund_never_the_job(account, broker):
+    from billing.models import LedgerEntry
+    from billing.selectors import account_balance
+    from tests.factories import done_job_with_segments
+    from transcription import reburn_services
+
+    job = done_job_with_segments(
+        account, type="burned", burned_video="burned/x/video.mp4", timeline=[["done", "2026-01-01T00:00:00+00:00"]]
+    )
+    balance = account_balance(account.pk)
+    assert reburn_services.reburn_start(job.id).state == "burning"
+    assert account_balance(account.pk) == balance - 3 * 20
+    lapsed = timezone.now() - timedelta(seconds=5)
+    Job.objects.filter(pk=job.pk).update(lease_until=lapsed, attempts=settings.STALLED_MAX_ATTEMPTS)
+
+    swept = sweeper.sweep_stalled_jobs()
+
+    assert swept["failed"] == []
+    ended = Job.objects.get(pk=job.pk)
+    assert ended.state == "done" and ended.burned_video == "burned/x/video.mp4", "the video made before stays"
+    assert ended.error.startswith("The subtitles could not be burned again (a burn worker was lost)")
+    assert account_balance(account.pk) == balance, "the re-burn's minutes come back, and only they"
+    assert not LedgerEntry.objects.filter(job_id=job.id, source="job").exists()
+
+
+def test_a_retranslation_whose_message_was_lost_is_sent_again_once_per_period(account, broker):
+    from tests.factories import done_job_with_segments
+    from transcription.models import Translation
+
+    job = done_job_with_segments(account, target_languages=["es"])
+    Translation.objects.filter(job=job).update(
+        state="translating", redo={"plan": [], "charged": 3}, updated_at=timezone.now() - timedelta(hours=1)
+    )
+    fresh = done_job_with_segments(account, target_languages=["es"])
+    Translation.objects.filter(job=fresh).update(state="translating", redo={"plan": [], "charged": 3})
+
+    swept = sweeper.sweep_stalled_jobs()
+
+    assert swept["retranslations"] == [job.id], "one waiting for less than the period may still come"
+    assert queued(broker) == [("asr", "retranslate_job", str(job.id))]
+    assert sweeper.sweep_stalled_jobs()["retranslations"] == [], "sent once per period"

@@ -164,9 +164,9 @@ def test_the_api_docs_render_every_operation_with_the_network_cut_off(live_serve
     page.on("console", lambda message: "Content Security Policy" in message.text and refused.append(message.text))
     page.goto(f"{live_server.url}/v1/api/docs")
     operations = page.locator(".opblock")
-    # the contract's seven, and our six extensions (speakers' names, enrolled voices, the segments'
-    # GET and PATCH)
-    expect(operations).to_have_count(13, timeout=30_000)
+    # the contract's seven, and our seven extensions (speakers' names, enrolled voices, the segments'
+    # GET and PATCH, burning again)
+    expect(operations).to_have_count(14, timeout=30_000)
     expect(page.locator(".opblock-summary-description").first).not_to_be_empty()
     expect(page.get_by_text("Queue a video for a transcript")).to_be_visible()
     expect(page.get_by_text("Enrol a voice from a sample (extension)")).to_be_visible()

@@ -7,14 +7,15 @@ The document's version is its ETag (`"v3"`); a PATCH must send it back as If-Mat
 `if_match`): missing or stale is a 412 and nothing is written. The edits themselves
 (pipeline.transcript_edits) are plain functions; the text and subtitles are made again from the
 edited segments by the speech stage's own functions, and the OpenAI door's formats read the same
-segments. Editing is free of minutes.
+segments. Editing is free of minutes; the translations made again for the changed cues are not
+(retranslation_services), and a burned video is burned again only on request (api.reburning).
 """
 
 from __future__ import annotations
 
 import re
 
-from transcription import edit_services
+from transcription import edit_services, retranslation_services
 from transcription.models import Job, JobSegments
 from transcription.pipeline import transcript_edits
 
@@ -100,7 +101,8 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
         ) from None
     rendered = transcript_edits.render(segments, language=job.detected_language)
     try:
-        kept = edit_services.segments_edit(
+        # the translations follow the edit: their changed cues planned, charged, sent to translate
+        kept = retranslation_services.segments_edit_with_translations(
             job.id,
             read_version=read,
             segments=segments,

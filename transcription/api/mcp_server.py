@@ -32,7 +32,7 @@ from mcp_types import CallToolResult, TextContent
 
 from billing import pricing
 
-from . import editing, front_door, operations, serializers
+from . import editing, front_door, operations, reburning, serializers
 from .caller import Operation
 from .mcp_gate import McpGate, database_threads
 from .mcp_schemas import (
@@ -208,6 +208,16 @@ async def edit_transcript(ctx: Context, id=NOT_GIVEN, if_match=NOT_GIVEN, edits=
     return await _call(ctx, editing.edit_transcript, locals(), lambda body: "Saved. " + _segments_summary(body))
 
 
+def _reburning(body: dict) -> str:
+    if body["state"] != "burning":
+        return f"Job {body['id']} was not burned again: {body['error']}"
+    return f"Job {body['id']} is being burned again (state burning). " + POLL_HINT
+
+
+async def burn_again(ctx: Context, id=NOT_GIVEN) -> CallToolResult:  # noqa: A002
+    return await _call(ctx, reburning.burn_again, locals(), _reburning)
+
+
 def _preview_summary(body: dict) -> str:
     verdict = "fits" if body["fits"] else "does not fit"
     return (
@@ -318,9 +328,20 @@ def tool_table() -> list[tuple]:
             "new number; `from_word`/`to_word` for a run of its words), `split` (before `word`), `merge` (with the "
             "next segment, same speaker), `times` (`start`/`end`), `restore` (the original back). `if_match`: the "
             "`etag` read; a stale one is an error (read again). A bad edit is an error naming edits[i] and its "
-            "field, and nothing is applied. txt, srt, webvtt are made again. Free; counts as a job request.",
+            "field, and nothing is applied. txt, srt, webvtt are made again. Free, except that translations are made "
+            "again for the changed cues (1x their seconds per language); burn_again re-burns. Counts as a job request.",
             edit_schema(),
             component("SegmentsDocument"),
+            EDITING,
+        ),
+        (
+            burn_again,
+            "Burn a done burned job's videos again from its subtitles as they are now (after edit_transcript): "
+            "the job's own video and each translation's. Charged as burned videos (3, 4 or 5x the length each, "
+            "by quality); without enough minutes nothing is charged and the job's `error` says so. The job goes "
+            "`burning`, then `done` with the new videos: poll get_transcription every 2-3 s. Counts as a job request.",
+            id_schema("job"),
+            component("TranscriptionApiResponse"),
             EDITING,
         ),
         (

@@ -13,6 +13,7 @@ urlpatterns = [
     # Polls answered from the cache in one Redis round trip; the rest by the DRF view (api.polls).
     path("transcription/<str:id>", poll_view(JobViewSet.as_view({"get": "retrieve"})), name="transcription"),
     path("transcription/<str:id>/speakers", JobViewSet.as_view({"post": "rename_speakers"}), name="speakers"),
+    path("transcription/<str:id>/burn", JobViewSet.as_view({"post": "burn_again"}), name="burn"),
     path(
         "transcription/<str:id>/segments",
         SegmentsViewSet.as_view({"get": "retrieve", "patch": "partial_update"}),

@@ -9,7 +9,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, extend_schem
 from rest_framework import viewsets
 from rest_framework.response import Response
 
-from . import editing, front_door, operations, ratelimit
+from . import editing, front_door, operations, ratelimit, reburning
 from . import serializers as s
 from .error_bodies import RequestValidationError
 
@@ -179,6 +179,24 @@ class JobViewSet(ContractViewSet):
     def rename_speakers(self, request, id: str):
         return perform(request, operations.rename_speakers, lambda: {**body(request), "id": id})
 
+    @extend_schema(
+        operation_id="burn_again",
+        summary="Burn a done job's videos again from its edited subtitles (extension)",
+        description="An extension of this server, not in the v1 contract. A done `burned` job's video, and each "
+        "translation's, drawn again from the subtitles as they are now (after `PATCH …/segments`). Charged as "
+        "burned videos: 3, 4 or 5 times the job's length each, by its `quality`. The answer is the job as "
+        "`GET /v1/api/transcription/{id}` gives it, `burning`; poll it until `done` (the old videos are served "
+        "until the new ones replace them). An account without the minutes is not an HTTP error: nothing is "
+        "charged, the job stays `done` and `error` says why. A job not `done`, not `burned`, with a translation "
+        "still being made, or whose source video is no longer kept is a 409. No body. Counts as a job request.",
+        parameters=[_id_parameter("job")],
+        request=None,
+        responses={200: s.TranscriptionApiResponseSerializer, 409: s.ErrorResponseSerializer},
+        extensions={"x-extension": True},
+    )
+    def burn_again(self, request, id: str):
+        return perform(request, reburning.burn_again, lambda: {**body(request), "id": id})
+
 
 _SEGMENTS = (
     "An extension of this server, not in the v1 contract. A `done` job's transcript as data: its segments "
@@ -215,7 +233,10 @@ class SegmentsViewSet(ContractViewSet):
         "`restore` (the original recognition back). `txt`, `srt`, `webvtt` and the OpenAI door's answers are "
         "made again from the result. `If-Match` must carry the ETag of the version edited: missing or stale is "
         "a 412 (read again). A bad edit is a 422 naming `edits[i]` and its field, and nothing is applied. "
-        "Free of minutes; counts as a job request.",
+        "Free of minutes, but a job's translations are made again for the cues whose text changed, on a worker "
+        "(each `translating`, then `done`), charged 1× those cues' seconds per language; without the minutes the "
+        "edit is still saved and those translations end `failed` saying why. A burned video is made again only "
+        "by `POST …/burn`. Counts as a job request.",
         parameters=[
             _id_parameter("job"),
             OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True, description="The ETag read"),

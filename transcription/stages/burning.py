@@ -11,9 +11,10 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.storage import default_storage
 
-from .. import files, services, states
+from .. import files, reburn_services, services, states
 from ..models import Job, Translation
 from ..pipeline import burn, captions
+from .reburning import reburn_stage
 from .runner import Throttled, run_stage
 from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR
 
@@ -25,6 +26,8 @@ def run_burn_stage(job_id) -> bool:
 
 
 def _burn_stage(job: Job, directory: Path) -> bool:
+    if reburn_services.is_reburn(job):  # a done job's videos drawn again on request (issue 46)
+        return reburn_stage(job, directory)
     services.job_advance(job.id, states.BURNING)
     source = files.fetch(files.source_name(job.id), directory / "source.video")
     videos: list[tuple[Translation | None, str | None, str]] = [(None, job.detected_language, job.srt or "")]

@@ -95,11 +95,13 @@ def _work_dir(job_id) -> Path:
 
 
 def _delete_shared_copies(job_id) -> None:
-    """The audio is only needed until the speech stage is over, the source video until the job ends."""
-    state = Job.objects.filter(pk=job_id).values_list("state", flat=True).first()
+    """The audio is only needed until the speech stage is over, the source video until the job
+    ends; a done burned job's is kept with its videos, to burn them again on request (issue 46:
+    retention deletes it with them)."""
+    state, kind = Job.objects.filter(pk=job_id).values_list("state", "type").first() or (None, None)
     if state is None or state in states.FINAL_STATES or state == states.BURNING:
         default_storage.delete(files.audio_name(job_id))
-    if state is None or state in states.FINAL_STATES:
+    if state is None or state == states.FAILED or state == states.DONE and kind != "burned":
         default_storage.delete(files.source_name(job_id))
 
 

@@ -1,0 +1,75 @@
+"""A done burned job's videos drawn again from its subtitles as they are now (issue 46), by the
+burn task (burning.py hands a re-burn here). The job's own video first, then each translation's
+that was made before; each new video replaces its old one once stored. Nothing here fails the job:
+the job's own video that cannot be drawn ends the re-burn with the old videos and a refund
+(reburn_services.reburn_end); a translation's keeps its old video and gets its share back.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from django.conf import settings
+
+from .. import files, reburn_services, services, states
+from ..models import Job
+from ..pipeline import burn, captions
+from .runner import Throttled
+
+logger = logging.getLogger(__name__)
+
+INTERNAL_ERROR = "an internal error"
+
+
+def reburn_stage(job: Job, directory: Path) -> bool:
+    try:
+        _draw(job, directory)
+    except burn.BurnError as error:
+        reburn_services.reburn_end(job.id, error=str(error))
+    except FileNotFoundError:  # the source video was deleted meanwhile (retention)
+        reburn_services.reburn_end(job.id, error="the source video is no longer kept")
+    except Exception:
+        logger.exception("job %s: burning again failed unexpectedly", job.id)
+        reburn_services.reburn_end(job.id, error=INTERNAL_ERROR)
+    return False
+
+
+def _draw(job: Job, directory: Path) -> None:
+    source = files.local_copy(files.source_name(job.id), directory / "source.video")
+    translations = [t for t in job.translations.all() if t.state == states.TRANSLATION_BURNING]
+    videos = [(None, job.detected_language, job.srt or "")] + [(t, t.language_code, t.srt or "") for t in translations]
+    made = None
+    for index, (translation, language, srt) in enumerate(videos):
+
+        def report(fraction: float, index: int = index) -> None:
+            services.job_progress(job.id, (index + fraction) / len(videos))
+
+        output = directory / "burned.mp4"
+        try:
+            burn.burn(
+                source,
+                captions.from_srt(srt),
+                output,
+                quality=job.quality,
+                font_size=job.font_size,
+                background=job.background,
+                language=language,
+                on_progress=Throttled(report),
+                timeout=settings.BURN_TIMEOUT_SECONDS,
+            )
+            name = files.store(output, files.burned_name(job.id, language if translation else None))
+        except Exception as error:
+            if translation is None:
+                raise  # the job's own video: the re-burn ends with the old videos
+            logger.warning("job %s: the %s video was not burned again: %s", job.id, language, error)
+            message = str(error) if isinstance(error, burn.BurnError) else INTERNAL_ERROR
+            reburn_services.reburn_video_failed(translation.id, message)
+            continue
+        finally:
+            output.unlink(missing_ok=True)
+        if translation is None:
+            made = name
+        else:
+            services.translation_advance(translation.id, states.TRANSLATION_DONE, burned_video=name)
+    reburn_services.reburn_end(job.id, burned_video=made)
