@@ -32,6 +32,7 @@ NOT_RUN = {
     "bin/compose-env": "writes the stack's settings file (tests/packaging/test_stack.py writes its own)",
     "bin/build-image": "builds the image: tests/packaging/test_stack.py",
     "podman-compose": "the container stack: tests/packaging/test_stack.py",
+    "until podman-compose": "the container stack: tests/packaging/test_stack.py",
     "export CONTAINERS_CONF": "podman's settings on this machine: tests/packaging/test_stack.py sets them",
 }
 
