@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from .models import Job, JobSegments
@@ -43,20 +44,21 @@ def segments_edit(
     """Store the edited `segments` (the original kept at the first edit) and the job's `rendered`
     txt/srt/webvtt, if the document is still at `read_version`; else raise StaleVersion."""
     job = Job.objects.select_for_update().only("id", "state").get(pk=job_id)
-    kept = JobSegments.objects.select_for_update().filter(job_id=job_id).first()
+    # the document and the original are megabytes for a long job: neither is read here
+    kept = JobSegments.objects.select_for_update().only("job_id", "version", "history").filter(job_id=job_id).first()
     if job.state != "done" or kept is None:
         raise NotEditable(job.state)
     if kept.version != read_version:
         raise StaleVersion(kept.version)
-    if kept.original is None:
-        kept.original = kept.segments
+    # the first edit keeps the recognition as it was (copied by the database)
+    JobSegments.objects.filter(job_id=job_id, original__isnull=True).update(original=F("segments"))
     kept.segments = segments
     kept.version += 1
     kept.history = [
         *kept.history,
         {"at": timezone.now().isoformat(), **who, "ops": ops, "version": kept.version},
     ]
-    kept.save(update_fields=["original", "segments", "version", "history"])
+    kept.save(update_fields=["segments", "version", "history"])
     job.txt, job.srt, job.webvtt = rendered["txt"], rendered["srt"], rendered["webvtt"]
     # the save drops the cached poll (poll_cache's post_save), so every door reads the new text
     job.save(update_fields=["txt", "srt", "webvtt", "updated_at"])

@@ -16,8 +16,9 @@ import re
 
 from transcription import edit_services
 from transcription.models import Job, JobSegments
-from transcription.pipeline import transcript_edits
+from transcription.pipeline import rerender, transcript_edits
 
+from . import edit_renders
 from . import serializers as s
 from .caller import Caller, operation
 from .error_bodies import NotDone, PreconditionFailed, RequestValidationError
@@ -35,7 +36,10 @@ def _editable(caller: Caller, raw_id) -> tuple[Job, JobSegments]:
     """The caller's done job and its kept segments; another account's job is a 404, a job not
     done (waiting, running, failed and refunded) a 409."""
     job = owned(Job.objects.only("id", "state", "detected_language", "duration"), caller.account_id, raw_id, "job")
-    kept = JobSegments.objects.filter(job_id=job.id).first() if job.state == "done" else None
+    # the document and the original (megabytes for a long job) are read when used
+    kept = (
+        JobSegments.objects.defer("segments", "original").filter(job_id=job.id).first() if job.state == "done" else None
+    )
     if kept is None:
         why = "it is done" if job.state != "done" else "it has segments (this job kept none)"
         raise NotDone(f"This job is {job.state}: its transcript can be corrected once {why}.")
@@ -47,7 +51,7 @@ def document(kept: JobSegments, segments: list[dict] | None = None) -> dict:
         "segments": transcript_edits.numbered(kept.segments if segments is None else segments),
         "version": kept.version,
         "etag": etag(kept.version),
-        "edited": kept.original is not None,
+        "edited": kept.version > 1,  # every edit raises the version and keeps the original
         "history": kept.history,
     }
 
@@ -87,24 +91,13 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     if read != kept.version:
         raise PreconditionFailed(_stale(kept.version), etag(kept.version))
     edits = [dict(edit) for edit in options["edits"]]
-    try:
-        segments = transcript_edits.apply_edits(
-            kept.segments, edits, duration=float(job.duration or 0), original=kept.original or kept.segments
-        )
-    except transcript_edits.EditsRefused as refused:
-        raise RequestValidationError(
-            [
-                {"loc": ["body", "edits", p.edit, p.field], "msg": p.message, "type": "edit_invalid"}
-                for p in refused.problems
-            ]
-        ) from None
-    rendered = transcript_edits.render(segments, language=job.detected_language)
+    segments, rendered = edited(job, kept, edits)
     try:
         kept = edit_services.segments_edit(
             job.id,
             read_version=read,
             segments=segments,
-            rendered=rendered,
+            rendered=rendered.outputs(),
             who={"by": caller.user_id, "door": caller.transport},
             ops=[edit["op"] for edit in edits],
         )
@@ -112,7 +105,30 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
         raise PreconditionFailed(_stale(stale.version), etag(stale.version)) from None
     except edit_services.NotEditable as state:
         raise NotDone(f"This job is {state}: its transcript can no longer be corrected.") from None
+    edit_renders.keep(job.id, kept.version, segments, rendered)
     return document(kept)
+
+
+def edited(job: Job, kept: JobSegments, edits: list[dict]) -> tuple[list[dict], rerender.Rendered]:
+    """The document after `edits` and its txt/srt/webvtt, made again only where the edits reached
+    when this process rendered the version edited (edit_renders); ``Rendered.changed`` names the
+    cues that changed. A bad edit is a 422 naming every one."""
+    hit = edit_renders.kept(job.id, kept.version)
+    current = kept.segments if hit is None else hit[0]  # the kept copy spares reading megabytes
+    # the original is read only for a restore
+    original = (kept.original or current) if any(edit.get("op") == "restore" for edit in edits) else []
+    try:
+        segments = transcript_edits.apply_edits(current, edits, duration=float(job.duration or 0), original=original)
+    except transcript_edits.EditsRefused as refused:
+        raise RequestValidationError(
+            [
+                {"loc": ["body", "edits", p.edit, p.field], "msg": p.message, "type": "edit_invalid"}
+                for p in refused.problems
+            ]
+        ) from None
+    if hit is None:
+        return segments, rerender.full(segments, language=job.detected_language)
+    return segments, rerender.after_edit(hit[1], current, segments, language=job.detected_language)
 
 
 def _stale(version: int) -> str:
