@@ -48,7 +48,7 @@ def _editable(caller: Caller, raw_id) -> tuple[Job, JobSegments]:
 
 def document(kept: JobSegments, segments: list[dict] | None = None) -> dict:
     return {
-        "segments": transcript_edits.numbered(kept.segments if segments is None else segments),
+        "segments": transcript_edits.numbered(kept.document() if segments is None else segments),
         "version": kept.version,
         "etag": etag(kept.version),
         "edited": kept.version > 1,  # every edit raises the version and keeps the original
@@ -91,7 +91,7 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     if read != kept.version:
         raise PreconditionFailed(_stale(kept.version), etag(kept.version))
     edits = [dict(edit) for edit in options["edits"]]
-    segments, rendered = edited(job, kept, edits)
+    current, segments, rendered = edited(job, kept, edits)
     try:
         kept = edit_services.segments_edit(
             job.id,
@@ -100,21 +100,22 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
             rendered=rendered.outputs(),
             who={"by": caller.user_id, "door": caller.transport},
             ops=[edit["op"] for edit in edits],
+            changed=rerender.changed_segments(current, segments),
         )
     except edit_services.StaleVersion as stale:  # another editor saved while these edits were made
         raise PreconditionFailed(_stale(stale.version), etag(stale.version)) from None
     except edit_services.NotEditable as state:
         raise NotDone(f"This job is {state}: its transcript can no longer be corrected.") from None
     edit_renders.keep(job.id, kept.version, segments, rendered)
-    return document(kept)
+    return document(kept, segments)
 
 
-def edited(job: Job, kept: JobSegments, edits: list[dict]) -> tuple[list[dict], rerender.Rendered]:
-    """The document after `edits` and its txt/srt/webvtt, made again only where the edits reached
-    when this process rendered the version edited (edit_renders); ``Rendered.changed`` names the
-    cues that changed. A bad edit is a 422 naming every one."""
+def edited(job: Job, kept: JobSegments, edits: list[dict]) -> tuple[list[dict], list[dict], rerender.Rendered]:
+    """(the document edited, the document after `edits`, its txt/srt/webvtt), the texts made again
+    only where the edits reached when this process rendered the version edited (edit_renders);
+    ``Rendered.changed`` names the cues that changed. A bad edit is a 422 naming every one."""
     hit = edit_renders.kept(job.id, kept.version)
-    current = kept.segments if hit is None else hit[0]  # the kept copy spares reading megabytes
+    current = kept.document() if hit is None else hit[0]  # the kept copy spares reading megabytes
     # the original is read only for a restore
     original = (kept.original or current) if any(edit.get("op") == "restore" for edit in edits) else []
     try:
@@ -127,8 +128,8 @@ def edited(job: Job, kept: JobSegments, edits: list[dict]) -> tuple[list[dict], 
             ]
         ) from None
     if hit is None:
-        return segments, rerender.full(segments, language=job.detected_language)
-    return segments, rerender.after_edit(hit[1], current, segments, language=job.detected_language)
+        return current, segments, rerender.full(segments, language=job.detected_language)
+    return current, segments, rerender.after_edit(hit[1], current, segments, language=job.detected_language)
 
 
 def _stale(version: int) -> str:

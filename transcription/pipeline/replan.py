@@ -10,7 +10,7 @@ Cue breaks: captions._Planner's dynamic programme. ``best[j]``, the cost of the 
 tokens 0..j-1, is kept. A cue's cost depends only on its tokens and the next one, and costs are
 whole numbers (no rounding), so before the first changed token ``best`` is as before, and once
 past the changed tokens it is the old value plus one constant for as many positions in a row as a
-cue may reach back (REACH), every later position is too, and chooses the same cue: the old plan
+cue may reach back, every later position is too, and chooses the same cue: the old plan
 holds from there. In between, ``best`` is computed again (a few hundred tokens), and the plan is
 traced back from where the old plan resumes until it meets a break of the old plan before the edit.
 """
@@ -21,7 +21,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .captions import Layout, _Planner
+from .captions import MAX_LINE_CHARS, MAX_LINES, Layout, _Planner
 from .cue_tokens import Reader, State, Tok, pieces, read_all
 from .types import Segment
 
@@ -175,15 +175,17 @@ class _Window:
         constant, that constant) once found, else None (the window's end came first)."""
         lo, planner = self.lo, self.planner
         self.best = sub = old_best[lo : max(x, 1)]
-        run, offset = 0, None
+        since, offset = None, None  # the first of the latest positions with one offset
         for j in range(max(x, 1), lo + planner.last + 1):
             value, back = planner.column(j - lo, sub)
             sub.append(value)
             self.backs[j] = back  # type: ignore[assignment]
             if j >= y_new:
                 step = value - old_best[j - d]
-                run, offset = (run + 1 if step == offset else 1), step
-                if run >= REACH:
+                since, offset = (since if step == offset else j), step
+                # a cue ending at j + 1 or later cannot start at `since` or before: every cue from
+                # there on starts at a position of this offset, and chooses as before
+                if j + 1 - lo <= planner.n and planner.length(since - lo, j + 1 - lo) > MAX_LINES * MAX_LINE_CHARS + 1:
                     return j + 1, step
         return None
 

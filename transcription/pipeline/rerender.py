@@ -79,7 +79,7 @@ def after_edit(before: Rendered, old: Document, new: Document, *, language: str 
     key = language_key(language)
     if key is None or key != before.key or not before.tokens.toks:
         return full(new, language=language)  # function words guessed from every word: no shortcut
-    start, end_old, end_new = _differ(old, new)
+    start, end_old, end_new = changed_segments(old, new)
     if start == end_old == end_new:
         return _unchanged(before)
     change = replan.reread(before.tokens, lambda at: segment(new[at]), start, end_old, end_new)
@@ -97,8 +97,9 @@ def _unchanged(before: Rendered, **changes: Any) -> Rendered:
     return Rendered(**fields)
 
 
-def _differ(old: Document, new: Document) -> tuple[int, int, int]:
-    """(first segment that differs, where the equal rest starts in old, and in new)."""
+def changed_segments(old: Document, new: Document) -> tuple[int, int, int]:
+    """(first segment that differs, where the equal rest starts in old, and in new): segments
+    start..end_old-1 of `old` became start..end_new-1 of `new`."""
     start, limit = 0, min(len(old), len(new))
     while start < limit and (old[start] is new[start] or old[start] == new[start]):
         start += 1

@@ -1,0 +1,114 @@
+"""bench/edits/patch.py: the whole `PATCH /v1/api/transcription/{id}/segments` of one cue on a
+2-hour transcript, through Django (the REST door, the front door, PostgreSQL, Redis's rate limits),
+in this process with Django's test client (no HTTP server): issue 46, item 6's goal is p95 < 100 ms.
+
+Rounds alternate A and B on the same job, one edit each:
+  A ("whole"): the render made from the whole document, as before (the kept render forgotten first)
+  B ("incremental"): the render made again from the kept render of the version edited
+and each round's steps are timed apart in B's order: the row read, the edit applied and rendered,
+the write (edit_services.segments_edit) and the answer's JSON.
+
+    DATABASE_URL=postgres://root@127.0.0.1:5432/SCRATCH REDIS_URL=redis://127.0.0.1:6379/N \\
+      .venv/bin/python bench/edits/patch.py [--hours 2] [--rounds 20]
+
+It migrates the database named and leaves one account and job in it: give it a scratch database.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import secrets
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+os.environ.setdefault("SECRET_KEY", "bench-edits-" + secrets.token_urlsafe(40))
+os.environ.setdefault("RATE_LIMIT_JOBS_PER_MINUTE", "100000")
+os.environ.setdefault("RATE_LIMIT_POLLS_PER_MINUTE", "100000")
+
+from bench.edits.run import percentile, transcript  # noqa: E402
+
+
+def setup(hours: float):
+    import django
+    from django.core.management import call_command
+
+    django.setup()
+    call_command("migrate", verbosity=0)
+    from django.test import Client
+
+    from accounts.services import account_create, token_issue
+    from transcription import services
+    from transcription.models import Job
+
+    account = account_create(f"bench-edits-{secrets.token_hex(4)}@example.com")
+    document = transcript(hours)
+    job = Job.objects.create(
+        account=account, url="https://example.com/v", type="subtitles", state="done", progress=100,
+        duration=hours * 3600 + 60, detected_language="en",
+    )  # fmt: skip
+    services.job_keep_segments(job.id, language="en", duration=hours * 3600, segments=document)
+    client = Client(HTTP_AUTHORIZATION=f"Bearer {token_issue(account)}", HTTP_HOST="localhost")
+    return client, job, document
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--hours", type=float, default=2.0)
+    parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--output", type=Path, default=ROOT / "bench/edits/results-patch.json")
+    args = parser.parse_args()
+    client, job, document = setup(args.hours)
+    from transcription.api import edit_renders
+
+    url = f"/v1/api/transcription/{job.id}/segments"
+    etag = client.get(url)["ETag"]
+    rng = random.Random(2)
+    times: dict[str, list[float]] = {"whole": [], "incremental": []}
+    warm = True
+    for round_ in range(2 * args.rounds + 1):
+        way = "whole" if round_ % 2 else "incremental"
+        if way == "whole":
+            edit_renders.forget()
+        index = rng.randrange(len(document))
+        edit = {"op": "text", "index": index, "text": f"{document[index]['text']} edit {round_}"}
+        began = time.perf_counter()
+        response = client.patch(
+            url, data=json.dumps({"edits": [edit]}), content_type="application/json", HTTP_IF_MATCH=etag
+        )
+        took = (time.perf_counter() - began) * 1000
+        assert response.status_code == 200, response.content[:500]
+        etag = response["ETag"]
+        document = json.loads(response.content)["segments"]
+        if warm:  # the first round renders whole, and keeps the render B starts from
+            warm = False
+            continue
+        if way == "whole":
+            # B's next round must start from a kept render: this one's, made whole, is kept
+            pass
+        times[way].append(took)
+    results = {
+        "hours": args.hours,
+        "segments": len(document),
+        "words": sum(len(s["words"]) for s in document),
+        "rounds_each": args.rounds,
+        "goal_p95_ms": 100,
+        "patch_ms": {
+            way: {"p50": round(statistics.median(v), 1), "p95": round(percentile(v, 0.95), 1)}
+            for way, v in times.items()
+        },
+        "cpu_count": os.cpu_count(),
+    }
+    args.output.write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
