@@ -88,7 +88,7 @@ def _write_parts(kept: JobSegments, segments: list[dict[str, Any]], changed: tup
         kept.parts = [len(run) for run in runs]
         return
     start, end_old, end_new = changed
-    sizes, ends = list(kept.parts or []), []
+    sizes, ends = list(kept.parts or []), list[int]()
     for size in sizes:
         ends.append((ends[-1] if ends else 0) + size)
     # the parts from the one holding `start` to the one holding the last changed old segment (a

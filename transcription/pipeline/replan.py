@@ -175,7 +175,7 @@ class _Window:
         constant, that constant) once found, else None (the window's end came first)."""
         lo, planner = self.lo, self.planner
         self.best = sub = old_best[lo : max(x, 1)]
-        since, offset = None, None  # the first of the latest positions with one offset
+        since, offset = 0, None  # the first of the latest positions with one offset
         for j in range(max(x, 1), lo + planner.last + 1):
             value, back = planner.column(j - lo, sub)
             sub.append(value)
