@@ -11,8 +11,10 @@ an edit of a kept version needs not read the document's megabytes from the datab
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
+from dataclasses import dataclass
 from typing import Any
 
 from transcription.pipeline import rerender
@@ -21,22 +23,44 @@ from transcription.pipeline import rerender
 KEPT_JOBS = 4
 
 _lock = threading.Lock()
-_kept: OrderedDict[Any, tuple[int, list[dict[str, Any]], rerender.Rendered]] = OrderedDict()
 
 
-def kept(job_id: Any, version: int) -> tuple[list[dict[str, Any]], rerender.Rendered] | None:
-    """The document at `version` and its render, when this process rendered it."""
+@dataclass(frozen=True)
+class Kept:
+    document: list[dict[str, Any]]
+    rendered: rerender.Rendered
+    encoded: list[str]  # each segment as JSON (what the answer's document is made of)
+
+
+_kept: OrderedDict[Any, tuple[int, Kept]] = OrderedDict()
+
+
+def kept(job_id: Any, version: int) -> Kept | None:
+    """The document at `version`, its render and JSON, when this process rendered it."""
     with _lock:
         entry = _kept.get(job_id)
         if entry is None or entry[0] != version:
             return None
         _kept.move_to_end(job_id)
-        return entry[1], entry[2]
+        return entry[1]
 
 
-def keep(job_id: Any, version: int, document: list[dict[str, Any]], rendered: rerender.Rendered) -> None:
+def encoded(document: list[dict[str, Any]], before: Kept | None) -> list[str]:
+    """Each segment of `document` as JSON: those `before` holds unchanged are not written again."""
+    if before is None:
+        return [_json(segment) for segment in document]
+    start, end_old, end_new = rerender.changed_segments(before.document, document)
+    return before.encoded[:start] + [_json(segment) for segment in document[start:end_new]] + before.encoded[end_old:]
+
+
+def _json(value: Any) -> str:
+    # as the REST door's renderer writes JSON (DRF's COMPACT_JSON and UNICODE_JSON)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def keep(job_id: Any, version: int, entry: Kept) -> None:
     with _lock:
-        _kept[job_id] = (version, document, rendered)
+        _kept[job_id] = (version, entry)
         _kept.move_to_end(job_id)
         while len(_kept) > KEPT_JOBS:
             _kept.popitem(last=False)

@@ -46,9 +46,32 @@ def _editable(caller: Caller, raw_id) -> tuple[Job, JobSegments]:
     return job, kept
 
 
+class EncodedSegments(list):
+    """A document's segments with each one's JSON already written (edit_renders.encoded): the REST
+    door writes the answer's document from them instead of encoding megabytes again."""
+
+    def __init__(self, segments: list[dict], encoded: list[str]):
+        super().__init__(segments)
+        self.encoded = encoded
+
+    def numbered(self) -> EncodedSegments:
+        return EncodedSegments(transcript_edits.numbered(self), self.encoded)
+
+    def json(self) -> str:
+        """The numbered segments as JSON (as the REST door's renderer writes them)."""
+        return (
+            "["
+            + ",".join(
+                f'{{"index":{i}' + ("," + text[1:] if len(text) > 2 else "}") for i, text in enumerate(self.encoded)
+            )
+            + "]"
+        )
+
+
 def document(kept: JobSegments, segments: list[dict] | None = None) -> dict:
+    current = kept.document() if segments is None else segments
     return {
-        "segments": transcript_edits.numbered(kept.document() if segments is None else segments),
+        "segments": current.numbered() if isinstance(current, EncodedSegments) else transcript_edits.numbered(current),
         "version": kept.version,
         "etag": etag(kept.version),
         "edited": kept.version > 1,  # every edit raises the version and keeps the original
@@ -91,7 +114,8 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     if read != kept.version:
         raise PreconditionFailed(_stale(kept.version), etag(kept.version))
     edits = [dict(edit) for edit in options["edits"]]
-    current, segments, rendered = edited(job, kept, edits)
+    hit = edit_renders.kept(job.id, kept.version)
+    current, segments, rendered = edited(job, kept, edits, hit)
     try:
         kept = edit_services.segments_edit(
             job.id,
@@ -106,16 +130,18 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
         raise PreconditionFailed(_stale(stale.version), etag(stale.version)) from None
     except edit_services.NotEditable as state:
         raise NotDone(f"This job is {state}: its transcript can no longer be corrected.") from None
-    edit_renders.keep(job.id, kept.version, segments, rendered)
-    return document(kept, segments)
+    encoded = edit_renders.encoded(segments, hit)
+    edit_renders.keep(job.id, kept.version, edit_renders.Kept(segments, rendered, encoded))
+    return document(kept, EncodedSegments(segments, encoded))
 
 
-def edited(job: Job, kept: JobSegments, edits: list[dict]) -> tuple[list[dict], list[dict], rerender.Rendered]:
+def edited(
+    job: Job, kept: JobSegments, edits: list[dict], hit: edit_renders.Kept | None
+) -> tuple[list[dict], list[dict], rerender.Rendered]:
     """(the document edited, the document after `edits`, its txt/srt/webvtt), the texts made again
     only where the edits reached when this process rendered the version edited (edit_renders);
     ``Rendered.changed`` names the cues that changed. A bad edit is a 422 naming every one."""
-    hit = edit_renders.kept(job.id, kept.version)
-    current = kept.document() if hit is None else hit[0]  # the kept copy spares reading megabytes
+    current = kept.document() if hit is None else hit.document  # the kept copy spares reading megabytes
     # the original is read only for a restore
     original = (kept.original or current) if any(edit.get("op") == "restore" for edit in edits) else []
     try:
@@ -129,7 +155,7 @@ def edited(job: Job, kept: JobSegments, edits: list[dict]) -> tuple[list[dict], 
         ) from None
     if hit is None:
         return current, segments, rerender.full(segments, language=job.detected_language)
-    return current, segments, rerender.after_edit(hit[1], current, segments, language=job.detected_language)
+    return current, segments, rerender.after_edit(hit.rendered, current, segments, language=job.detected_language)
 
 
 def _stale(version: int) -> str:
