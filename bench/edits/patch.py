@@ -17,6 +17,7 @@ It migrates the database named and leaves one account and job in it: give it a s
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import random
@@ -59,6 +60,37 @@ def setup(hours: float):
     return client, job, document
 
 
+STEPS: dict[str, list[float]] = {}
+
+
+def timed(owner, name: str, label: str) -> None:
+    """`owner.name` timed into STEPS[label] each call (the last call of a round counts)."""
+    inner = getattr(owner, name)
+
+    @functools.wraps(inner)  # an operation's bucket and name too
+    def wrapper(*args, **kwargs):
+        began = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            STEPS.setdefault(label, []).append((time.perf_counter() - began) * 1000)
+
+    setattr(owner, name, wrapper)
+
+
+def time_steps() -> None:
+    from transcription import edit_services
+    from transcription.api import editing, views
+    from transcription.models import Job
+
+    timed(editing, "_editable", "read the job and its version")
+    timed(editing, "edited", "apply the edit and render")
+    timed(edit_services, "_write_parts", "write the changed parts")
+    timed(Job, "save", "write the job's txt/srt/webvtt")
+    timed(editing, "edit_transcript", "the operation (all of the above)")
+    timed(views, "_segments_answer", "the answer's JSON")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hours", type=float, default=2.0)
@@ -66,12 +98,14 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "bench/edits/results-patch.json")
     args = parser.parse_args()
     client, job, document = setup(args.hours)
+    time_steps()
     from transcription.api import edit_renders
 
     url = f"/v1/api/transcription/{job.id}/segments"
     etag = client.get(url)["ETag"]
     rng = random.Random(2)
     times: dict[str, list[float]] = {"whole": [], "incremental": []}
+    steps: dict[str, dict[str, list[float]]] = {}
     warm = True
     for round_ in range(2 * args.rounds + 1):
         way = "whole" if round_ % 2 else "incremental"
@@ -90,10 +124,11 @@ def main() -> None:
         if warm:  # the first round renders whole, and keeps the render B starts from
             warm = False
             continue
-        if way == "whole":
-            # B's next round must start from a kept render: this one's, made whole, is kept
-            pass
         times[way].append(took)
+        for label, values in STEPS.items():
+            steps.setdefault(way, {}).setdefault(label, []).append(values[-1])
+        if os.environ.get("BENCH_VERBOSE"):
+            print(way, round(took, 1), flush=True)
     results = {
         "hours": args.hours,
         "segments": len(document),
@@ -103,6 +138,13 @@ def main() -> None:
         "patch_ms": {
             way: {"p50": round(statistics.median(v), 1), "p95": round(percentile(v, 0.95), 1)}
             for way, v in times.items()
+        },
+        "steps_ms": {
+            way: {
+                label: {"p50": round(statistics.median(v), 1), "p95": round(percentile(v, 0.95), 1)}
+                for label, v in by_label.items()
+            }
+            for way, by_label in steps.items()
         },
         "cpu_count": os.cpu_count(),
     }

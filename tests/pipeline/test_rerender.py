@@ -21,7 +21,7 @@ WORDS = (
     "go see number no way could people my than first water been call who oil its now find long down day did "
     "get come made may part 1995 42 3.5 don't it's well, so, yes. no. right? okay! really... - "
     "“quoted ‘single (aside) [Music] [Laughter] https://example.com/a/very/long/path/that-goes-on-and-on.html "
-    "state-of-the-art e.g. Mr. Smith,"
+    "state-of-the-art e.g. Mr. Smith, {braces} <b>tags</b> back\\slash &amp;"
 ).split()
 
 

@@ -12,8 +12,11 @@ Plain functions over plain data; nothing of Django.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from pysubs2.formats.subrip import SubripFormat
 
 from . import captions, linebreaks, paragraphs, replan
 from .captions import _closed, _shown
@@ -149,8 +152,8 @@ def _blocks(rendered: Rendered, lo: int, hi: int, before: Any, moved: int = 0) -
     for index in range(lo, hi):
         start, end = _closed(rendered.shown, index)
         cue = captions.Cue(start / 1000, end / 1000, rendered.lines[index], rendered.speakers[index])
-        srt.append(_block(captions.to_srt([cue]), "1\n"))
-        vtt.append(_block(captions.to_webvtt([cue]), "WEBVTT\n\n1\n"))
+        srt.append(_block(cue, start, end, vtt=False))
+        vtt.append(_block(cue, start, end, vtt=True))
     if not before:
         rendered.srt_blocks, rendered.vtt_blocks = srt, vtt
         return
@@ -167,9 +170,17 @@ def _blocks(rendered: Rendered, lo: int, hi: int, before: Any, moved: int = 0) -
     rendered.vtt_blocks = before.vtt_blocks[:lo] + vtt + before.vtt_blocks[old_hi:]
 
 
-def _block(text: str, head: str) -> str:
-    """A cue's block without its number: "" for one the writer leaves out."""
-    return text[len(head) :] if text.startswith(head) else ""
+def _block(cue: captions.Cue, start: int, end: int, *, vtt: bool) -> str:
+    """A cue's block without its number, as pysubs2 writes it in to_srt/to_webvtt ("" for one it
+    leaves out). Text with braces (which pysubs2 reads for override tags) is written by pysubs2."""
+    text = captions._event_text(cue, vtt=vtt)
+    if "{" in text:
+        whole = captions.to_webvtt([cue]) if vtt else captions.to_srt([cue])
+        head = "WEBVTT\n\n1\n" if vtt else "1\n"
+        return whole[len(head) :] if whole.startswith(head) else ""
+    text = re.sub("\n+", "\n", text.replace(r"\h", " ").replace(r"\n", "\n").replace(r"\N", "\n").strip())
+    times = f"{SubripFormat.ms_to_timestamp(start)} --> {SubripFormat.ms_to_timestamp(end)}"
+    return f"{times.replace(',', '.') if vtt else times}\n{text}\n\n"
 
 
 def _joined(rendered: Rendered) -> Rendered:
