@@ -5,8 +5,10 @@ in this process with Django's test client (no HTTP server): issue 46, item 6's g
 Rounds alternate A and B on the same job, one edit each:
   A ("whole"): the render made from the whole document, as before (the kept render forgotten first)
   B ("incremental"): the render made again from the kept render of the version edited
-and each round's steps are timed apart in B's order: the row read, the edit applied and rendered,
-the write (edit_services.segments_edit) and the answer's JSON.
+and each round's steps are timed apart: the row read, the edit applied and rendered, the write
+(edit_services.segments_edit: the changed parts, the job's texts, the commit), the answer's JSON and
+the garbage collector's pauses. Each round starts after a collection (untimed), so that A's
+garbage does not land in B's round.
 
     DATABASE_URL=postgres://root@127.0.0.1:5432/SCRATCH REDIS_URL=redis://127.0.0.1:6379/N \\
       .venv/bin/python bench/edits/patch.py [--hours 2] [--rounds 20]
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import gc
 import json
 import os
 import random
@@ -78,6 +81,22 @@ def timed(owner, name: str, label: str) -> None:
     setattr(owner, name, wrapper)
 
 
+def collections() -> list[float]:
+    """The collector's pauses (ms), appended as they end: a whole render's garbage makes the next
+    round's collections long."""
+    pauses: list[float] = []
+    began = [0.0]
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start":
+            began[0] = time.perf_counter()
+        else:
+            pauses.append((time.perf_counter() - began[0]) * 1000)
+
+    gc.callbacks.append(callback)
+    return pauses
+
+
 def time_steps() -> None:
     from transcription import edit_services
     from transcription.api import editing, views
@@ -86,6 +105,7 @@ def time_steps() -> None:
     timed(editing, "_editable", "read the job and its version")
     timed(editing, "edited", "apply the edit and render")
     timed(edit_services, "_write_parts", "write the changed parts")
+    timed(edit_services, "segments_edit", "the write's transaction (parts, job, history, commit)")
     timed(Job, "save", "write the job's txt/srt/webvtt")
     timed(editing, "edit_transcript", "the operation (all of the above)")
     timed(views, "_segments_answer", "the answer's JSON")
@@ -99,6 +119,7 @@ def main() -> None:
     args = parser.parse_args()
     client, job, document = setup(args.hours)
     time_steps()
+    pauses = collections()
     from transcription.api import edit_renders
 
     url = f"/v1/api/transcription/{job.id}/segments"
@@ -113,6 +134,8 @@ def main() -> None:
             edit_renders.forget()
         index = rng.randrange(len(document))
         edit = {"op": "text", "index": index, "text": f"{document[index]['text']} edit {round_}"}
+        gc.collect()  # untimed: each round starts without the previous one's garbage (A's is large)
+        pauses.clear()
         began = time.perf_counter()
         response = client.patch(
             url, data=json.dumps({"edits": [edit]}), content_type="application/json", HTTP_IF_MATCH=etag
@@ -125,6 +148,7 @@ def main() -> None:
             warm = False
             continue
         times[way].append(took)
+        STEPS.setdefault("garbage collection", []).append(sum(pauses))
         for label, values in STEPS.items():
             steps.setdefault(way, {}).setdefault(label, []).append(values[-1])
         if os.environ.get("BENCH_VERBOSE"):
