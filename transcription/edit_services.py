@@ -13,7 +13,7 @@ from bisect import bisect_right
 from typing import Any
 
 from django.db import transaction
-from django.db.models import F
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .models import Job, JobSegments, SegmentsPart
@@ -59,8 +59,10 @@ def segments_edit(
         raise NotEditable(job.state)
     if kept.version != read_version:
         raise StaleVersion(kept.version)
-    if kept.parts is None:  # the first edit: the recognition kept as it was (copied by the database)
-        JobSegments.objects.filter(job_id=job_id).update(original=F("segments"), segments=[])
+    if kept.parts is None:
+        # the document goes into parts; the recognition is kept as it was (copied by the database),
+        # unless an edit made before parts existed kept it already
+        JobSegments.objects.filter(job_id=job_id).update(original=Coalesce("original", "segments"), segments=[])
     _write_parts(kept, segments, None if kept.parts is None else changed)
     kept.version += 1
     kept.history = [

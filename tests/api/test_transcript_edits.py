@@ -228,3 +228,15 @@ def test_a_long_transcripts_edits_write_only_their_parts_and_every_output_follow
         assert {"txt": stored.txt, "srt": stored.srt, "webvtt": stored.webvtt} == te.render(document, language="en")
     assert api.get(url(job)).json()["segments"] == te.numbered(document)
     assert api.get(url(job) + "?version=original").json()["segments"] == te.numbered(original)
+
+
+def test_a_job_edited_before_parts_existed_keeps_its_original(api, done_job):
+    """Edited when the whole document was `segments` (version 2, `original` kept, no parts): the
+    next edit moves the document into parts and keeps the original it had."""
+    kept = JobSegments.objects.get(job=done_job)
+    edited = [{**kept.segments[0], "text": "Edited long ago."}, *kept.segments[1:]]
+    JobSegments.objects.filter(job=done_job).update(original=kept.segments, segments=edited, version=2)
+    response = patch(api, done_job, [{"op": "text", "index": 1, "text": "And now."}], '"v2"')
+    assert response.status_code == 200, response.json()
+    assert [s["text"] for s in response.json()["segments"]][:2] == ["Edited long ago.", "And now."]
+    assert api.get(url(done_job) + "?version=original").json()["segments"][0]["text"] == kept.segments[0]["text"]
