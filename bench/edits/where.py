@@ -1,6 +1,6 @@
-"""bench/edits/where.py: where the 1.2 s of one cue's correction goes, and how far an edit reaches
-into the subtitles (the measurements behind README.md's "Profile" section; nothing is committed
-from a run).
+"""bench/edits/where.py: where the 1.2 s of a whole render of a 2-hour transcript goes, and how far
+an edit reaches into the subtitles (the measurements behind README.md's "Before this work" section,
+which led to pipeline.rerender; nothing is committed from a run).
 
     .venv/bin/python bench/edits/where.py [--hours 2] [--edits 12]
 
