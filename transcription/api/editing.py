@@ -12,6 +12,7 @@ segments. Editing is free of minutes.
 
 from __future__ import annotations
 
+import logging
 import re
 
 from transcription import edit_services
@@ -24,6 +25,8 @@ from .caller import Caller, operation
 from .error_bodies import NotDone, PreconditionFailed, RequestValidationError
 from .operations import owned, validate, without_id
 from .ratelimit import JOBS, POLLS
+
+logger = logging.getLogger(__name__)
 
 _ETAG = re.compile(r'^\s*(?:W/)?"?v?(\d+)"?\s*$')
 
@@ -153,9 +156,16 @@ def edited(
                 for p in refused.problems
             ]
         ) from None
-    if hit is None:
-        return current, segments, rerender.full(segments, language=job.detected_language)
-    return current, segments, rerender.after_edit(hit.rendered, current, segments, language=job.detected_language)
+    if hit is not None:
+        try:
+            return (
+                current,
+                segments,
+                rerender.after_edit(hit.rendered, current, segments, language=job.detected_language),
+            )
+        except Exception:  # a shortcut's fault costs a whole render (and a report), never the edit
+            logger.exception("The incremental render of job %s failed; rendering it whole.", job.id)
+    return current, segments, rerender.full(segments, language=job.detected_language)
 
 
 def _stale(version: int) -> str:
