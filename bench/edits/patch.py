@@ -2,9 +2,10 @@
 2-hour transcript, through Django (the REST door, the front door, PostgreSQL, Redis's rate limits),
 in this process with Django's test client (no HTTP server): issue 46, item 6's goal is p95 < 100 ms.
 
-Rounds alternate A and B on the same job, one edit each:
+Rounds alternate A, B and C on the same job, one edit each:
   A ("whole"): the render made from the whole document, as before (the kept render forgotten first)
   B ("incremental"): the render made again from the kept render of the version edited
+  C ("from Redis"): as B, the kept render loaded from its copy in Redis (as another web process)
 and each round's steps are timed apart: the row read, the edit applied and rendered, the write
 (edit_services.segments_edit: the changed parts, the job's texts, the commit), the answer's JSON and
 the garbage collector's pauses. Each round starts after a collection (untimed), so that A's
@@ -64,6 +65,7 @@ def setup(hours: float):
 
 
 STEPS: dict[str, list[float]] = {}
+WAYS = ("incremental", "whole", "from Redis")
 
 
 def timed(owner, name: str, label: str) -> None:
@@ -125,12 +127,15 @@ def main() -> None:
     url = f"/v1/api/transcription/{job.id}/segments"
     etag = client.get(url)["ETag"]
     rng = random.Random(2)
-    times: dict[str, list[float]] = {"whole": [], "incremental": []}
+    times: dict[str, list[float]] = {way: [] for way in WAYS}
     steps: dict[str, dict[str, list[float]]] = {}
     warm = True
-    for round_ in range(2 * args.rounds + 1):
-        way = "whole" if round_ % 2 else "incremental"
+    for round_ in range(3 * args.rounds + 1):
+        way = WAYS[round_ % 3]
+        edit_renders.written()  # untimed: the previous round's copy to Redis is written
         if way == "whole":
+            edit_renders.forget(job.id)
+        elif way == "from Redis":
             edit_renders.forget()
         index = rng.randrange(len(document))
         edit = {"op": "text", "index": index, "text": f"{document[index]['text']} edit {round_}"}

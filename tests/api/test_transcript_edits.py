@@ -194,9 +194,10 @@ def test_the_openai_doors_formats_answer_from_the_corrected_segments(api, done_j
 
 
 def test_a_long_transcripts_edits_write_only_their_parts_and_every_output_follows(api, account):
-    """Random edits of a 200-segment transcript, each answered from this process's kept render or
-    (now and then, forgotten) a whole one: the stored document and txt/srt/webvtt are after every
-    edit what the edits applied and rendered whole make, and a one-segment edit writes one part."""
+    """Random edits of a 200-segment transcript, each answered from this process's kept render, its
+    copy in Redis (as another web process would) or (now and then, forgotten) a whole render: the
+    stored document and txt/srt/webvtt are after every edit what the edits applied and rendered
+    whole make, and a one-segment edit writes one part."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
@@ -211,8 +212,13 @@ def test_a_long_transcripts_edits_write_only_their_parts_and_every_output_follow
     services.job_keep_segments(job.id, language="en", duration=900.0, segments=original)
     rng, document, etag = random.Random(7), original, '"v1"'
     for number in range(25):
-        if rng.random() < 0.2:
+        roll = rng.random()
+        if roll < 0.15:  # nothing kept anywhere: rendered whole
+            edit_renders.forget(job.id)
+        elif roll < 0.35:  # as in another web process: the copy in Redis
+            edit_renders.written()
             edit_renders.forget()
+            assert number == 0 or edit_renders.kept(job.id, int(etag.strip('"v'))) is not None, "loaded from Redis"
         edit = random_edit(rng, document)
         with CaptureQueriesContext(connection) as queries:
             response = patch(api, job, [edit], etag)
