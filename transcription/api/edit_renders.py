@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -27,6 +28,7 @@ from transcription.pipeline import rerender
 # jobs whose last render is kept; a 2-hour transcript's render holds some 10 MB
 KEPT_JOBS = 4
 SHARED_SECONDS = 3600  # how long Redis keeps a copy: an editing session's pauses
+COPY_DELAY_SECONDS = 0.2
 
 # one writer: copies are written in order, off the request's thread
 _writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="edit-renders")
@@ -78,7 +80,13 @@ def _json(value: Any) -> str:
 def keep(job_id: Any, version: int, entry: Kept) -> None:
     """`entry` is what `version` of the job's document renders to: kept here, and copied to Redis."""
     _keep_here(job_id, version, entry)
-    _writer.submit(shared_cache.set, _key(job_id), (version, entry), SHARED_SECONDS)
+    _writer.submit(_copy, job_id, version, entry)
+
+
+def _copy(job_id: Any, version: int, entry: Kept) -> None:
+    # pickling holds the interpreter for 25-45 ms: after the answer has gone, not while it is written
+    time.sleep(COPY_DELAY_SECONDS)
+    shared_cache.set(_key(job_id), (version, entry), SHARED_SECONDS)
 
 
 def _keep_here(job_id: Any, version: int, entry: Kept) -> None:
