@@ -53,6 +53,7 @@ CUE_GAP = 0.08  # seconds between two cues: two frames at 25 fps
 _MIN_MS = int(MIN_DURATION * 1000)
 _MAX_MS = int(MAX_DURATION * 1000)
 _GAP_MS = int(round(CUE_GAP * 1000))
+BEFORE_FIRST = -_GAP_MS  # the "previous end" of the first cue (shown_time)
 _MS_PER_CHAR = 1000.0 / MAX_CPS
 _PAUSE_MS = 500  # a gap between words at least this long is a pause, a good place to break
 _CLOSE_GAP_MS = 500  # shorter gaps between cues are closed (end extended) to avoid flicker
@@ -82,7 +83,7 @@ _tokens = tokens
 Layout = tuple[float, int | None, bool]
 
 
-class _Planner:
+class Planner:
     """Chooses cue boundaries (dynamic programming over break points) and line breaks.
 
     A cue's cost is a whole number of thousandths (every weight is a multiple of 0.001, so this is
@@ -278,20 +279,20 @@ def _timing(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     has gone plus _GAP_MS. Speech too fast to read at MAX_CPS therefore makes cues lag behind the
     audio until the next pause, rather than break a rule. Gaps shorter than _CLOSE_GAP_MS are then
     closed to avoid flicker."""
-    shown = _timing_shown(spans)
-    return [_closed(shown, index) for index in range(len(shown))]
+    shown = shown_times(spans)
+    return [closed_time(shown, index) for index in range(len(shown))]
 
 
-def _timing_shown(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
+def shown_times(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     times: list[tuple[int, int]] = []
-    previous_end = -_GAP_MS
+    previous_end = BEFORE_FIRST
     for index in range(len(spans)):
-        times.append(_shown(spans, index, previous_end))
+        times.append(shown_time(spans, index, previous_end))
         previous_end = times[-1][1]
     return times
 
 
-def _shown(spans: list[tuple[int, int, int]], index: int, previous_end: int) -> tuple[int, int]:
+def shown_time(spans: list[tuple[int, int, int]], index: int, previous_end: int) -> tuple[int, int]:
     """Cue `index`'s times before short gaps are closed: they depend on the previous cue's end and
     on the next cue's first word only (pipeline.rerender times again only what an edit reached)."""
     first, last, chars = spans[index]
@@ -305,7 +306,7 @@ def _shown(spans: list[tuple[int, int, int]], index: int, previous_end: int) -> 
     return start, min(max(last, start + need), start + _MAX_MS)
 
 
-def _closed(shown: list[tuple[int, int]], index: int) -> tuple[int, int]:
+def closed_time(shown: list[tuple[int, int]], index: int) -> tuple[int, int]:
     """Cue `index`'s final times: a gap shorter than _CLOSE_GAP_MS before the next cue is closed."""
     start, end = shown[index]
     if index + 1 < len(shown) and _GAP_MS < shown[index + 1][0] - end < _GAP_MS + _CLOSE_GAP_MS:
@@ -332,7 +333,7 @@ def build_cues(segments: list[Segment], *, language: str | None = None) -> list[
     toks = _tokens(segments)
     if not toks:
         return []
-    planner = _Planner(toks, *linebreaks.function_words(language_key(language) or guess_language(t.text for t in toks)))
+    planner = Planner(toks, *linebreaks.function_words(language_key(language) or guess_language(t.text for t in toks)))
     plan = planner.plan()
     texts = [planner.lines(i, j, layout) for i, j, layout in plan]
     voices = [planner.speakers(i, j, layout) for i, j, layout in plan]
@@ -353,7 +354,7 @@ def voice_label(speaker: int) -> str:
     return f"Speaker {speaker}"
 
 
-def _event_text(cue: Cue, *, vtt: bool) -> str:
+def event_text(cue: Cue, *, vtt: bool) -> str:
     out = []
     for line in cue.lines:
         line = line.replace("\\", "\u2216")  # "\N", "\n", "\h" mean something to pysubs2
@@ -375,7 +376,7 @@ def _ssafile(cues: list[Cue], *, vtt: bool) -> pysubs2.SSAFile:
     for cue in cues:
         subs.append(
             pysubs2.SSAEvent(
-                start=int(round(cue.start * 1000)), end=int(round(cue.end * 1000)), text=_event_text(cue, vtt=vtt)
+                start=int(round(cue.start * 1000)), end=int(round(cue.end * 1000)), text=event_text(cue, vtt=vtt)
             )
         )
     return subs

@@ -6,7 +6,7 @@ Tokens: the reader (cue_tokens.Reader) starts again from its state before the fi
 segment and reads on until, past the changed segments, its state is again the one it had there:
 from there on it would read every segment as before.
 
-Cue breaks: captions._Planner's dynamic programme. ``best[j]``, the cost of the cheapest plan of
+Cue breaks: captions.Planner's dynamic programme. ``best[j]``, the cost of the cheapest plan of
 tokens 0..j-1, is kept. A cue's cost depends only on its tokens and the next one, and costs are
 whole numbers (no rounding), so before the first changed token ``best`` is as before, and once
 past the changed tokens it is the old value plus one constant for as many positions in a row as a
@@ -21,7 +21,7 @@ from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .captions import MAX_LINE_CHARS, MAX_LINES, Layout, _Planner
+from .captions import MAX_LINE_CHARS, MAX_LINES, Layout, Planner
 from .cue_tokens import Reader, State, Tok, pieces, read_all
 from .types import Segment
 
@@ -129,7 +129,7 @@ class Replanned:
 
 
 def plan(toks: list[Tok], words: Words) -> tuple[Plan, list[tuple[int, int, list[str], list[int]]]]:
-    planner = _Planner(toks, *words)
+    planner = Planner(toks, *words)
     cues, best = planner.plan_with_costs()
     bounds = [0] + [j for _, j, _ in cues]
     return Plan(best, bounds), [(i, j, planner.lines(i, j, lay), planner.speakers(i, j, lay)) for i, j, lay in cues]
@@ -166,7 +166,7 @@ class _Window:
 
     def __init__(self, toks: list[Tok], lo: int, hi: int, words: Words):
         self.lo = lo
-        self.planner = _Planner(toks[lo : hi + 1], *words, more=hi < len(toks))
+        self.planner = Planner(toks[lo : hi + 1], *words, more=hi < len(toks))
         self.backs: dict[int, tuple[int, Layout]] = {}
         self.best: list[float] = []
 
@@ -199,6 +199,6 @@ def _cue_before(toks: list[Tok], best: list[float], j: int, words: Words) -> tup
     """The last cue of the cheapest plan of tokens 0..j-1, before the edit's tokens (so `best` there
     is the old one)."""
     lo = max(0, j - REACH)
-    planner = _Planner(toks[lo : j + 1], *words, more=True)
+    planner = Planner(toks[lo : j + 1], *words, more=True)
     _, (i, layout) = planner.column(j - lo, best[lo:j])  # type: ignore[misc]
     return i + lo, planner.lines(i, j - lo, layout), planner.speakers(i, j - lo, layout)

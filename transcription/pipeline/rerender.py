@@ -19,7 +19,7 @@ from typing import Any
 from pysubs2.formats.subrip import SubripFormat
 
 from . import captions, linebreaks, paragraphs, replan
-from .captions import _closed, _shown
+from .captions import closed_time, shown_time
 from .cue_tokens import Tok
 from .types import Segment, Word
 from .words import guess_language, language_key
@@ -36,7 +36,7 @@ class Rendered:
     lines: list[list[str]]  # each cue's
     speakers: list[list[int]]
     spans: list[tuple[int, int, int]]  # first word's start, last word's end (ms), characters
-    shown: list[tuple[int, int]]  # captions._shown: times before short gaps are closed
+    shown: list[tuple[int, int]]  # captions.shown_time: times before short gaps are closed
     srt_blocks: list[str]  # each cue's SRT block without its number ("" for a cue SRT leaves out)
     vtt_blocks: list[str]
     turns: list[Turn]
@@ -67,7 +67,7 @@ def full(document: Document, *, language: str | None) -> Rendered:
     key = language_key(language)
     plan, cues = replan.plan(tokens.toks, _words(key, tokens.toks)) if tokens.toks else (replan.Plan([0], [0]), [])
     spans = [(tokens.toks[i].start, tokens.toks[j - 1].end, len(" ".join(lines))) for i, j, lines, _ in cues]
-    shown = captions._timing_shown(spans)
+    shown = captions.shown_times(spans)
     rendered = Rendered(
         key, tokens, plan, [c[2] for c in cues], [c[3] for c in cues], spans, shown, [], [],
         _turns(document, 0, len(document)), "", "", "",
@@ -134,7 +134,7 @@ def _recued(before: Rendered, tokens: replan.Tokens, replanned: replan.Replanned
     shown = before.shown[: max(0, first - 1)]
     at = len(shown)
     while at < len(rendered.spans):
-        times = _shown(rendered.spans, at, shown[-1][1] if shown else -captions._GAP_MS)
+        times = shown_time(rendered.spans, at, shown[-1][1] if shown else captions.BEFORE_FIRST)
         if at >= first + len(cues) and times == before.shown[at - moved]:
             break
         shown.append(times)
@@ -150,7 +150,7 @@ def _blocks(rendered: Rendered, lo: int, hi: int, before: Any, moved: int = 0) -
     and ``replaced``: the cues whose blocks differ."""
     srt, vtt = [], []
     for index in range(lo, hi):
-        start, end = _closed(rendered.shown, index)
+        start, end = closed_time(rendered.shown, index)
         cue = captions.Cue(start / 1000, end / 1000, rendered.lines[index], rendered.speakers[index])
         srt.append(_block(cue, start, end, vtt=False))
         vtt.append(_block(cue, start, end, vtt=True))
@@ -173,7 +173,7 @@ def _blocks(rendered: Rendered, lo: int, hi: int, before: Any, moved: int = 0) -
 def _block(cue: captions.Cue, start: int, end: int, *, vtt: bool) -> str:
     """A cue's block without its number, as pysubs2 writes it in to_srt/to_webvtt ("" for one it
     leaves out). Text with braces (which pysubs2 reads for override tags) is written by pysubs2."""
-    text = captions._event_text(cue, vtt=vtt)
+    text = captions.event_text(cue, vtt=vtt)
     if "{" in text:
         whole = captions.to_webvtt([cue]) if vtt else captions.to_srt([cue])
         head = "WEBVTT\n\n1\n" if vtt else "1\n"
