@@ -204,6 +204,29 @@ class JobSegments(models.Model):
     original = models.JSONField(null=True, blank=True, help_text="The segments as recognised, before any edit.")
     version = models.PositiveIntegerField(default=1)
     history = models.JSONField(default=list, blank=True, help_text="[{at, by, door, ops, version}]")
+    # An edited document is kept in parts (SegmentsPart), so that an edit writes the part it changed,
+    # not the megabytes of a long job's document: `parts` holds their sizes in order; null until the
+    # first edit (the document is `segments`), after which `segments` is empty and `original` holds
+    # the recognition. Read the document with document().
+    parts = models.JSONField(null=True, blank=True, help_text="Segments in each SegmentsPart, in order.")
+
+    def document(self) -> list[dict]:
+        """The segments document as it is now (edited or not)."""
+        if self.parts is None:
+            return self.segments
+        rows = self.part_rows.order_by("position").values_list("segments", flat=True)
+        return [segment for part in rows for segment in part]
+
+
+class SegmentsPart(models.Model):
+    """A run of consecutive segments of an edited document (JobSegments.parts)."""
+
+    job = models.ForeignKey(JobSegments, on_delete=models.CASCADE, related_name="part_rows")
+    position = models.PositiveIntegerField()
+    segments = models.JSONField(default=list)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "position"], name="one_segments_part_per_position")]
 
 
 class Translation(models.Model):

@@ -1,8 +1,9 @@
 """bench/edits: how long one cue's correction takes on a 2-hour transcript (issue 46, item 6: the
-goal is p95 < 100 ms for the whole PATCH). Measures the work the PATCH does besides PostgreSQL and
-HTTP: the edit applied to the segments document (pipeline.transcript_edits.apply_edits) and txt,
-srt and webvtt made again from it (transcript_edits.render: captions.build_cues, to_srt, to_webvtt,
-paragraphs.transcript_text), each timed apart.
+goal is p95 < 100 ms for the whole PATCH; bench/edits/patch.py times the whole PATCH). Measures the
+edit applied to the segments document (pipeline.transcript_edits.apply_edits) and txt, srt and
+webvtt made again from it, rounds alternating:
+  A "whole": transcript_edits.render, everything from the whole document (what every PATCH did);
+  B "incremental": rerender.after_edit, from the previous edit's render, only where the edit reached.
 
     .venv/bin/python bench/edits/run.py [--hours 2] [--rounds 20] [--output bench/edits/results.json]
 """
@@ -21,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from transcription.pipeline import captions, paragraphs, transcript_edits  # noqa: E402
+from transcription.pipeline import rerender, transcript_edits  # noqa: E402
 
 VOCABULARY = (
     "the quick brown fox jumps over a lazy dog and then we talk about many things today really "
@@ -60,37 +61,38 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=ROOT / "bench/edits/results.json")
     args = parser.parse_args()
     document = transcript(args.hours)
+    kept = rerender.full(document, language="en")  # what the previous edit left (its first edit pays it)
     rng = random.Random(2)
-    steps: dict[str, list[float]] = {"apply": [], "cues": [], "srt": [], "webvtt": [], "txt": [], "total": []}
-    for _ in range(args.rounds):
+    steps: dict[str, list[float]] = {"apply": [], "whole": [], "incremental": []}
+    reach: list[int] = []
+    for round_ in range(2 * args.rounds):
         index = rng.randrange(len(document))
         edit = {"op": "text", "index": index, "text": document[index]["text"].replace("the", "a", 1) + " indeed"}
         began = time.perf_counter()
         edited = transcript_edits.apply_edits(document, [edit], duration=args.hours * 3600 + 60, original=document)
         applied = time.perf_counter()
-        segments = transcript_edits.as_segments(edited)
-        cues = captions.build_cues(segments, language="en")
-        built = time.perf_counter()
-        captions.to_srt(cues)
-        srt = time.perf_counter()
-        captions.to_webvtt(cues)
-        vtt = time.perf_counter()
-        paragraphs.transcript_text(segments, renumber=False)
-        txt = time.perf_counter()
-        for name, seconds in zip(
-            steps, (applied - began, built - applied, srt - built, vtt - srt, txt - vtt, txt - began)
-        ):
-            steps[name].append(seconds * 1000)
+        if round_ % 2:  # A: everything made again from the whole document, as every PATCH did before
+            whole = transcript_edits.render(edited, language="en")
+            steps["whole"].append((time.perf_counter() - applied) * 1000)
+            kept = rerender.full(edited, language="en")  # untimed: B's next round starts from it
+            assert kept.outputs() == whole
+        else:  # B: made again from the previous render, only where the edit reached
+            kept = rerender.after_edit(kept, document, edited, language="en")
+            steps["incremental"].append((time.perf_counter() - applied) * 1000)
+            reach.append(len(kept.changed))
+        steps["apply"].append((applied - began) * 1000)
+        document = edited
     results = {
         "hours": args.hours,
         "segments": len(document),
         "words": sum(len(s["words"]) for s in document),
-        "rounds": args.rounds,
+        "rounds_each": args.rounds,
         "goal_p95_ms": 100,
         "ms": {
             name: {"p50": round(statistics.median(v), 1), "p95": round(percentile(v, 0.95), 1)}
             for name, v in steps.items()
         },
+        "cues_changed_per_edit": {"min": min(reach), "max": max(reach)},
         "python": platform.python_version(),
         "cpu_count": __import__("os").cpu_count(),
     }

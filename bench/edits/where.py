@@ -1,6 +1,6 @@
-"""bench/edits/where.py: where the 1.2 s of one cue's correction goes, and how far an edit reaches
-into the subtitles (the measurements behind README.md's "Profile" section; nothing is committed
-from a run).
+"""bench/edits/where.py: where the 1.2 s of a whole render of a 2-hour transcript goes, and how far
+an edit reaches into the subtitles (the measurements behind README.md's "Before this work" section,
+which led to pipeline.rerender; nothing is committed from a run).
 
     .venv/bin/python bench/edits/where.py [--hours 2] [--edits 12]
 
@@ -39,11 +39,11 @@ def steps(document: list[dict]) -> None:
     guess_language(t.text for t in toks)
     print("language guessed (only when the job has none)", ms(began), "ms")
     began = time.perf_counter()
-    planner = captions._Planner(toks, *linebreaks.function_words("en"))
-    print("planner's tables (_Planner.__init__)", ms(began), "ms")
+    planner = captions.Planner(toks, *linebreaks.function_words("en"))
+    print("planner's tables (Planner.__init__)", ms(began), "ms")
     began = time.perf_counter()
     plan = planner.plan()
-    print("cue breaks planned (_Planner.plan)", ms(began), "ms for", len(plan), "cues")
+    print("cue breaks planned (Planner.plan)", ms(began), "ms for", len(plan), "cues")
     cues = captions.build_cues(segments, language="en")
     for name, write in (("srt", captions.to_srt), ("webvtt", captions.to_webvtt)):
         began = time.perf_counter()
@@ -55,7 +55,7 @@ def steps(document: list[dict]) -> None:
     for size in (100, 300, 1000):
         window = [replace(t) for t in toks[5000 : 5000 + size]]
         began = time.perf_counter()
-        captions._Planner(window, *linebreaks.function_words("en")).plan()
+        captions.Planner(window, *linebreaks.function_words("en")).plan()
         print(f"a window of {size} words planned", ms(began), "ms")
 
 

@@ -2,6 +2,7 @@
 and its txt, srt and webvtt made again from the edit (issue 46)."""
 
 import json
+import random
 
 import pytest
 
@@ -190,3 +191,58 @@ def test_the_openai_doors_formats_answer_from_the_corrected_segments(api, done_j
     assert [w["word"] for w in verbose["words"]][9:12] == ["thank", "you", "so"]
     _, diarized = openai_compat.render(result, "diarized_json", [], False)
     assert [s["speaker"] for s in diarized["segments"]] == ["A", "B", "A", "B"]
+
+
+def test_a_long_transcripts_edits_write_only_their_parts_and_every_output_follows(api, account):
+    """Random edits of a 200-segment transcript, each answered from this process's kept render, its
+    copy in Redis (as another web process would) or (now and then, forgotten) a whole render: the
+    stored document and txt/srt/webvtt are after every edit what the edits applied and rendered
+    whole make, and a one-segment edit writes one part."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from tests.pipeline.test_rerender import random_edit, transcript
+    from transcription import services
+    from transcription.api import edit_renders
+    from transcription.models import Job
+    from transcription.pipeline import transcript_edits as te
+
+    original = transcript(14, 7)
+    job = make_done_job(account, duration=900)
+    services.job_keep_segments(job.id, language="en", duration=900.0, segments=original)
+    rng, document, etag = random.Random(7), original, '"v1"'
+    for number in range(25):
+        roll = rng.random()
+        if roll < 0.15:  # nothing kept anywhere: rendered whole
+            edit_renders.forget(job.id)
+        elif roll < 0.35:  # as in another web process: the copy in Redis
+            edit_renders.written()
+            edit_renders.forget()
+            assert number == 0 or edit_renders.kept(job.id, int(etag.strip('"v'))) is not None, "loaded from Redis"
+        edit = random_edit(rng, document)
+        with CaptureQueriesContext(connection) as queries:
+            response = patch(api, job, [edit], etag)
+        assert response.status_code == 200, (number, edit, response.json())
+        etag, document = response["ETag"], te.apply_edits(document, [edit], duration=900, original=original)
+        assert response.json()["segments"] == te.numbered(document), (number, edit)
+        written = [
+            q["sql"] for q in queries.captured_queries if q["sql"].startswith('UPDATE "transcription_segmentspart"')
+        ]
+        if number and edit["op"] in ("text", "times"):
+            assert len(written) == 1, (number, edit, len(written))
+        stored = Job.objects.get(pk=job.id)
+        assert {"txt": stored.txt, "srt": stored.srt, "webvtt": stored.webvtt} == te.render(document, language="en")
+    assert api.get(url(job)).json()["segments"] == te.numbered(document)
+    assert api.get(url(job) + "?version=original").json()["segments"] == te.numbered(original)
+
+
+def test_a_job_edited_before_parts_existed_keeps_its_original(api, done_job):
+    """Edited when the whole document was `segments` (version 2, `original` kept, no parts): the
+    next edit moves the document into parts and keeps the original it had."""
+    kept = JobSegments.objects.get(job=done_job)
+    edited = [{**kept.segments[0], "text": "Edited long ago."}, *kept.segments[1:]]
+    JobSegments.objects.filter(job=done_job).update(original=kept.segments, segments=edited, version=2)
+    response = patch(api, done_job, [{"op": "text", "index": 1, "text": "And now."}], '"v2"')
+    assert response.status_code == 200, response.json()
+    assert [s["text"] for s in response.json()["segments"]][:2] == ["Edited long ago.", "And now."]
+    assert api.get(url(done_job) + "?version=original").json()["segments"][0]["text"] == kept.segments[0]["text"]

@@ -13,17 +13,21 @@ segments. Editing is free of minutes; the translations made again for the change
 
 from __future__ import annotations
 
+import logging
 import re
 
 from transcription import edit_services, retranslation_services
 from transcription.models import Job, JobSegments
-from transcription.pipeline import transcript_edits
+from transcription.pipeline import rerender, transcript_edits
 
+from . import edit_renders
 from . import serializers as s
 from .caller import Caller, operation
 from .error_bodies import NotDone, PreconditionFailed, RequestValidationError
 from .operations import owned, validate, without_id
 from .ratelimit import JOBS, POLLS
+
+logger = logging.getLogger(__name__)
 
 _ETAG = re.compile(r'^\s*(?:W/)?"?v?(\d+)"?\s*$')
 
@@ -36,19 +40,45 @@ def _editable(caller: Caller, raw_id) -> tuple[Job, JobSegments]:
     """The caller's done job and its kept segments; another account's job is a 404, a job not
     done (waiting, running, failed and refunded) a 409."""
     job = owned(Job.objects.only("id", "state", "detected_language", "duration"), caller.account_id, raw_id, "job")
-    kept = JobSegments.objects.filter(job_id=job.id).first() if job.state == "done" else None
+    # the document and the original (megabytes for a long job) are read when used
+    kept = (
+        JobSegments.objects.defer("segments", "original").filter(job_id=job.id).first() if job.state == "done" else None
+    )
     if kept is None:
         why = "it is done" if job.state != "done" else "it has segments (this job kept none)"
         raise NotDone(f"This job is {job.state}: its transcript can be corrected once {why}.")
     return job, kept
 
 
+class EncodedSegments(list):
+    """A document's segments with each one's JSON already written (edit_renders.encoded): the REST
+    door writes the answer's document from them instead of encoding megabytes again."""
+
+    def __init__(self, segments: list[dict], encoded: list[str]):
+        super().__init__(segments)
+        self.encoded = encoded
+
+    def numbered(self) -> EncodedSegments:
+        return EncodedSegments(transcript_edits.numbered(self), self.encoded)
+
+    def json(self) -> str:
+        """The numbered segments as JSON (as the REST door's renderer writes them)."""
+        return (
+            "["
+            + ",".join(
+                f'{{"index":{i}' + ("," + text[1:] if len(text) > 2 else "}") for i, text in enumerate(self.encoded)
+            )
+            + "]"
+        )
+
+
 def document(kept: JobSegments, segments: list[dict] | None = None) -> dict:
+    current = kept.document() if segments is None else segments
     return {
-        "segments": transcript_edits.numbered(kept.segments if segments is None else segments),
+        "segments": current.numbered() if isinstance(current, EncodedSegments) else transcript_edits.numbered(current),
         "version": kept.version,
         "etag": etag(kept.version),
-        "edited": kept.original is not None,
+        "edited": kept.version > 1,  # every edit raises the version and keeps the original
         "history": kept.history,
     }
 
@@ -88,10 +118,39 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     if read != kept.version:
         raise PreconditionFailed(_stale(kept.version), etag(kept.version))
     edits = [dict(edit) for edit in options["edits"]]
+    hit = edit_renders.kept(job.id, kept.version)
+    current, segments, rendered = edited(job, kept, edits, hit)
     try:
-        segments = transcript_edits.apply_edits(
-            kept.segments, edits, duration=float(job.duration or 0), original=kept.original or kept.segments
+        # the translations follow the edit: their changed cues planned, charged, sent to translate
+        kept = retranslation_services.segments_edit_with_translations(
+            job.id,
+            read_version=read,
+            segments=segments,
+            rendered=rendered.outputs(),
+            who={"by": caller.user_id, "door": caller.transport},
+            ops=[edit["op"] for edit in edits],
+            changed=rerender.changed_segments(current, segments),
         )
+    except edit_services.StaleVersion as stale:  # another editor saved while these edits were made
+        raise PreconditionFailed(_stale(stale.version), etag(stale.version)) from None
+    except edit_services.NotEditable as state:
+        raise NotDone(f"This job is {state}: its transcript can no longer be corrected.") from None
+    encoded = edit_renders.encoded(segments, hit)
+    edit_renders.keep(job.id, kept.version, edit_renders.Kept(segments, rendered, encoded))
+    return document(kept, EncodedSegments(segments, encoded))
+
+
+def edited(
+    job: Job, kept: JobSegments, edits: list[dict], hit: edit_renders.Kept | None
+) -> tuple[list[dict], list[dict], rerender.Rendered]:
+    """(the document edited, the document after `edits`, its txt/srt/webvtt), the texts made again
+    only where the edits reached when this process rendered the version edited (edit_renders);
+    ``Rendered.changed`` names the cues that changed. A bad edit is a 422 naming every one."""
+    current = kept.document() if hit is None else hit.document  # the kept copy spares reading megabytes
+    # the original is read only for a restore
+    original = (kept.original or current) if any(edit.get("op") == "restore" for edit in edits) else []
+    try:
+        segments = transcript_edits.apply_edits(current, edits, duration=float(job.duration or 0), original=original)
     except transcript_edits.EditsRefused as refused:
         raise RequestValidationError(
             [
@@ -99,22 +158,16 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
                 for p in refused.problems
             ]
         ) from None
-    rendered = transcript_edits.render(segments, language=job.detected_language)
-    try:
-        # the translations follow the edit: their changed cues planned, charged, sent to translate
-        kept = retranslation_services.segments_edit_with_translations(
-            job.id,
-            read_version=read,
-            segments=segments,
-            rendered=rendered,
-            who={"by": caller.user_id, "door": caller.transport},
-            ops=[edit["op"] for edit in edits],
-        )
-    except edit_services.StaleVersion as stale:  # another editor saved while these edits were made
-        raise PreconditionFailed(_stale(stale.version), etag(stale.version)) from None
-    except edit_services.NotEditable as state:
-        raise NotDone(f"This job is {state}: its transcript can no longer be corrected.") from None
-    return document(kept)
+    if hit is not None:
+        try:
+            return (
+                current,
+                segments,
+                rerender.after_edit(hit.rendered, current, segments, language=job.detected_language),
+            )
+        except Exception:  # a shortcut's fault costs a whole render (and a report), never the edit
+            logger.exception("The incremental render of job %s failed; rendering it whole.", job.id)
+    return current, segments, rerender.full(segments, language=job.detected_language)
 
 
 def _stale(version: int) -> str:

@@ -270,7 +270,7 @@ def result_of(job: Job, translation: bool) -> dict:
             "language": "english",
             "duration": duration,
         }
-    segments = kept.segments if kept else _segments_of_cues(job.srt)
+    segments = kept.document() if kept else _segments_of_cues(job.srt)
     return {
         "segments": segments,
         "srt": job.srt or "",

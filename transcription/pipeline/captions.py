@@ -23,20 +23,10 @@ from dataclasses import dataclass, field
 import pysubs2
 
 from . import linebreaks
+from .cue_tokens import Tok, tokens
 from .linebreaks import MAX_LINE_CHARS, MAX_LINES
 from .types import Segment
-from .words import (
-    ATTACHING_PUNCT,
-    CLAUSE_END,
-    OPENING_PUNCT,
-    ends_sentence,
-    guess_language,
-    has_word_chars,
-    is_nospace_char,
-    is_tag,
-    language_key,
-    segment_words,
-)
+from .words import CLAUSE_END, ends_sentence, guess_language, is_tag, language_key
 
 __all__ = [
     "Cue",
@@ -63,6 +53,7 @@ CUE_GAP = 0.08  # seconds between two cues: two frames at 25 fps
 _MIN_MS = int(MIN_DURATION * 1000)
 _MAX_MS = int(MAX_DURATION * 1000)
 _GAP_MS = int(round(CUE_GAP * 1000))
+BEFORE_FIRST = -_GAP_MS  # the "previous end" of the first cue (shown_time)
 _MS_PER_CHAR = 1000.0 / MAX_CPS
 _PAUSE_MS = 500  # a gap between words at least this long is a pause, a good place to break
 _CLOSE_GAP_MS = 500  # shorter gaps between cues are closed (end extended) to avoid flicker
@@ -84,110 +75,43 @@ class Cue:
         return "\n".join(self.lines)
 
 
-@dataclass
-class _Tok:
-    text: str
-    start: int  # ms
-    end: int
-    speaker: int
-    glue: bool  # no space before it (continuation of the previous token)
-    seg_end: bool = False
+# The tokens (cue_tokens): words with punctuation attached, times in ms, long ones cut.
+_Tok = Tok
+_tokens = tokens
 
 
-def _split_long(tok: _Tok) -> list[_Tok]:
-    """A token longer than a line is cut into pieces (after "-", "/", "." or "_" when one lies in
-    the second half of the piece), glued to each other, time shared by length."""
-    pieces, rest = [], tok.text
-    while len(rest) > MAX_LINE_CHARS:
-        cut = max((rest.rfind(ch, MAX_LINE_CHARS // 2, MAX_LINE_CHARS) for ch in "-/._"), default=-1)
-        cut = cut + 1 if cut > 0 else MAX_LINE_CHARS
-        pieces.append(rest[:cut])
-        rest = rest[cut:]
-    pieces.append(rest)
-    total = sum(len(p) for p in pieces)
-    out, at = [], tok.start
-    for index, piece in enumerate(pieces):
-        end = tok.end if index == len(pieces) - 1 else at + (tok.end - tok.start) * len(piece) // total
-        out.append(
-            _Tok(
-                piece,
-                at,
-                end,
-                tok.speaker,
-                tok.glue if index == 0 else True,
-                tok.seg_end if index == len(pieces) - 1 else False,
-            )
-        )
-        at = end
-    return out
+Layout = tuple[float, int | None, bool]
 
 
-def _tokens(segments: list[Segment]) -> list[_Tok]:
-    toks: list[_Tok] = []
-    last_start = 0
-    prefix: str | None = None
-    for segment in segments:
-        speaker = 1 if segment.speaker is None else segment.speaker
-        first_in_segment = True
-        for word in segment_words(segment):
-            raw = word.text
-            text = re.sub(r"\s+", " ", raw.strip())
-            if not text:
-                continue
-            start = max(0, last_start, int(round(word.start * 1000)))
-            end = max(start, int(round(word.end * 1000)))
-            if not has_word_chars(text) and not is_tag(text):
-                if first_in_segment and prefix is None and set(text) <= set("-—–"):
-                    continue  # a leading dash marks a new speaker
-                if text[0] in OPENING_PUNCT and text[0] not in ATTACHING_PUNCT:
-                    prefix = text if prefix is None else prefix + text
-                elif toks:
-                    space = "" if text[0] in ATTACHING_PUNCT else " "
-                    toks[-1].text = toks[-1].text + space + text
-                    toks[-1].end = max(toks[-1].end, end)
-                continue
-            if prefix is not None:
-                text, prefix = prefix + text, None
-            if not toks:
-                glue = False
-            elif first_in_segment:
-                glue = is_nospace_char(toks[-1].text[-1]) and is_nospace_char(text[0])
-            else:
-                glue = not raw[:1].isspace()
-            if toks and first_in_segment:
-                toks[-1].seg_end = True
-            toks.append(_Tok(text, start, end, speaker, glue))
-            last_start = start
-            first_in_segment = False
-    if toks:
-        toks[-1].seg_end = True
-    out: list[_Tok] = []
-    for tok in toks:
-        out.extend(_split_long(tok) if len(tok.text) > MAX_LINE_CHARS else [tok])
-    return out
+class Planner:
+    """Chooses cue boundaries (dynamic programming over break points) and line breaks.
 
-
-class _Planner:
-    """Chooses cue boundaries (dynamic programming over break points) and line breaks."""
+    A cue's cost is a whole number of thousandths (every weight is a multiple of 0.001, so this is
+    its exact value): sums never round, so the plan of a stretch of tokens does not depend on what
+    came before it, and pipeline.rerender can plan again only what an edit reached and get what a
+    whole plan gets. The cost of cue i..j-1 depends only on tokens i..j (j: the next one, whose
+    start and speaker say how the cue may end). ``more``: the last token is such a next one only
+    (the transcript goes on after it), never in a cue."""
 
     CUE_COST = 4.0
 
-    def __init__(self, toks: list[_Tok], no_break: set[str], weak_break: set[str]):
+    def __init__(self, toks: list[_Tok], no_break: set[str], weak_break: set[str], *, more: bool = False):
         self.toks = toks
         n = len(toks)
         self.n = n
+        self.last = n - 1 if more else n  # the last token boundary a cue may end on
         self.sep = [0 if k == 0 or t.glue else 1 for k, t in enumerate(toks)]
         self.prefix = [0] * (n + 1)
         for k, tok in enumerate(toks):
             self.prefix[k + 1] = self.prefix[k] + self.sep[k] + len(tok.text)
         self.change = [0] * (n + 1)  # change[k]: speaker changes between tokens 0..k-1
-        self.pause_cost = [0.0] * (n + 1)
+        self.pause_cost = [0] * (n + 1)  # thousandths
         self.sentence = [0] * (n + 1)
         for k in range(n):
             changed = k > 0 and toks[k].speaker != toks[k - 1].speaker
             self.change[k + 1] = self.change[k] + changed
             gap = toks[k].start - toks[k - 1].end if k > 0 else 0
-            self.pause_cost[k + 1] = self.pause_cost[k] + max(0, gap - _PAUSE_MS) / 250.0
+            self.pause_cost[k + 1] = self.pause_cost[k] + max(0, gap - _PAUSE_MS) * 4  # 1 per 250 ms
             self.sentence[k + 1] = self.sentence[k] + ends_sentence(toks[k].text)
         self.no_break_words, self.weak_break_words = no_break, weak_break
         self.no_break = [linebreaks.ends_on(t.text, no_break) for t in toks]
@@ -229,7 +153,7 @@ class _Planner:
         """Characters of tokens i..j-1 on one line."""
         return self.prefix[j] - self.prefix[i] - self.sep[i]
 
-    def layout(self, i: int, j: int) -> tuple[float, int | None, bool] | None:
+    def layout(self, i: int, j: int) -> Layout | None:
         """(cost, line break before token k or None, dashes) for tokens i..j-1; None if they do not
         fit in two lines."""
         changes = self.change[j] - self.change[i + 1]
@@ -245,7 +169,7 @@ class _Planner:
             return 0.0, None, False
         if total > MAX_LINES * MAX_LINE_CHARS + 1:
             return None
-        best: tuple[float, int | None, bool] | None = None
+        best: Layout | None = None
         for k in range(i + 1, j):
             top, bottom = self.length(i, k), self.length(k, j)
             if top > MAX_LINE_CHARS:
@@ -268,11 +192,11 @@ class _Planner:
                 best = (cost, k, False)
         return best
 
-    def chars(self, i: int, j: int, layout: tuple[float, int | None, bool]) -> int:
+    def chars(self, i: int, j: int, layout: Layout) -> int:
         """Displayed characters, the line break counted as one (a space)."""
         return self.length(i, j) + (2 * len(_DASH) if layout[2] else 0)
 
-    def cue_cost(self, i: int, j: int, layout: tuple[float, int | None, bool]) -> float:
+    def cue_cost(self, i: int, j: int, layout: Layout) -> int:
         toks = self.toks
         # the punctuation bonus of a line break chooses between layouts; it must not make a cue that
         # straddles a sentence end cheaper than two cues
@@ -288,46 +212,56 @@ class _Planner:
         room = (toks[j].start - _GAP_MS if j < self.n else 10**9) - toks[i].start + _MAX_LEAD_MS
         if need > room:
             cost += (need - room) / 100.0
-        cost += self.pause_cost[j] - self.pause_cost[i + 1]
         if j < self.n and self.break_cost[j - 1] >= 4 and self.sentence[j - 1] - self.sentence[i] > 0:
             cost += 6.0  # a sentence ends inside but the cue ends mid-sentence
-        return cost
+        return round(cost * 1000) + self.pause_cost[j] - self.pause_cost[i + 1]
 
-    def plan(self) -> list[tuple[int, int, tuple[float, int | None, bool]]]:
-        n = self.n
-        best = [math.inf] * (n + 1)
-        back: list[tuple[int, tuple[float, int | None, bool]] | None] = [None] * (n + 1)
-        best[0] = 0.0
-        for j in range(1, n + 1):
-            for i in range(j - 1, -1, -1):
-                if self.length(i, j) > MAX_LINES * MAX_LINE_CHARS + 1:
+    def column(self, j: int, best: list[float], lowest: int = 0) -> tuple[float, tuple[int, Layout] | None]:
+        """The cheapest plan of tokens 0..j-1 ending with a cue that ends before token j: (its cost,
+        (the cue's first token, its layout)). `best[i]`: the cheapest plan of tokens 0..i-1, for
+        every i >= `lowest` a cue ending at j may start on. Of equal costs the latest start wins."""
+        found: tuple[float, tuple[int, Layout] | None] = (math.inf, None)
+        for i in range(j - 1, lowest - 1, -1):
+            if self.length(i, j) > MAX_LINES * MAX_LINE_CHARS + 1:
+                break
+            layout = self.layout(i, j)
+            if layout is None:
+                if self.change[j] - self.change[i + 1] > 1:
                     break
-                layout = self.layout(i, j)
-                if layout is None:
-                    if self.change[j] - self.change[i + 1] > 1:
-                        break
-                    continue
-                cost = best[i] + self.cue_cost(i, j, layout)
-                if cost < best[j]:
-                    best[j] = cost
-                    back[j] = (i, layout)
+                continue
+            cost = best[i] + self.cue_cost(i, j, layout)
+            if cost < found[0]:
+                found = (cost, (i, layout))
+        return found
+
+    def plan(self) -> list[tuple[int, int, Layout]]:
+        return self.plan_with_costs()[0]
+
+    def plan_with_costs(self) -> tuple[list[tuple[int, int, Layout]], list[float]]:
+        """The cues (first token, end, layout) of the cheapest plan, and `best` (see column)."""
+        n = self.last
+        best: list[float] = [math.inf] * (n + 1)
+        back: list[tuple[int, Layout] | None] = [None] * (n + 1)
+        best[0] = 0
+        for j in range(1, n + 1):
+            best[j], back[j] = self.column(j, best)
         cues = []
         j = n
         while j > 0:
             i, layout = back[j]  # type: ignore[misc]
             cues.append((i, j, layout))
             j = i
-        return cues[::-1]
+        return cues[::-1], best
 
     def join(self, i: int, j: int) -> str:
         return "".join(("" if k == i or self.toks[k].glue else " ") + self.toks[k].text for k in range(i, j))
 
-    def speakers(self, i: int, j: int, layout: tuple[float, int | None, bool]) -> list[int]:
+    def speakers(self, i: int, j: int, layout: Layout) -> list[int]:
         """The cue's speaker, or its two speakers' (one a line) when it has dashes."""
         _, k, dashes = layout
         return [self.toks[i].speaker, self.toks[k].speaker] if dashes and k is not None else [self.toks[i].speaker]
 
-    def lines(self, i: int, j: int, layout: tuple[float, int | None, bool]) -> list[str]:
+    def lines(self, i: int, j: int, layout: Layout) -> list[str]:
         _, k, dashes = layout
         if k is None:
             return [self.join(i, j)]
@@ -345,25 +279,39 @@ def _timing(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     has gone plus _GAP_MS. Speech too fast to read at MAX_CPS therefore makes cues lag behind the
     audio until the next pause, rather than break a rule. Gaps shorter than _CLOSE_GAP_MS are then
     closed to avoid flicker."""
+    shown = shown_times(spans)
+    return [closed_time(shown, index) for index in range(len(shown))]
+
+
+def shown_times(spans: list[tuple[int, int, int]]) -> list[tuple[int, int]]:
     times: list[tuple[int, int]] = []
-    previous_end = -_GAP_MS
-    for index, (first, last, chars) in enumerate(spans):
-        need = max(_MIN_MS, math.ceil(chars * _MS_PER_CHAR))
-        floor = max(0, previous_end + _GAP_MS)
-        start = max(floor, first)
-        if index + 1 < len(spans):
-            latest_end = spans[index + 1][0] - _GAP_MS
-            if start + need > latest_end:
-                start = max(floor, first - _MAX_LEAD_MS, min(start, latest_end - need))
-        end = min(max(last, start + need), start + _MAX_MS)
-        times.append((start, end))
-        previous_end = end
-    for index in range(len(times) - 1):
-        start, end = times[index]
-        gap = times[index + 1][0] - end
-        if _GAP_MS < gap < _GAP_MS + _CLOSE_GAP_MS:
-            times[index] = (start, min(times[index + 1][0] - _GAP_MS, start + _MAX_MS))
+    previous_end = BEFORE_FIRST
+    for index in range(len(spans)):
+        times.append(shown_time(spans, index, previous_end))
+        previous_end = times[-1][1]
     return times
+
+
+def shown_time(spans: list[tuple[int, int, int]], index: int, previous_end: int) -> tuple[int, int]:
+    """Cue `index`'s times before short gaps are closed: they depend on the previous cue's end and
+    on the next cue's first word only (pipeline.rerender times again only what an edit reached)."""
+    first, last, chars = spans[index]
+    need = max(_MIN_MS, math.ceil(chars * _MS_PER_CHAR))
+    floor = max(0, previous_end + _GAP_MS)
+    start = max(floor, first)
+    if index + 1 < len(spans):
+        latest_end = spans[index + 1][0] - _GAP_MS
+        if start + need > latest_end:
+            start = max(floor, first - _MAX_LEAD_MS, min(start, latest_end - need))
+    return start, min(max(last, start + need), start + _MAX_MS)
+
+
+def closed_time(shown: list[tuple[int, int]], index: int) -> tuple[int, int]:
+    """Cue `index`'s final times: a gap shorter than _CLOSE_GAP_MS before the next cue is closed."""
+    start, end = shown[index]
+    if index + 1 < len(shown) and _GAP_MS < shown[index + 1][0] - end < _GAP_MS + _CLOSE_GAP_MS:
+        return start, min(shown[index + 1][0] - _GAP_MS, start + _MAX_MS)
+    return start, end
 
 
 def build_cues(segments: list[Segment], *, language: str | None = None) -> list[Cue]:
@@ -385,7 +333,7 @@ def build_cues(segments: list[Segment], *, language: str | None = None) -> list[
     toks = _tokens(segments)
     if not toks:
         return []
-    planner = _Planner(toks, *linebreaks.function_words(language_key(language) or guess_language(t.text for t in toks)))
+    planner = Planner(toks, *linebreaks.function_words(language_key(language) or guess_language(t.text for t in toks)))
     plan = planner.plan()
     texts = [planner.lines(i, j, layout) for i, j, layout in plan]
     voices = [planner.speakers(i, j, layout) for i, j, layout in plan]
@@ -406,7 +354,7 @@ def voice_label(speaker: int) -> str:
     return f"Speaker {speaker}"
 
 
-def _event_text(cue: Cue, *, vtt: bool) -> str:
+def event_text(cue: Cue, *, vtt: bool) -> str:
     out = []
     for line in cue.lines:
         line = line.replace("\\", "\u2216")  # "\N", "\n", "\h" mean something to pysubs2
@@ -428,7 +376,7 @@ def _ssafile(cues: list[Cue], *, vtt: bool) -> pysubs2.SSAFile:
     for cue in cues:
         subs.append(
             pysubs2.SSAEvent(
-                start=int(round(cue.start * 1000)), end=int(round(cue.end * 1000)), text=_event_text(cue, vtt=vtt)
+                start=int(round(cue.start * 1000)), end=int(round(cue.end * 1000)), text=event_text(cue, vtt=vtt)
             )
         )
     return subs

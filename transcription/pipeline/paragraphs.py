@@ -70,17 +70,24 @@ def transcript_text(segments: list[Segment], *, renumber: bool = True) -> str:
     kept = [s for s in segments if s.text.strip()]
     speakers = [1 if s.speaker is None else s.speaker for s in kept]
     numbers = renumber_speakers(speakers) if renumber else speakers
-    turns: list[tuple[int, list[Segment]]] = []
-    for segment, speaker in zip(kept, numbers):
-        if turns and turns[-1][0] == speaker:
-            turns[-1][1].append(segment)
+    return joined([line for speaker, turn in turns(kept, numbers) for line in turn_lines(speaker, turn)])
+
+
+def turns(kept: list[Segment], speakers: list[int]) -> list[tuple[int, list[Segment]]]:
+    """Consecutive segments (with text) of one speaker, with that speaker."""
+    out: list[tuple[int, list[Segment]]] = []
+    for segment, speaker in zip(kept, speakers):
+        if out and out[-1][0] == speaker:
+            out[-1][1].append(segment)
         else:
-            turns.append((speaker, [segment]))
-    lines = [
-        f"[{_clock(start)}] Speaker {speaker}: {' '.join(texts)}"
-        for speaker, turn in turns
-        for start, texts in _paragraphs(_sentences(turn))
-    ]
-    if not lines:
-        return ""
-    return "\n\n".join(lines) + "\n"
+            out.append((speaker, [segment]))
+    return out
+
+
+def turn_lines(speaker: int, turn: list[Segment]) -> list[str]:
+    """A turn's paragraphs, one a line (pipeline.rerender makes again only the turns an edit reached)."""
+    return [f"[{_clock(start)}] Speaker {speaker}: {' '.join(texts)}" for start, texts in _paragraphs(_sentences(turn))]
+
+
+def joined(lines: list[str]) -> str:
+    return "\n\n".join(lines) + "\n" if lines else ""
