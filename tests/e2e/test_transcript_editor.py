@@ -160,7 +160,7 @@ def test_a_word_and_a_speaker_corrected_in_the_browser_are_in_the_downloads(
     page.get_by_role("button", name="Save", exact=True).click()
     expect(page.locator("[data-editor-status]")).to_have_text("Saved (version 3).")  # two rounds: the split renumbers
     kept = JobSegments.objects.get(job_id=job_id)
-    assert [(s["speaker"], s["text"]) for s in kept.segments] == [(s["speaker"], s["text"]) for s in expected]
+    assert [(s["speaker"], s["text"]) for s in kept.document()] == [(s["speaker"], s["text"]) for s in expected]
     assert [h["door"] for h in kept.history] == ["website", "website"]
 
     page.reload()

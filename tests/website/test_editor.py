@@ -141,7 +141,7 @@ def test_segments_are_read_and_corrected_with_if_match(signed_in, account):
     assert saved["ETag"] == saved.json()["etag"] == '"v2"'
     job.refresh_from_db()
     assert "Good evening" in job.srt and job.segments.history[-1]["door"] == "website"
-    assert [s["speaker"] for s in job.segments.segments] == [1, 2, 2]
+    assert [s["speaker"] for s in job.segments.document()] == [1, 2, 2]
 
     stale = signed_in.patch(
         segments(job), json.dumps({"edits": edits}), content_type="application/json", HTTP_IF_MATCH='"v1"'

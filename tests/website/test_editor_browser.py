@@ -77,7 +77,7 @@ def test_rules_marked_a_new_speaker_named_and_a_refusal_shown(live_server, new_p
     expect(page.locator("[data-editor-status]")).to_have_text("Saved (version 2).")
     expect(page.locator("[data-transcript-stale]")).to_be_visible()
     job = Job.objects.get(pk=job.pk)
-    assert [s["speaker"] for s in job.segments.segments] == [1, 2, 3, 2]
+    assert [s["speaker"] for s in job.segments.document()] == [1, 2, 3, 2]
     assert job.speaker_names == {"3": "Carol"}
     assert "Carol: Great." in name_txt(job.txt, job.speaker_names)
     page.reload()
