@@ -106,14 +106,19 @@ def main() -> None:
     parser.add_argument("--per-condition", type=int, default=5, help="two-voice set's files per condition")
     parser.add_argument("--long", type=int, default=1)
     parser.add_argument("--meeting-files", type=int, default=16)
+    parser.add_argument("--only-meetings", action="store_true", help="the meeting set alone (a quick look)")
     parser.add_argument("--choose", default="none", help="CUE:LIMIT (readings.cues); 'none': no chosen row")
     parser.add_argument("--results", type=Path, default=HERE / "results-sets.json", help="elsewhere: README untouched")
     args = parser.parse_args()
     rule = None if args.choose == "none" else (args.choose.split(":")[0], float(args.choose.split(":")[1]))
 
     t0 = time.monotonic()
-    two = build(
-        args.out / args.half, half=args.half, seed=args.seed, per_condition=args.per_condition, long_files=args.long
+    two = (
+        []
+        if args.only_meetings
+        else build(
+            args.out / args.half, half=args.half, seed=args.seed, per_condition=args.per_condition, long_files=args.long
+        )
     )
     meetings = build_meeting(
         args.out / f"meeting-{args.half}", half=args.half, seed=args.seed, files=args.meeting_files
@@ -154,6 +159,7 @@ def main() -> None:
         "sets": {
             name: {s: summary([r for r in rows if pick(r)], s) for s in SYSTEMS if rule or s != "chosen"}
             for name, pick in SETS.items()
+            if any(pick(r) for r in rows)
         },
         "files": rows,
     }
