@@ -1,7 +1,8 @@
 """Short clips (20-40 windows: 15-30 s of speech), which neither the two-voice set nor the meeting
-set holds outside meetings: every two-voice-set file's first N windows clustered with the service's
-spectral graph and with the wide grid of ``short_clusters.py`` (at least 10 neighbours, shares
-0.05-0.3 tried for short files too). Reported: speaker count exact (the voices talking 1 s or more
+set holds outside meetings: every two-voice-set file's first N windows clustered with the spectral
+graph as it was before 2026-11-28 (dense only), with the wide grid of ``short_clusters.py`` (at
+least 10 neighbours, shares 0.05-0.3 tried for short files too), and as shipped (the wide grid where
+it hears three voices or more). Reported: speaker count exact (the voices talking 1 s or more
 in the clip's span) and one-voice clips split. Reads the embeddings ``short_clusters.py`` cached.
 
     nice -n 10 .venv/bin/python bench/speakers/experiments/meeting/short_clips.py /tmp/meet-full
@@ -45,7 +46,11 @@ def main() -> None:
     results = {}
     for half in ("calibration", "test"):
         entries = pickle.loads((root / f"{half}.emb.pkl").read_bytes())
-        for label, variant in (("shipped", SHIPPED_SPECTRAL), ("wide", spectral(10, True))):
+        for label, variant in (
+            ("before", spectral(10, False)),  # the graph before 2026-11-28: dense only for short files
+            ("wide", spectral(10, True)),
+            ("shipped", SHIPPED_SPECTRAL),  # wide where it hears three voices or more
+        ):
             clustering._spectral = variant  # noqa: SLF001  (the experiment swaps the service's step)
             exact = total = split = one_voice = 0
             for e in entries:

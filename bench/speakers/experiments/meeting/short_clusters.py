@@ -3,7 +3,8 @@ recordings counts them (issue 45): every file of ``sets.py``'s sets embedded onc
 and CAM++ windows, cached), then clustered as the service clusters (``turns_from_embeddings``: no
 closer look, no changes redrawn) with the spectral step's neighbour graph varied: the smallest
 neighbour count (``MIN_NEIGHBOURS``, 10 shipped) and the share of neighbours tried for files of 40
-windows or fewer (0.3 and 0.5 shipped; the longer files' 0.05-0.3 grid otherwise).
+windows or fewer (0.3 and 0.5 before 2026-11-28; the longer files' 0.05-0.3 grid otherwise). Its
+results files were written before then: their "shipped" is the graph as it was ("neighbours 10").
 
     nice -n 10 .venv/bin/python bench/speakers/experiments/meeting/short_clusters.py /tmp/meet-full test
 """
