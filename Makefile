@@ -68,6 +68,7 @@ bench-speakers: install-bench
 	nice -n 10 $(PY) bench/speakers/compare_models.py
 	nice -n 10 $(PY) bench/speakers/phone_line.py
 	nice -n 10 $(PY) bench/speakers/run.py
+	nice -n 10 $(PY) bench/speakers/sets.py
 
 clean:
 	rm -rf $(VENV) var

@@ -118,7 +118,7 @@ def equalise(placed: list[tuple[float, np.ndarray, str]], narrowband: bool) -> l
     return [(at, _filter(x, gains[who]), who) for at, x, who in placed]
 
 
-def _mix(placed: list[tuple[float, np.ndarray, str]]) -> tuple[np.ndarray, list[tuple[float, float, str]]]:
+def mix(placed: list[tuple[float, np.ndarray, str]]) -> tuple[np.ndarray, list[tuple[float, float, str]]]:
     end = max(start + len(x) / SR for start, x, _ in placed) + 0.5
     audio = np.zeros(int(end * SR) + 1, dtype=np.float32)
     turns: list[tuple[float, float, str]] = []
@@ -164,7 +164,7 @@ def dialogue(
     return placed
 
 
-def _overlap_share(turns: list[tuple[float, float, str]]) -> float:
+def overlap_share(turns: list[tuple[float, float, str]]) -> float:
     step = 0.01
     end = max(e for _, e, _ in turns)
     count = np.zeros(int(end / step) + 1, dtype=np.int32)
@@ -216,7 +216,7 @@ def under(audio: np.ndarray, bed: np.ndarray, snr_db: float) -> np.ndarray:
     return audio + bed * np.sqrt(speech_power / bed_power / 10 ** (snr_db / 10))
 
 
-def _pink(n: int, rng: np.random.Generator) -> np.ndarray:
+def pink(n: int, rng: np.random.Generator) -> np.ndarray:
     spectrum = np.fft.rfft(rng.normal(0, 1, n))
     spectrum /= np.sqrt(np.maximum(np.arange(len(spectrum)), 1))
     return np.fft.irfft(spectrum, n).astype(np.float32)
@@ -272,7 +272,7 @@ class _SetBuilder:
 
     def add(self, condition: str, k: int, placed: Placed, channel: Channel | None = None) -> None:
         placed = equalise(placed, narrowband=any(self.voices.narrowband(who) for _, _, who in placed))
-        audio, turns = _mix(placed)
+        audio, turns = mix(placed)
         if channel:
             audio = channel(audio)
         peak = float(np.abs(audio).max()) or 1.0
@@ -302,7 +302,7 @@ class _SetBuilder:
         pair = self.rng.sample(self.names, 2)
         for _ in range(20):  # redraw until 10-20% of the speech is overlapped
             placed = self.dialogue(pair, (14, 22), gap=(-1.2, 0.4))
-            if 0.10 <= _overlap_share(_mix(placed)[1]) <= 0.20:
+            if 0.10 <= overlap_share(mix(placed)[1]) <= 0.20:
                 break
         self.add("overlap-10-20", k, placed)
 
@@ -318,7 +318,7 @@ class _SetBuilder:
         placed = self.dialogue(pair, (14, 24))
 
         def channel(a: np.ndarray) -> np.ndarray:
-            return under(a, music(len(a), self.nprng) if bed == "music" else _pink(len(a), self.nprng), snr)
+            return under(a, music(len(a), self.nprng) if bed == "music" else pink(len(a), self.nprng), snr)
 
         self.add("noise-music", k, placed, channel=channel)
 

@@ -85,7 +85,7 @@ def sample(lines: Lines, name: str, rng: random.Random, out: Path) -> Path:
         placed.append((at, x, name))
         at += len(x) / sa.SR + rng.uniform(0.3, 0.9)
     placed = lines.ds.equalise(placed, narrowband=lines.voices.narrowband(name))
-    audio, _ = lines.ds._mix(placed)
+    audio, _ = lines.ds.mix(placed)
     sa.write_wav(out, audio)
     return out
 
@@ -95,7 +95,7 @@ def talk(lines: Lines, a: str, b: str, rng: random.Random, out: Path):
         lines.use(name, 1)
     placed = lines.ds.dialogue(lines.voices, [a, b], rng, lines=TALK_LINES)
     narrow = lines.voices.narrowband(a) or lines.voices.narrowband(b)
-    audio, reference = lines.ds._mix(lines.ds.equalise(placed, narrowband=narrow))
+    audio, reference = lines.ds.mix(lines.ds.equalise(placed, narrowband=narrow))
     sa.write_wav(out, audio)
     return out, reference
 

@@ -83,3 +83,34 @@ def test_three_voices_each_lie_apart_from_the_mix_of_the_others(encoder, audio_c
     limit = encoder.between_similarity
     assert limit is not None and all(clustering.between(centres, i) < limit for i in range(3))
     assert {t.speaker for t in sp.diarize(fx.path, encoder=encoder)} == {1, 2, 3}
+
+
+def _voices_in_one_room(sizes: list[int], seed: int) -> np.ndarray:
+    """Unit embeddings of ``sizes[k]`` windows of voice k, shuffled: voices unlike each other but
+    sharing a component (one room, one microphone), each window its voice plus noise (about 0.8
+    like its voice's centre, as CAM++'s windows are in bench/speakers' meeting set)."""
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(len(sizes), 192))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    room = rng.normal(size=192)
+    centres = 0.8 * centres + 0.6 * room / np.linalg.norm(room)
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    windows = np.concatenate([centres[k] + 0.8 * rng.normal(size=(n, 192)) / np.sqrt(192) for k, n in enumerate(sizes)])
+    rng.shuffle(windows)
+    out: np.ndarray = windows / np.linalg.norm(windows, axis=1, keepdims=True)
+    return out
+
+
+def test_a_short_meeting_keeps_its_voices_apart():
+    # 37 windows (about 28 s of speech) of five voices, two of them saying little: the dense
+    # neighbour graph of short files joined them into one speaker; the sparser one hears five
+    meeting = _voices_in_one_room([12, 9, 7, 5, 4], seed=3)
+    assert clustering.cluster_embeddings(meeting, merge_similarity=0.7).max() + 1 == 5
+
+
+def test_a_short_monologue_and_a_short_dialogue_are_not_split():
+    for seed in range(5):
+        one = _voices_in_one_room([36], seed)
+        two = _voices_in_one_room([20, 16], seed)
+        assert clustering.cluster_embeddings(one, merge_similarity=0.7).max() + 1 == 1
+        assert clustering.cluster_embeddings(two, merge_similarity=0.7).max() + 1 == 2

