@@ -8,13 +8,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from django.conf import settings
 from django.core.files.storage import default_storage
 
 from .. import files, reburn_services, services, states
 from ..models import Job, Translation
-from ..pipeline import burn, captions
-from .reburning import reburn_stage
+from .reburning import draw_video, reburn_stage
 from .runner import Throttled, run_stage
 from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR
 
@@ -48,17 +46,7 @@ def _burn_stage(job: Job, directory: Path) -> bool:
         if translation is not None:
             services.translation_advance(translation.id, states.TRANSLATION_BURNING)
         try:
-            burn.burn(
-                source,
-                captions.from_srt(srt),
-                output,
-                quality=job.quality,
-                font_size=job.font_size,
-                background=job.background,
-                language=language,
-                on_progress=progress,
-                timeout=settings.BURN_TIMEOUT_SECONDS,
-            )
+            draw_video(job, source, srt, output, language, progress)
             name = files.store(output, files.burned_name(job.id, language if translation else None))
         except Exception as error:
             if translation is None:

@@ -22,6 +22,22 @@ logger = logging.getLogger(__name__)
 INTERNAL_ERROR = "an internal error"
 
 
+def draw_video(job: Job, source: Path, srt: str, output: Path, language: str | None, on_progress) -> None:
+    """One of the job's videos drawn with `srt` in the job's style: the first burn's and a
+    re-burn's alike (burning.py)."""
+    burn.burn(
+        source,
+        captions.from_srt(srt),
+        output,
+        quality=job.quality,
+        font_size=job.font_size,
+        background=job.background,
+        language=language,
+        on_progress=on_progress,
+        timeout=settings.BURN_TIMEOUT_SECONDS,
+    )
+
+
 def reburn_stage(job: Job, directory: Path) -> bool:
     try:
         _draw(job, directory)
@@ -47,17 +63,7 @@ def _draw(job: Job, directory: Path) -> None:
 
         output = directory / "burned.mp4"
         try:
-            burn.burn(
-                source,
-                captions.from_srt(srt),
-                output,
-                quality=job.quality,
-                font_size=job.font_size,
-                background=job.background,
-                language=language,
-                on_progress=Throttled(report),
-                timeout=settings.BURN_TIMEOUT_SECONDS,
-            )
+            draw_video(job, source, srt, output, language, Throttled(report))
             name = files.store(output, files.burned_name(job.id, language if translation else None))
         except Exception as error:
             if translation is None:
