@@ -20,6 +20,7 @@ from rest_framework import exceptions
 
 from transcription import files
 from transcription.api import editing, front_door
+from transcription.api.error_bodies import RequestValidationError
 from transcription.models import Job, JobSegments, UploadState
 from transcription.pipeline import captions, linebreaks
 from transcription.views import ranged_file
@@ -95,7 +96,8 @@ def _refusal(error: exceptions.APIException) -> JsonResponse:
 
 
 def _malformed(message: str) -> JsonResponse:
-    return JsonResponse({"detail": [{"loc": ["body"], "msg": message, "type": "json_invalid"}]}, status=422)
+    """The body is not the JSON object asked for: the contract's 422, as REST answers it."""
+    return _refusal(RequestValidationError([{"loc": ["body"], "msg": message, "type": "json_invalid"}]))
 
 
 @never_cache

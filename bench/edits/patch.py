@@ -26,7 +26,6 @@ import json
 import os
 import random
 import secrets
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ os.environ.setdefault("SECRET_KEY", "bench-edits-" + secrets.token_urlsafe(40))
 os.environ.setdefault("RATE_LIMIT_JOBS_PER_MINUTE", "100000")
 os.environ.setdefault("RATE_LIMIT_POLLS_PER_MINUTE", "100000")
 
-from bench.edits.run import percentile, transcript  # noqa: E402
+from bench.edits.run import p50_p95, transcript  # noqa: E402
 
 
 def setup(hours: float):
@@ -164,17 +163,8 @@ def main() -> None:
         "words": sum(len(s["words"]) for s in document),
         "rounds_each": args.rounds,
         "goal_p95_ms": 100,
-        "patch_ms": {
-            way: {"p50": round(statistics.median(v), 1), "p95": round(percentile(v, 0.95), 1)}
-            for way, v in times.items()
-        },
-        "steps_ms": {
-            way: {
-                label: {"p50": round(statistics.median(v), 1), "p95": round(percentile(v, 0.95), 1)}
-                for label, v in by_label.items()
-            }
-            for way, by_label in steps.items()
-        },
+        "patch_ms": {way: p50_p95(v) for way, v in times.items()},
+        "steps_ms": {way: {label: p50_p95(v) for label, v in by_label.items()} for way, by_label in steps.items()},
         "cpu_count": os.cpu_count(),
     }
     args.output.write_text(json.dumps(results, indent=2) + "\n")
