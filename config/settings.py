@@ -291,6 +291,13 @@ if YTDLP_COOKIES_FILE and not Path(YTDLP_COOKIES_FILE).is_file():
 YTDLP_OPTIONS = {"proxy": YTDLP_PROXY or None, "cookies_file": YTDLP_COOKIES_FILE or None}
 WHISPER_MODEL = env.str("WHISPER_MODEL", default="base")
 RECOGNITION_CHUNK_SECONDS = env.float("RECOGNITION_CHUNK_SECONDS", default=600.0)
+# How many jobs one asr worker recognises at once on its one loaded model: its threads share the
+# weights, and on a GPU each runs on a CUDA stream of its own (CTranslate2's inter_threads). Run that
+# worker with `--pool threads --concurrency` the same number (compose.gpu.yaml does); 1 on a CPU,
+# where one job already takes every core (docs/decisions/workers-and-operations.md).
+ASR_JOBS_AT_ONCE = env.int("ASR_JOBS_AT_ONCE", default=1)
+if ASR_JOBS_AT_ONCE < 1:
+    raise ImproperlyConfigured("ASR_JOBS_AT_ONCE must be 1 or more.")
 # Diarization: another copy of Resemblyzer's pretrained.pt (default: the one in the installed
 # package), and the encoder's threads (0: the CPU count, at most 16).
 SPEAKER_ENCODER_WEIGHTS = env.str("SPEAKER_ENCODER_WEIGHTS", default="")

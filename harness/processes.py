@@ -153,24 +153,33 @@ def purge_queues(env: dict) -> None:
     )
 
 
-def worker_command(queues: str = QUEUES, concurrency: int = 1, hostname: str | None = None) -> list[str]:
+def worker_command(
+    queues: str = QUEUES, concurrency: int = 1, hostname: str | None = None, pool: str = "prefork"
+) -> list[str]:
     """bin/worker as the tests and the fleet run it: no gossip, no mingle, INFO logs."""
     return [
         str(ROOT / "bin" / "worker"),
-        *("--queues", queues, "--concurrency", str(concurrency)),
+        *("--queues", queues, "--concurrency", str(concurrency), "--pool", pool),
         *("--without-gossip", "--without-mingle", "--loglevel", "INFO"),
         *("--hostname", hostname or f"test-{os.getpid()}@%h"),
     ]
 
 
 @contextlib.contextmanager
-def running_worker(log_path: Path, queues: str = QUEUES, concurrency: int = 1, purge: bool = True, **extra_env: str):
+def running_worker(
+    log_path: Path,
+    queues: str = QUEUES,
+    concurrency: int = 1,
+    purge: bool = True,
+    pool: str = "prefork",
+    **extra_env: str,
+):
     """A worker (bin/worker) on `queues` (all by default) on this process's database and Redis (a
     test must commit: django_db(transaction=True)); yields the process; stopped at the end."""
     env = service_env(**extra_env)
     if purge:  # a test that hands a job from one worker to the next keeps its queued task
         purge_queues(env)
-    process = start(worker_command(queues, concurrency), log_path, ready="ready.", env=env)
+    process = start(worker_command(queues, concurrency, pool=pool), log_path, ready="ready.", env=env)
     try:
         yield process
     finally:

@@ -17,6 +17,15 @@ results-pipeline.json) do not touch the model and are left out.
 
 ``--device cuda`` loads float16, ``--device cpu`` int8 on every core (whisper_model.load_model).
 ratio = median stage seconds / median bare seconds, per device.
+
+``--jobs 1 --jobs 4 --jobs 16`` measures several jobs sharing one device instead (issue 44, item 3),
+as an asr worker of ``ASR_JOBS_AT_ONCE`` = N runs them: one model loaded with N replicas that share
+its weights (a CUDA stream each), N threads each running the whole stage above on the WAV (its own
+diarization child included), all started at once. Reported per N: the aggregate times real time
+(N x audio / wall until the last ends) and each job's latency (the median is one job's beside N - 1
+others).
+
+    python bench/asr/gpu.py --wav speech.wav --device cuda --jobs 1 --jobs 4 --jobs 16 --out FILE
 """
 
 from __future__ import annotations
@@ -28,6 +37,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -137,6 +147,65 @@ def bench_device(device: str, args, wav: Path, audio_s: float, reference: str | 
     return result
 
 
+def bench_jobs_at_once(device: str, args, wav: Path, audio_s: float, reference: str | None) -> dict:
+    """N whole speech stages at once on one model loaded for N (the worker's threads), per N."""
+    found: dict[str, Any] = {"compute_type": "float16" if device == "cuda" else "int8"}
+    for jobs in args.jobs:
+        model = whisper_model.load_model(
+            args.model, args.cache_dir, device, cpu_threads=args.cpu_threads, jobs_at_once=jobs
+        )
+        recognise_like_the_stage(model, wav, args.weights, args.speaker_threads)  # warm, as a worker is
+        wall, latencies, texts = _stages_at_once(model, jobs, wav, args)
+        run: dict[str, Any] = {
+            "wall_s": round(wall, 2),
+            "aggregate_times_real_time": round(jobs * audio_s / wall, 1),
+            "latency_s": {
+                "median": round(statistics.median(latencies), 2),
+                "max": round(max(latencies), 2),
+                "min": round(min(latencies), 2),
+            },
+            "loadavg_1m": round(os.getloadavg()[0], 2),
+        }
+        if device == "cuda":
+            run["gpu_memory_used"] = _nvidia_smi("memory.used")
+        if reference:
+            run["wer_max"] = round(max(wer(reference, without_paragraph_heads(text)) for text in texts), 4)
+        found[str(jobs)] = run
+        print(f"{device} {jobs} jobs at once: {run}", flush=True)
+    return found
+
+
+def _stages_at_once(model, jobs: int, wav: Path, args) -> tuple[float, list[float], list[str]]:
+    """`jobs` threads, released together, each running the whole stage once: the wall time until the
+    last ends, each one's latency and transcript."""
+    latencies: list[float] = [0.0] * jobs
+    texts: list[str] = [""] * jobs
+    errors: list[BaseException] = []
+    start = threading.Barrier(jobs + 1)
+
+    def one_job(index: int) -> None:
+        start.wait()
+        t = time.perf_counter()
+        try:
+            results, _ = recognise_like_the_stage(model, wav, args.weights, args.speaker_threads)
+            texts[index] = results["txt"]
+        except BaseException as exc:  # raised below: a bench run must not hide a failed job
+            errors.append(exc)
+        latencies[index] = time.perf_counter() - t
+
+    threads = [threading.Thread(target=one_job, args=(index,)) for index in range(jobs)]
+    for thread in threads:
+        thread.start()
+    start.wait()
+    t = time.perf_counter()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - t
+    if errors:
+        raise RuntimeError(f"{len(errors)} of {jobs} jobs failed") from errors[0]
+    return wall, latencies, texts
+
+
 def _nvidia_smi(fields: str) -> str | None:
     try:
         return subprocess.check_output(
@@ -161,6 +230,9 @@ def main() -> None:
         "--cpu-threads", type=int, help="CTranslate2's CPU threads (default: the service's, whisper_model.load_model)"
     )
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--jobs", type=int, action="append", help="N jobs at once on one model (repeat: 1, 4, 16) instead of ABBA"
+    )
     parser.add_argument("--out", type=Path, default=Path(__file__).with_name("results-gpu.json"))
     args = parser.parse_args()
 
@@ -181,7 +253,8 @@ def main() -> None:
         "devices": {},
     }
     for device in args.device or ["cuda"]:
-        result["devices"][device] = bench_device(device, args, args.wav, audio_s, reference)
+        bench = bench_jobs_at_once if args.jobs else bench_device
+        result["devices"][device] = bench(device, args, args.wav, audio_s, reference)
         args.out.write_text(json.dumps(result, indent=2) + "\n")  # what is done survives a later failure
     print(json.dumps(result, indent=2))
 

@@ -256,18 +256,22 @@ def load_model(
     device: str = "auto",
     *,
     cpu_threads: int | None = None,
+    jobs_at_once: int = 1,
 ) -> WhisperModel:
     """Return a ``faster_whisper.WhisperModel``, loaded once per process.
 
     int8 on CPU, float16 on CUDA (``device="auto"`` picks CUDA when
     ``ctranslate2.get_cuda_device_count() > 0``). ``cpu_threads`` defaults to
-    ``os.cpu_count()`` on the CPU and :data:`CUDA_CPU_THREADS` beside a GPU. Raises
+    ``os.cpu_count()`` on the CPU and :data:`CUDA_CPU_THREADS` beside a GPU. ``jobs_at_once``
+    threads may call the model at the same time, each on a replica of its own that shares the loaded
+    weights (CTranslate2's ``inter_threads``; a CUDA stream each on a GPU): one model, several jobs.
+    Raises
     ``ModelUnavailable`` with a readable message when the model cannot be found or loaded.
     """
     name = (name or DEFAULT_MODEL).strip()
     dev, compute_type = _pick_device(device)
     threads = cpu_threads or (CUDA_CPU_THREADS if dev == "cuda" else (os.cpu_count() or 1))
-    key = (name, os.path.abspath(cache_dir), dev, compute_type, threads)
+    key = (name, os.path.abspath(cache_dir), dev, compute_type, threads, jobs_at_once)
 
     with _models_lock:
         model = _models.get(key)
@@ -284,6 +288,7 @@ def load_model(
                 device=dev,
                 compute_type=compute_type,
                 cpu_threads=threads,
+                num_workers=jobs_at_once,
                 download_root=None if is_local else str(Path(cache_dir) / "hub"),
                 local_files_only=is_local,
             )

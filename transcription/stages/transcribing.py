@@ -50,7 +50,9 @@ def _speech_stages(job: Job, directory: Path) -> bool:
 
 def _recognise(job: Job, wav: Path) -> None:
     services.job_advance(job.id, states.PROCESSING)
-    model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR)
+    model = whisper_model.load_model(
+        settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR, jobs_at_once=settings.ASR_JOBS_AT_ONCE
+    )
     chunks = audio.plan_chunks(wav, max_chunk=settings.RECOGNITION_CHUNK_SECONDS)
     # diarization runs beside recognition, in a process of its own at the lowest priority: it takes
     # the CPU recognition leaves idle instead of adding its time after it (speakers.apart says why
