@@ -18,7 +18,7 @@ from ..pipeline import asr, audio, speakers, whisper_model
 from ..pipeline.results import build_results
 from ..pipeline.speakers import voices
 from ..pipeline.types import Transcript
-from . import translation
+from . import spreading, translation
 from .runner import Throttled, run_stage
 
 
@@ -135,6 +135,8 @@ def _enrol(job: Job, wav: Path) -> None:
 
 
 def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript:
+    if spreading.spreads(chunks):  # a long job: its chunks go to every free asr worker
+        return spreading.transcribe_spread(job, model, wav, chunks, speech)
     total = sum(end - start for start, end in chunks) or 1.0
     parts: list[Transcript] = []
     done = 0.0
