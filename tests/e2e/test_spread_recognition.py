@@ -83,9 +83,7 @@ def one_worker_text(job_id, chunks) -> str:
 
     model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR)
     wav = files.local_copy(files.playback_name(job_id), settings.WORK_DIR / "one-worker.wav")
-    parts = [
-        asr.transcribe(model, wav, start=c.start, end=c.end, speech=[tuple(r) for r in c.speech]) for c in chunks
-    ]
+    parts = [asr.transcribe(model, wav, start=c.start, end=c.end, speech=[tuple(r) for r in c.speech]) for c in chunks]
     return " ".join(segment.text for segment in asr.merge(parts).segments)
 
 
