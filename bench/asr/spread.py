@@ -206,7 +206,7 @@ def main() -> None:  # noqa: C901 (one bench, read top to bottom)
             runs.append(run(name, server))
 
     def median(name: str, key: str) -> float:
-        return statistics.median(r[key] for r in runs if r["config"] == name)
+        return round(statistics.median(r[key] for r in runs if r["config"] == name), 4)
 
     ratio = median("two", "wall_s") / median("one", "wall_s")
     result = {
