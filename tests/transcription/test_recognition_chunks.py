@@ -133,6 +133,24 @@ def test_a_chunk_is_left_to_its_coordinator_while_another_accounts_job_waits(acc
     assert not dispatch.others_waiting("asr", account.id)
 
 
+def test_a_worker_offered_a_chunk_leaves_it_while_another_accounts_job_waits(account, other_account):
+    job = _planned(account)
+    lines.join("asr", "other-waiting", other_account.id)
+    spreading.run_chunk(job.id, 0)  # returns before any model or audio is touched
+    # a claim would have named this worker (claimed_by stays after a release)
+    assert set(RecognitionChunk.objects.filter(job=job).values_list("claimed_by", flat=True)) == {""}
+    lines.forget("other-waiting")
+    spreading.run_chunk(job.id, 0)  # now it takes it (and fails here: no audio stored), then lets go
+    chunk = RecognitionChunk.objects.get(job=job, index=0)
+    assert chunk.claimed_by and chunk.lease_until is None and not chunk.done, "claimed, released on the error"
+
+
+def test_a_chunk_offered_after_the_job_moved_on_is_dropped(account):
+    job = _planned(account, state="aligning")
+    spreading.run_chunk(job.id, 0)
+    assert set(RecognitionChunk.objects.filter(job=job).values_list("claimed_by", flat=True)) == {""}
+
+
 def test_a_chunk_transcript_travels_as_json_unchanged():
     transcript = Transcript(
         language="en",
