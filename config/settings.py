@@ -258,6 +258,7 @@ CELERY_TASK_ROUTES = {
     "transcription.tasks.transcribe_job": {"queue": "asr"},
     "transcription.tasks.burn_job": {"queue": "burn"},
     "transcription.tasks.retranslate_job": {"queue": "asr"},
+    "transcription.tasks.recognise_chunk": {"queue": "asr"},
     "transcription.tasks.sweep_stalled_jobs": {"queue": "hooks"},
     "transcription.tasks.*": {"queue": "media"},
     "webhooks.tasks.*": {"queue": "hooks"},
@@ -298,6 +299,9 @@ RECOGNITION_CHUNK_SECONDS = env.float("RECOGNITION_CHUNK_SECONDS", default=600.0
 ASR_JOBS_AT_ONCE = env.int("ASR_JOBS_AT_ONCE", default=1)
 if ASR_JOBS_AT_ONCE < 1:
     raise ImproperlyConfigured("ASR_JOBS_AT_ONCE must be 1 or more.")
+# A job whose audio is longer than this is recognised in chunks spread over every free asr worker
+# (issue 44; transcription/stages/spreading.py); 0: never (one worker recognises every job alone).
+SPREAD_ABOVE_SECONDS = env.float("SPREAD_ABOVE_SECONDS", default=1200.0)
 # Diarization: another copy of Resemblyzer's pretrained.pt (default: the one in the installed
 # package), and the encoder's threads (0: the CPU count, at most 16).
 SPEAKER_ENCODER_WEIGHTS = env.str("SPEAKER_ENCODER_WEIGHTS", default="")

@@ -172,14 +172,16 @@ def running_worker(
     concurrency: int = 1,
     purge: bool = True,
     pool: str = "prefork",
+    hostname: str | None = None,
     **extra_env: str,
 ):
     """A worker (bin/worker) on `queues` (all by default) on this process's database and Redis (a
-    test must commit: django_db(transaction=True)); yields the process; stopped at the end."""
+    test must commit: django_db(transaction=True)), named `hostname` (Celery's -n) when given;
+    yields the process; stopped at the end."""
     env = service_env(**extra_env)
     if purge:  # a test that hands a job from one worker to the next keeps its queued task
         purge_queues(env)
-    process = start(worker_command(queues, concurrency, pool=pool), log_path, ready="ready.", env=env)
+    process = start(worker_command(queues, concurrency, hostname, pool), log_path, ready="ready.", env=env)
     try:
         yield process
     finally:

@@ -78,6 +78,7 @@ START_JOB = "transcription.tasks.start_job"
 TRANSCRIBE_JOB = "transcription.tasks.transcribe_job"
 BURN_JOB = "transcription.tasks.burn_job"
 RETRANSLATE_JOB = "transcription.tasks.retranslate_job"
+RECOGNISE_CHUNK = "transcription.tasks.recognise_chunk"
 
 SPEECH_STATES = {states.PROCESSING, states.MERGING, states.ALIGNING, states.TRANSLATING}
 
@@ -140,6 +141,28 @@ def retranslation_send(job_id) -> None:
         current_app.send_task(RETRANSLATE_JOB, args=[str(job_id)])
     except SEND_ERRORS as error:
         logger.warning("job %s: its retranslation could not be sent (%s)", job_id, error)
+
+
+def chunks_send(job_id, indexes) -> None:
+    """Offer the chunks of a long job's recognition to the other asr workers (issue 44): one message
+    per chunk, naming it, outside the fair line (stages/spreading.py says why that stays fair). A
+    message lost costs nothing: the coordinating worker recognises every chunk nobody took."""
+    for index in indexes:
+        try:
+            current_app.send_task(RECOGNISE_CHUNK, args=[str(job_id), index])
+        except SEND_ERRORS as error:
+            logger.warning("job %s: chunk %s could not be offered (%s)", job_id, index, error)
+            return
+
+
+def others_waiting(queue: str, account_id) -> bool:
+    """Whether another account's job waits in the queue's line; False without Redis (nobody can
+    tell: the chunk is taken, first come first served, as every job is then)."""
+    try:
+        return lines.others_waiting(queue, account_id)
+    except shared_cache.Unavailable as error:
+        shared_cache.mark_down(error)
+        return False
 
 
 def job_take(task: str, job_id: str, turn: bool) -> lines.Taken | None:

@@ -151,6 +151,18 @@ def forget(job_id) -> None:
         forget_script(keys=_keys(queue), args=[str(job_id)])
 
 
+def others_waiting(queue: str, account_id) -> bool:
+    """Whether a job of an account other than `account_id` waits in the queue's line (a worker
+    about to take a chunk of a running job leaves it to that job instead: stages/spreading.py).
+    Raises shared_cache.Unavailable without Redis."""
+    waiting = _keys(queue)[4]  # accounts with jobs waiting; an account leaves it at zero
+    pipe = _client().pipeline(transaction=False)
+    pipe.zcard(waiting)
+    pipe.zscore(waiting, str(account_id))
+    accounts, own = pipe.execute()
+    return accounts - (1 if own else 0) > 0
+
+
 def place_keys() -> list[str]:
     """The lines, for a script that reads a job's place (transcription.api.polls)."""
     return [_keys(queue)[0] for queue in QUEUES]

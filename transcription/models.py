@@ -229,6 +229,30 @@ class SegmentsPart(models.Model):
         constraints = [models.UniqueConstraint(fields=["job", "position"], name="one_segments_part_per_position")]
 
 
+class RecognitionChunk(models.Model):
+    """A piece of a long job's audio recognised by whichever asr worker is free (issue 44: one long
+    video across the fleet). The job's coordinating worker plans them, one row per piece; any
+    worker claims one (lease_until, renewed like a job's claim), recognises it and stores its
+    transcript here; a claim that lapsed (its worker died) frees the piece for another. The rows
+    stay after the merge (results cleared): who recognised what, for support staff and the tests."""
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="recognition_chunks")
+    index = models.PositiveIntegerField()
+    start = models.FloatField(help_text="Seconds from the audio's start.")
+    end = models.FloatField()
+    # the speech found in [start, end] by the coordinator's one VAD pass ([[start, end], ...]): a
+    # chunk worker recognises exactly what one worker alone would have
+    speech = models.JSONField(default=list)
+    done = models.BooleanField(default=False)
+    planned_by = models.CharField(max_length=200, blank=True, help_text="The coordinating worker.")
+    claimed_by = models.CharField(max_length=200, blank=True, help_text="The worker that recognises it (or did).")
+    lease_until = models.DateTimeField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True, help_text="The chunk's transcript until the merge.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["job", "index"], name="one_recognition_chunk_per_index")]
+
+
 class Translation(models.Model):
     job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="translations")
     position = models.PositiveSmallIntegerField(default=0)

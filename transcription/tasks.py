@@ -29,7 +29,7 @@ from celery.signals import worker_shutting_down
 from django.conf import settings
 
 from . import dispatch, retention, sweeper
-from .stages import burning, media, retranslating, transcribing
+from .stages import burning, media, retranslating, spreading, transcribing
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +88,13 @@ def burn_job(job_id: str, turn: bool = False) -> str | None:
 def retranslate_job(job_id: str) -> None:
     """A done job's translations brought up to date with an edit (issue 46): names its job, no turn."""
     retranslating.run_retranslation(job_id)
+
+
+@shared_task(acks_late=True)
+def recognise_chunk(job_id: str, index: int) -> None:
+    """A chunk of a long job's recognition (issue 44), offered by its coordinating worker: names its
+    job and chunk, no turn (stages/spreading.py)."""
+    spreading.run_chunk(job_id, index)
 
 
 @shared_task

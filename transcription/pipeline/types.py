@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 
 @dataclass
@@ -57,3 +58,16 @@ def renumber_speakers(speakers: Sequence[int | None]) -> list[int]:
     speaker found) counts as speaker 1. The one numbering every output uses."""
     numbers: dict[int, int] = {}
     return [numbers.setdefault(1 if speaker is None else speaker, len(numbers) + 1) for speaker in speakers]
+
+
+def transcript_to_dict(transcript: Transcript) -> dict[str, Any]:
+    """A Transcript as JSON (a recognition chunk's result, handed between workers in the database)."""
+    return asdict(transcript)
+
+
+def transcript_from_dict(data: dict[str, Any]) -> Transcript:
+    """The Transcript transcript_to_dict wrote."""
+    segments = [
+        Segment(**{**segment, "words": [Word(**word) for word in segment["words"]]}) for segment in data["segments"]
+    ]
+    return Transcript(**{**data, "segments": segments})

@@ -262,15 +262,16 @@ def load_model(
 
     int8 on CPU, float16 on CUDA (``device="auto"`` picks CUDA when
     ``ctranslate2.get_cuda_device_count() > 0``). ``cpu_threads`` defaults to
-    ``os.cpu_count()`` on the CPU and :data:`CUDA_CPU_THREADS` beside a GPU. ``jobs_at_once``
-    threads may call the model at the same time, each on a replica of its own that shares the loaded
-    weights (CTranslate2's ``inter_threads``; a CUDA stream each on a GPU): one model, several jobs.
-    Raises
+    the cores this process may run on (a worker pinned with ``taskset -c 0`` gets one thread, not
+    one per core of the machine: two pinned workers would otherwise fight over each other's core)
+    and :data:`CUDA_CPU_THREADS` beside a GPU. ``jobs_at_once`` threads may call the model at the
+    same time, each on a replica of its own that shares the loaded weights (CTranslate2's
+    ``inter_threads``; a CUDA stream each on a GPU): one model, several jobs. Raises
     ``ModelUnavailable`` with a readable message when the model cannot be found or loaded.
     """
     name = (name or DEFAULT_MODEL).strip()
     dev, compute_type = _pick_device(device)
-    threads = cpu_threads or (CUDA_CPU_THREADS if dev == "cuda" else (os.cpu_count() or 1))
+    threads = cpu_threads or (CUDA_CPU_THREADS if dev == "cuda" else len(os.sched_getaffinity(0)) or 1)
     key = (name, os.path.abspath(cache_dir), dev, compute_type, threads, jobs_at_once)
 
     with _models_lock:

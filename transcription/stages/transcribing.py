@@ -14,12 +14,13 @@ from django.conf import settings
 
 from .. import files, services, states
 from ..models import Job, Voice
-from ..pipeline import asr, audio, speakers, whisper_model
+from ..pipeline import asr, audio, speakers
 from ..pipeline.results import build_results
 from ..pipeline.speakers import voices
 from ..pipeline.types import Transcript
-from . import translation
+from . import spreading, translation
 from .runner import Throttled, run_stage
+from .speech_model import speech_model
 
 
 def run_transcribe_stage(job_id) -> bool:
@@ -50,9 +51,7 @@ def _speech_stages(job: Job, directory: Path) -> bool:
 
 def _recognise(job: Job, wav: Path) -> None:
     services.job_advance(job.id, states.PROCESSING)
-    model = whisper_model.load_model(
-        settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR, jobs_at_once=settings.ASR_JOBS_AT_ONCE
-    )
+    model = speech_model()
     chunks = audio.plan_chunks(wav, max_chunk=settings.RECOGNITION_CHUNK_SECONDS)
     # diarization runs beside recognition, in a process of its own at the lowest priority: it takes
     # the CPU recognition leaves idle instead of adding its time after it (speakers.apart says why
@@ -137,6 +136,8 @@ def _enrol(job: Job, wav: Path) -> None:
 
 
 def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript:
+    if spreading.spreads(chunks):  # a long job: its chunks go to every free asr worker
+        return spreading.transcribe_spread(job, model, wav, chunks, speech)
     total = sum(end - start for start, end in chunks) or 1.0
     parts: list[Transcript] = []
     done = 0.0

@@ -12,7 +12,8 @@ from django.conf import settings
 
 from .. import services, states
 from ..models import Job
-from ..pipeline import asr, audio, burn, captions, translate, translation_packages, whisper_model
+from ..pipeline import asr, audio, burn, captions, translate, translation_packages
+from .speech_model import speech_model
 
 logger = logging.getLogger(__name__)
 
@@ -69,13 +70,7 @@ def _translated_cues(job: Job, target: str, source_cues: list[captions.Cue], wav
     )
     if translator is not None:
         return translate.translate_cues(source_cues, translator, language=target)
-    model = (
-        whisper_model.load_model(
-            settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR, jobs_at_once=settings.ASR_JOBS_AT_ONCE
-        )
-        if target == "en"
-        else None
-    )
+    model = speech_model() if target == "en" else None
     if model is not None and model.model.is_multilingual:  # an English-only model cannot translate
         words = []
         for start, end in audio.plan_chunks(wav):
