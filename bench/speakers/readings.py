@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness import local_speakers  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers import closer  # noqa: E402
+from transcription.pipeline.speakers import local as local_speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.closer import closer_turns, turn_centroids, unsure_spans  # noqa: E402
 from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402

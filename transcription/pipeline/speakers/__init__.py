@@ -39,6 +39,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..types import SpeakerTurn
+from . import local
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
 from .changes import redraw_changes
@@ -91,6 +92,7 @@ def diarize(
     extent: Sequence[tuple[float, float]] | None = None,
     weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
+    overlap: bool | None = None,
 ) -> list[SpeakerTurn]:
     """Who spoke when in a 16 kHz mono 16-bit WAV file.
 
@@ -98,13 +100,15 @@ def diarize(
     gets no turn); speakers are numbered 1.. in order of first appearance. Two speakers' turns
     overlap where the segmentation model hears both at a change of speaker.
     ``regions`` (seconds: where the encoder listens) and ``extent`` (where the turns are drawn;
-    default ``regions``) may be given to skip the VAD, as the speech stage does.
+    default ``regions``) may be given to skip the VAD, as the speech stage does. ``overlap``: whether
+    a second voice is read from the segmentation model's local speakers wherever it hears two at
+    once (:mod:`.local`); None (the service): where the recording shows it (:func:`.local.hears_overlap`).
     """
     if max_speakers < 1:
         raise ValueError("max_speakers must be >= 1")
     encoder = encoder or default_encoder(os.fspath(weights) if weights is not None else None)
     with single_threaded_blas():
-        return _diarize(wav_path, max_speakers, encoder, regions, extent, threads)
+        return _diarize(wav_path, max_speakers, encoder, regions, extent, threads, overlap)
 
 
 def _diarize(
@@ -114,6 +118,7 @@ def _diarize(
     regions: Sequence[tuple[float, float]] | None,
     extent: Sequence[tuple[float, float]] | None,
     threads: int | None,
+    overlap: bool | None = None,
 ) -> list[SpeakerTurn]:
     if regions is None:
         activity = find_speech(wav_path)
@@ -144,7 +149,14 @@ def _diarize(
     segmentation = default_segmentation()
     if segmentation is None:
         return turns
-    return redraw_changes(turns, segmentation.activity_of_wav(wav_path, threads))
+    speaking = segmentation.activity_of_wav(wav_path, threads)
+    redrawn = redraw_changes(turns, speaking)
+    if not (overlap if overlap is not None else local.hears_overlap(speaking)):
+        return redrawn
+    # two voices at once: the segmentation model's local speakers, each embedded from its own frames,
+    # given the clustered speakers; a frame where the model hears two gets both
+    found = local.local_speakers(wav_path, speaking, encoder, threads)
+    return local.local_turns(redrawn, turn_centroids(emb, windows, turns), found, extent)
 
 
 def turns_from_embeddings(
