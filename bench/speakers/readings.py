@@ -68,9 +68,15 @@ def cues(activity: SpeakerActivity) -> dict[str, float]:
     }
 
 
-def read(wav_path: Path, encoder: SpeakerEncoder, reading: local_speakers.LocalReading | None = None) -> Readings:
-    """The service's turns and the local speakers' turns (``reading``, default harness's) of one
-    recording, with the cues."""
+def read(
+    wav_path: Path,
+    encoder: SpeakerEncoder,
+    reading: local_speakers.LocalReading | None = None,
+    speakers_given: int | None = None,
+) -> Readings:
+    """The turns with the changes redrawn ("service") and with local speakers read too ("local",
+    ``reading``, default the pipeline's) of one recording, with the cues; ``speakers_given``: the
+    clustering told the count (an oracle)."""
     reading = reading or local_speakers.LocalReading()
     cpu = time.process_time()
     with single_threaded_blas():
@@ -89,6 +95,7 @@ def read(wav_path: Path, encoder: SpeakerEncoder, reading: local_speakers.LocalR
             merge_similarity=encoder.merge_similarity,
             small_split_similarity=encoder.small_split_similarity,
             between_similarity=encoder.between_similarity,
+            speakers=speakers_given,
         )
         base_cpu = time.process_time() - cpu
         seg_cpu = time.process_time()

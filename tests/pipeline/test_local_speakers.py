@@ -160,3 +160,20 @@ def test_a_voice_heard_over_a_line_shows_in_the_segments_and_diarized_json_not_i
         a[2] != b[2] and a[0] < b[1] and b[0] < a[1] and a[0] < over[1] and a[1] > over[0] for a in spans for b in spans
     ), spans
     assert diarized["text"] == " ".join(s["text"] for s in segments if s["text"]).strip()
+
+
+def test_second_voices_are_read_in_a_meeting_where_voices_overlap_not_in_a_conversation():
+    from transcription.pipeline.speakers import segmentation as seg
+
+    def activity(both: float) -> seg.SpeakerActivity:
+        """One 10 s window: speech from 0.5 to 9.5 s, two voices (class 4) over ``both`` seconds of it."""
+        blank = seg.SpeakerActivity(np.zeros(1, np.int64), np.zeros((1, FRAMES, 7), np.float16), 160000)
+        p = np.zeros((1, FRAMES, 7), np.float16)
+        for i, t in enumerate(blank.frame_times(0)):
+            p[0, i, 4 if 0.5 <= t < 0.5 + both else 1 if 0.5 <= t < 9.5 else 0] = 1.0
+        return seg.SpeakerActivity(blank.starts, p, 160000)
+
+    assert local.overlap_share(activity(0.9)) == pytest.approx(0.1, abs=0.01)
+    assert local.hears_overlap(activity(0.9), speakers=3)
+    assert not local.hears_overlap(activity(0.9), speakers=2), "two voices: a conversation keeps its turns"
+    assert not local.hears_overlap(activity(0.2), speakers=4), "overlap only at changes of speaker"

@@ -1,13 +1,12 @@
-"""Local speakers (after pyannote 3.1), benched and not shipped: the segmentation model's own
-speakers of each 10 s window, embedded and given global speakers, add the second voice where two
-talk at once.
+"""Local speakers (after pyannote 3.1): the segmentation model's own speakers of each 10 s window,
+embedded and given global speakers, add the second voice where two talk at once.
 
-Not shipped (docs/decisions/speech-and-text.md, bench/speakers/experiments/local/): on the bench's
-test half overlap 10-20% went 17.4 -> 15.6% but same-gender 4.0 -> 6.5% and telephone 16.5 ->
-18.5% (overlap heard where there is none); pooled 8.07 -> 8.30%. It lives here, not in the service,
-so the service's diarization is what runs; it is kept working (tests/pipeline/test_local_speakers.py,
-and bench/speakers/compare_models.py sweeps it) because meetings (issue 45) may bring it back.
-:func:`diarize_with_local` is the service's ``diarize`` with this step after the changes are redrawn.
+:func:`speakers.diarize` reads them per recording (issue 45): where clustering finds three voices or
+more and the model hears two at once in OVERLAP_SHARE of the speech or more (:func:`hears_overlap`:
+a meeting, people talking over each other, not only at a change of speaker). Chosen on the bench's
+calibration half (bench/speakers/choose.py): every two-voice recording and call left as it was;
+docs/decisions/speech-and-text.md has the figures. Always on, it lost on the two-voice set's test
+half (pooled 8.07 -> 8.30%, telephone 16.5 -> 18.5%: overlap heard where there is none).
 
 The segmentation model (``speakers.segmentation``) says, in 17 ms frames of 10 s windows (half
 overlapping), which of up to three window-local speakers talk, two at once included; its most
@@ -44,6 +43,7 @@ from ..types import SpeakerTurn
 from .blas import diarization_threads
 from .changes import merge_each_speaker, redraw_changes
 from .closer import turn_centroids
+from .clustering import MANY_VOICES
 from .embedding import Window
 from .encoders import SpeakerEncoder
 from .segmentation import (
@@ -93,9 +93,11 @@ class LocalSpeakers:
     frames: int  # frames of the recording
 
 
-# the share of the speech the segmentation model hears two voices in, at or above which a recording's
-# second voices are read from the local speakers (bench/speakers/choose.py, calibration half)
-OVERLAP_SHARE = 0.08
+# a recording's second voices are read from the local speakers where clustering finds MANY_VOICES or
+# more and the segmentation model hears two voices at once in this share of the speech or more (a
+# meeting): bench/speakers/choose.py on the calibration half, the rule that leaves every two-voice
+# recording and call as it was (overlap alone, at 8%, cost the test half's two-voice set 7.08 -> 7.34%)
+OVERLAP_SHARE = 0.05
 
 
 def overlap_share(activity: SpeakerActivity) -> float:
@@ -106,11 +108,11 @@ def overlap_share(activity: SpeakerActivity) -> float:
     return float(((classes.overlap >= 0.5) & speech).sum() / max(1, int(speech.sum())))
 
 
-def hears_overlap(activity: SpeakerActivity) -> bool:
-    """Whether a recording's second voices are worth reading: the model hears two at once in
-    OVERLAP_SHARE of its speech or more (a meeting, people talking over each other), not only at a
-    change of speaker."""
-    return overlap_share(activity) >= OVERLAP_SHARE
+def hears_overlap(activity: SpeakerActivity, speakers: int) -> bool:
+    """Whether a recording's second voices are worth reading: a meeting, not a conversation or a
+    call: ``speakers`` (clustering's count) at least MANY_VOICES, and the model hears two voices at
+    once in OVERLAP_SHARE of its speech or more, not only at a change of speaker."""
+    return speakers >= MANY_VOICES and overlap_share(activity) >= OVERLAP_SHARE
 
 
 def local_speakers(
