@@ -1,11 +1,11 @@
-"""The service's diarization and harness/local_speakers.py's, from one pass over a recording, with
-the cues a per-recording choice could read (issue 45, item 3).
+"""The diarization with the changes redrawn and with local speakers read (``speakers.local``), from
+one pass over a recording, with the cues a per-recording choice reads (issue 45, item 3).
 
 :func:`read` runs what ``speakers.diarize`` runs (VAD, CAM++ windows, clustering, closer look,
-changes redrawn by segmentation-3.0) and what ``local_speakers.diarize_with_local`` adds (the
-model's window-local speakers embedded and given global speakers, a second voice added where the
-model counts two), sharing every step they have in common; ``tests/pipeline/test_local_speakers.py``
-holds ``refine_turns(..., reading=None)`` to the service's output. The segmentation model is run on
+changes redrawn by segmentation-3.0) and what its local-speakers step adds (the model's
+window-local speakers embedded and given global speakers, a second voice added where the model
+counts two), sharing every step they have in common; ``sets.py`` picks between the two per
+recording by the pipeline's own rule (``local.hears_overlap``). The segmentation model is run on
 every file here, one speaker found or not (the service runs it only where clustering finds two or
 more), so that the cues exist for every file; its CPU is counted only where the service runs it.
 """
