@@ -41,9 +41,9 @@ from pyannote.metrics.diarization import DiarizationErrorRate  # noqa: E402
 from bench.speakers.dataset import CONDITIONS, TWO_SPEAKER_CONDITIONS  # noqa: E402
 from bench.speakers.embedded import closer_look, embedded_runs  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
-from harness import local_speakers  # noqa: E402
 from harness.resemblyzer_encoder import DEFAULT_ENCODER, ENCODER_NAMES, encoder_named  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
+from transcription.pipeline.speakers import local as local_speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.clustering import between, centroids, kmeans  # noqa: E402
 from transcription.pipeline.speakers.encoders import default_encoder  # noqa: E402

@@ -15,9 +15,9 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.speakers.dataset import build  # noqa: E402
-from harness import local_speakers  # noqa: E402
 from harness.resemblyzer_encoder import ENCODER_NAMES, encoder_named  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
+from transcription.pipeline.speakers import local as local_speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.closer import HOP_FRAMES as CLOSER_HOP  # noqa: E402
 from transcription.pipeline.speakers.closer import SIZE_FRAMES as CLOSER_SIZE  # noqa: E402

@@ -1,11 +1,11 @@
-"""The service's diarization and harness/local_speakers.py's, from one pass over a recording, with
-the cues a per-recording choice could read (issue 45, item 3).
+"""The diarization with the changes redrawn and with local speakers read (``speakers.local``), from
+one pass over a recording, with the cues a per-recording choice reads (issue 45, item 3).
 
 :func:`read` runs what ``speakers.diarize`` runs (VAD, CAM++ windows, clustering, closer look,
-changes redrawn by segmentation-3.0) and what ``local_speakers.diarize_with_local`` adds (the
-model's window-local speakers embedded and given global speakers, a second voice added where the
-model counts two), sharing every step they have in common; ``tests/pipeline/test_local_speakers.py``
-holds ``refine_turns(..., reading=None)`` to the service's output. The segmentation model is run on
+changes redrawn by segmentation-3.0) and what its local-speakers step adds (the model's
+window-local speakers embedded and given global speakers, a second voice added where the model
+counts two), sharing every step they have in common; ``sets.py`` picks between the two per
+recording by the pipeline's own rule (``local.hears_overlap``). The segmentation model is run on
 every file here, one speaker found or not (the service runs it only where clustering finds two or
 more), so that the cues exist for every file; its CPU is counted only where the service runs it.
 """
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from harness import local_speakers  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers import closer  # noqa: E402
+from transcription.pipeline.speakers import local as local_speakers  # noqa: E402
 from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.closer import closer_turns, turn_centroids, unsure_spans  # noqa: E402
 from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402
@@ -68,9 +68,15 @@ def cues(activity: SpeakerActivity) -> dict[str, float]:
     }
 
 
-def read(wav_path: Path, encoder: SpeakerEncoder, reading: local_speakers.LocalReading | None = None) -> Readings:
-    """The service's turns and the local speakers' turns (``reading``, default harness's) of one
-    recording, with the cues."""
+def read(
+    wav_path: Path,
+    encoder: SpeakerEncoder,
+    reading: local_speakers.LocalReading | None = None,
+    speakers_given: int | None = None,
+) -> Readings:
+    """The turns with the changes redrawn ("service") and with local speakers read too ("local",
+    ``reading``, default the pipeline's) of one recording, with the cues; ``speakers_given``: the
+    clustering told the count (an oracle)."""
     reading = reading or local_speakers.LocalReading()
     cpu = time.process_time()
     with single_threaded_blas():
@@ -89,6 +95,7 @@ def read(wav_path: Path, encoder: SpeakerEncoder, reading: local_speakers.LocalR
             merge_similarity=encoder.merge_similarity,
             small_split_similarity=encoder.small_split_similarity,
             between_similarity=encoder.between_similarity,
+            speakers=speakers_given,
         )
         base_cpu = time.process_time() - cpu
         seg_cpu = time.process_time()

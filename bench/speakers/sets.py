@@ -1,8 +1,11 @@
 """One command, three sets: the two-voice set (``dataset.py``, every condition pooled: what the
 7.1% is), its telephone calls (``telephone-close-pitch``) and the meeting set (``meeting.py``),
-each scored with pyannote.metrics for the service's diarization, harness/local_speakers.py's
-``diarize_with_local``, and a per-recording choice between the two (``--choose CUE:LIMIT``: local
-speakers where the segmentation windows' cue is at least LIMIT).
+each scored with pyannote.metrics: the diarization with the changes redrawn ("service": what shipped
+until issue 45), with local speakers always read ("local": ``speakers.local``), and the per-recording
+choice between the two ("chosen"; ``--choose service``, the default: the pipeline's own rule,
+``local.hears_overlap``, so "chosen" is :func:`speakers.diarize` as it ships; ``--choose CUE:LIMIT``:
+local speakers where the segmentation windows' cue is at least LIMIT). ``--rescore FILE`` makes a
+results file's chosen rows again without running a model.
 
     nice -n 10 .venv/bin/python bench/speakers/sets.py                                   # test halves
     nice -n 10 .venv/bin/python bench/speakers/sets.py --per-condition 1 --meeting-files 4 --results /tmp/x.json
@@ -33,7 +36,9 @@ from bench.speakers.dataset import Item, build  # noqa: E402
 from bench.speakers.meeting import build_meeting  # noqa: E402
 from bench.speakers.readings import overlap_frames, read  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
+from transcription.pipeline.speakers.clustering import MANY_VOICES  # noqa: E402
 from transcription.pipeline.speakers.encoders import default_encoder  # noqa: E402
+from transcription.pipeline.speakers.local import OVERLAP_SHARE  # noqa: E402
 from transcription.pipeline.types import SpeakerTurn  # noqa: E402
 
 COLLARS = (0.0, 0.25)
@@ -93,9 +98,30 @@ def scored(item: Item, turns: list[SpeakerTurn], cpu: float) -> dict:
     return out
 
 
-def choose(cues: dict, rule: tuple[str, float] | None) -> bool:
-    """Whether the recording gets local speakers (overlap-aware output) under ``rule``."""
+def choose(cues: dict, rule: tuple[str, float] | None, found: int = 0) -> bool:
+    """Whether the recording gets local speakers (overlap-aware output) under ``rule``; the rule
+    ("service", 0) is the pipeline's own (``local.hears_overlap``: clustering's count ``found`` and
+    the overlap the model hears)."""
+    if rule is not None and rule[0] == "service":
+        return found >= MANY_VOICES and cues["overlap_share"] >= OVERLAP_SHARE
     return rule is not None and cues[rule[0]] >= rule[1]
+
+
+def rescore(path: Path, rule: tuple[str, float] | None) -> dict:
+    """A results file's "chosen" rows made again under ``rule`` from the two outputs each file holds
+    (no model run again)."""
+    results = json.loads(path.read_text())
+    rows = results["files"]
+    for row in rows:
+        row["chose_local"] = choose(row["cues"], rule, row["service"]["found"])
+        row["chosen"] = row["local"] if row["chose_local"] else row["service"]
+    results["choose"] = ":".join(map(str, rule)) if rule else "none"
+    results["sets"] = {
+        name: {s: summary([r for r in rows if pick(r)], s) for s in SYSTEMS if rule or s != "chosen"}
+        for name, pick in SETS.items()
+        if any(pick(r) for r in rows)
+    }
+    return results
 
 
 def main() -> None:
@@ -107,10 +133,29 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=1)
     parser.add_argument("--meeting-files", type=int, default=16)
     parser.add_argument("--only-meetings", action="store_true", help="the meeting set alone (a quick look)")
-    parser.add_argument("--choose", default="none", help="CUE:LIMIT (readings.cues); 'none': no chosen row")
+    parser.add_argument("--oracle-count", action="store_true", help="the clustering is told each file's speaker count")
+    parser.add_argument(
+        "--choose",
+        default="service",
+        help="CUE:LIMIT (readings.cues); 'service': the pipeline's rule; 'none': no chosen row",
+    )
+    parser.add_argument(
+        "--rescore", type=Path, help="a results file: its chosen rows made again under --choose, no run"
+    )
     parser.add_argument("--results", type=Path, default=HERE / "results-sets.json", help="elsewhere: README untouched")
     args = parser.parse_args()
-    rule = None if args.choose == "none" else (args.choose.split(":")[0], float(args.choose.split(":")[1]))
+    rule = (
+        None
+        if args.choose == "none"
+        else ("service", 0.0)
+        if args.choose == "service"
+        else (args.choose.split(":")[0], float(args.choose.split(":")[1]))
+    )
+    if args.rescore:
+        results = rescore(args.rescore, rule)
+        args.results.write_text(json.dumps(results, indent=1) + "\n")
+        print(write_table(results, HERE / "README.md" if args.results == HERE / "results-sets.json" else None))
+        return
 
     t0 = time.monotonic()
     two = (
@@ -128,8 +173,8 @@ def main() -> None:
     rows = []
     for set_name, items in (("meeting", meetings), ("two-voice", two)):
         for item in items:
-            got = read(item.wav, encoder)
-            local = choose(got.cues, rule)
+            got = read(item.wav, encoder, speakers_given=item.speakers if args.oracle_count else None)
+            local = choose(got.cues, rule, len({t.speaker for t in got.service}))
             row: dict[str, Any] = {
                 "set": set_name,
                 "file": item.name,
@@ -154,6 +199,7 @@ def main() -> None:
         "half": args.half,
         "seed": args.seed,
         "choose": args.choose,
+        "oracle_count": args.oracle_count,
         "load_average": os.getloadavg(),
         "build_s": round(build_s, 1),
         "sets": {

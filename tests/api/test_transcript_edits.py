@@ -246,3 +246,45 @@ def test_a_job_edited_before_parts_existed_keeps_its_original(api, done_job):
     assert response.status_code == 200, response.json()
     assert [s["text"] for s in response.json()["segments"]][:2] == ["Edited long ago.", "And now."]
     assert api.get(url(done_job) + "?version=original").json()["segments"][0]["text"] == kept.segments[0]["text"]
+
+
+def test_a_voice_heard_under_another_is_a_segment_of_its_own_in_the_segments_and_diarized_json(api, account):
+    """A job whose speech stage heard speaker 2 under speaker 1's line (turns overlapping, Whisper
+    wrote speaker 1's words): the segments and diarized_json overlap in time, the text and the
+    subtitles do not, and the document can still be edited around it."""
+    from tests.factories import JobFactory, _spoken
+    from transcription import services
+    from transcription.api import openai_compat
+    from transcription.models import Job
+    from transcription.pipeline.results import build_results
+    from transcription.pipeline.types import SpeakerTurn
+
+    segments = [_spoken("Good morning, how are you today?", 3.0), _spoken("Glad to hear it.", 11.0)]
+    turns = [SpeakerTurn(3.0, 6.5, 1), SpeakerTurn(4.0, 5.5, 2), SpeakerTurn(11.0, 13.0, 3)]
+    results = build_results(segments, turns, language="en")
+    job = JobFactory.create(
+        account=account, type="subtitles", state="done", progress=100, duration=20, detected_language="en",
+        txt=results["txt"], srt=results["srt"], webvtt=results["webvtt"],
+    )  # fmt: skip
+    services.job_keep_segments(job.id, language="en", duration=20.0, segments=results["segments"])
+    body = api.get(url(job)).json()
+    assert [(s["speaker"], s["text"], s["start"], s["end"]) for s in body["segments"]] == [
+        (1, "Good morning, how are you today?", 3.0, 5.4),
+        (3, "", 4.0, 5.5),  # heard only under speaker 1: numbered after the speakers with words
+        (2, "Glad to hear it.", 11.0, 12.6),
+    ]
+    assert "Speaker 3" not in job.txt and "Speaker 3" not in job.webvtt
+    result = openai_compat.result_of(Job.objects.get(pk=job.id), translation=False)
+    _, diarized = openai_compat.render(result, "diarized_json", [], False)
+    assert [(s["speaker"], s["start"], s["end"], s["text"]) for s in diarized["segments"]] == [
+        ("A", 3.0, 5.4, "Good morning, how are you today?"),
+        ("C", 4.0, 5.5, ""),
+        ("B", 11.0, 12.6, "Glad to hear it."),
+    ]
+    assert diarized["text"] == "Good morning, how are you today? Glad to hear it."
+    _, verbose = openai_compat.render(result, "verbose_json", ["segment"], False)
+    assert [s["text"] for s in verbose["segments"]] == ["Good morning, how are you today?", "Glad to hear it."]
+    # the spoken segment can be retimed past the one laid over it
+    response = patch(api, job, [{"op": "times", "index": 0, "end": 6.0}], body["etag"])
+    assert response.status_code == 200, response.json()
+    assert response.json()["segments"][0]["end"] == 6.0

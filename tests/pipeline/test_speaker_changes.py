@@ -72,6 +72,42 @@ def test_a_word_inside_an_overlap_goes_to_the_turn_it_lies_deeper_in():
     assert [s.speaker for s in out] == [1, 2]
 
 
+def test_a_voice_heard_only_under_another_gets_an_empty_segment_there():
+    # 2 talks under 1's line from 2.0 to 3.5 s; Whisper wrote only 1's words; 1 and 2 also overlap
+    # briefly at the change at 6 s, where each has its words
+    turns = [SpeakerTurn(0.0, 6.1, 1), SpeakerTurn(2.0, 3.5, 2), SpeakerTurn(5.9, 9.0, 2)]
+    words = [Word(0.5, 1.0, " one"), Word(2.2, 2.8, " two"), Word(3.0, 5.8, " three"), Word(6.2, 8.0, " four")]
+    out = sp.assign_speakers([Segment(0.5, 8.0, " one two three four", words)], turns, heard_under=True)
+    assert [(s.start, s.end, s.text, s.speaker) for s in out] == [
+        (0.5, 5.8, "one two three", 1),
+        (2.0, 3.5, "", 2),
+        (6.2, 8.0, "four", 2),
+    ]
+    assert not out[1].words, "every word has one speaker"
+    assert [s.text for s in sp.assign_speakers([Segment(0.5, 8.0, " one two three four", words)], turns)] == [
+        "one two three",
+        "four",
+    ], "without heard_under: the words' segments only"
+
+
+def test_the_results_show_a_voice_under_another_in_the_segments_only():
+    from transcription.pipeline.results import build_results
+
+    turns = [SpeakerTurn(0.0, 6.1, 1), SpeakerTurn(2.0, 3.5, 2), SpeakerTurn(9.0, 12.0, 3)]
+    words = [Word(0.5, 1.0, " One"), Word(2.2, 2.8, " two"), Word(3.0, 5.8, " three.")]
+    later = [Word(9.2, 9.8, " Four"), Word(10.0, 11.5, " five.")]
+    results = build_results(
+        [Segment(0.5, 5.8, " One two three.", words), Segment(9.2, 11.5, " Four five.", later)], turns, language="en"
+    )
+    assert [(s["start"], s["end"], s["text"], s["speaker"]) for s in results["segments"]] == [
+        (0.5, 5.8, "One two three.", 1),
+        (2.0, 3.5, "", 3),  # heard only under speaker 1: numbered after the speakers with words
+        (9.2, 11.5, "Four five.", 2),
+    ]
+    assert results["txt"] == "[00:00:00] Speaker 1: One two three.\n\n[00:00:09] Speaker 2: Four five.\n"
+    assert "Speaker 3" not in results["srt"] and results["srt"].count("-->") == 2
+
+
 def test_voice_prints_leave_out_what_two_speakers_say_at_once():
     turns = [SpeakerTurn(0.0, 5.2, 1), SpeakerTurn(4.6, 9.0, 2), SpeakerTurn(9.5, 20.0, 1), SpeakerTurn(12, 13, 2)]
     assert speaker_regions(turns) == {1: [(0.0, 4.6), (9.5, 12), (13, 20.0)], 2: [(5.2, 9.0)]}

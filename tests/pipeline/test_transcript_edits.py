@@ -71,6 +71,21 @@ def test_times_stay_inside_the_media_and_between_the_neighbours():
     assert [(p.edit, p.field) for p in refused.value.problems] == [(0, "start"), (1, "end"), (2, "end")]
 
 
+def test_a_voice_heard_under_another_neither_bounds_nor_is_bounded_by_the_spoken_segments():
+    under = {"start": 1.0, "end": 2.5, "text": "", "speaker": 3, "words": []}  # results.build_results' kind
+    doc = [DOC[0], under, *DOC[1:]]
+    out = te.apply_edits(
+        doc,
+        [{"op": "times", "index": 0, "end": 2.9}, {"op": "times", "index": 1, "start": 0.5, "end": 2.0}],
+        duration=10, original=doc,
+    )  # fmt: skip
+    assert (out[0]["end"], out[1]["start"], out[1]["end"]) == (2.9, 0.5, 2.0)
+    with pytest.raises(te.EditsRefused) as refused:
+        te.apply_edits(doc, [{"op": "times", "index": 0, "end": 3.5}], duration=10, original=doc)
+    assert "3.000" in refused.value.problems[0].message, "the next spoken segment bounds it"
+    assert te.render(out, language="en")["txt"].count("Speaker") == 2
+
+
 @pytest.mark.parametrize("text", ["", "   ", "a\nb", "x --> y", "x" * 501])
 def test_text_limits(text):
     with pytest.raises(te.EditsRefused):

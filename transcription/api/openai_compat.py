@@ -330,7 +330,9 @@ def render(result: dict, response_format: str, granularities: list[str], transla
                 "compression_ratio": 0.0,
                 "no_speech_prob": 0.0,
             }
-            for index, segment in enumerate(segments)
+            # a voice heard only under another's words (an empty segment laid over theirs) is
+            # diarized_json's alone: this format has no speakers
+            for index, segment in enumerate(s for s in segments if s["text"] or s.get("words"))
         ],
         "usage": usage,
     }

@@ -24,13 +24,21 @@ def build_results(
     as the job asks, then cut into paragraphs and cues. ``voice_names`` names speakers by their
     number in ``turns`` (enrolled voices the speech stage recognised); ``speaker_names`` says the
     same by the number "Speaker N" has in the text."""
-    segments = speakers.assign_speakers(segments, turns)
-    segments = cleaning.clean_words(segments, verbatim=verbatim, tag_audio_events=tag_audio_events, language=language)
-    segments, numbers = _numbered(segments)
-    cues = captions.build_cues(segments, language=language)
+    assigned = speakers.assign_speakers(segments, turns, heard_under=True)
+    # a voice heard only under another's words has an empty segment (see assign_speakers): it shows in
+    # the segments (two turns overlapping in time), never in `txt` or the cues, whose words have one
+    # speaker each
+    under = [s for s in assigned if not s.text.strip() and not s.words]
+    spoken = [s for s in assigned if s.text.strip() or s.words]
+    spoken = cleaning.clean_words(spoken, verbatim=verbatim, tag_audio_events=tag_audio_events, language=language)
+    spoken, numbers = _numbered(spoken)
+    for s in under:  # a speaker heard only under others is numbered after those who have words
+        numbers.setdefault(s.speaker or 1, len(set(numbers.values())) + 1)
+    under = [replace(s, speaker=numbers[s.speaker or 1]) for s in under]
+    cues = captions.build_cues(spoken, language=language)
     return {
-        "segments": segment_records(segments),
-        "txt": paragraphs.transcript_text(segments),
+        "segments": segment_records(_in_order(spoken, under)),
+        "txt": paragraphs.transcript_text(spoken),
         "srt": captions.to_srt(cues),
         "webvtt": captions.to_webvtt(cues),
         "speaker_names": {
@@ -54,6 +62,18 @@ def segment_records(segments: Sequence[Segment]) -> list[dict[str, Any]]:
         }
         for segment in segments
     ]
+
+
+def _in_order(spoken: list[Segment], under: list[Segment]) -> list[Segment]:
+    """The spoken segments in their order, each voice heard under them after the last that starts
+    before it."""
+    out = list(spoken)
+    for seg in under:
+        at = len(out)
+        while at > 0 and out[at - 1].start > seg.start:
+            at -= 1
+        out.insert(at, seg)
+    return out
 
 
 def _numbered(segments: list[Segment]) -> tuple[list[Segment], dict[int, int]]:

@@ -225,6 +225,10 @@ def _seconds(value: Any, field: str) -> float:
     return round(float(value), 3)
 
 
+def _spoken(segment: dict[str, Any]) -> bool:
+    return bool(segment["text"] or segment.get("words"))
+
+
 def _retimed(
     segment: dict[str, Any], edit: dict[str, Any], current: Current, position: int, duration: float
 ) -> dict[str, Any]:
@@ -232,12 +236,17 @@ def _retimed(
     keep their places in it (stretched or shrunk with it)."""
     start = _seconds(edit.get("start", segment["start"]), "start")
     end = _seconds(edit.get("end", segment["end"]), "end")
-    earliest = float(current[position - 1][1]["end"]) if position > 0 else 0.0
-    latest = float(current[position + 1][1]["start"]) if position + 1 < len(current) else (duration or float("inf"))
+    # a voice heard under another's words (an empty segment overlapping theirs, results.build_results)
+    # neither bounds nor is bounded by the spoken segments
+    spoken = _spoken(segment)
+    before = [s for _, s in current[:position] if spoken and _spoken(s)]
+    after = [s for _, s in current[position + 1 :] if spoken and _spoken(s)]
+    earliest = float(before[-1]["end"]) if before else 0.0
+    latest = float(after[0]["start"]) if after else (duration or float("inf"))
     if start < earliest:
         raise _Bad("start", f"The start must be at or after {earliest:.3f} s (the previous segment's end).")
     if end > latest:
-        where = "the next segment's start" if position + 1 < len(current) else "the end of the media"
+        where = "the next segment's start" if after else "the end of the media"
         raise _Bad("end", f"The end must be at or before {latest:.3f} s ({where}).")
     if end <= start:
         raise _Bad("end", "The end must come after the start.")

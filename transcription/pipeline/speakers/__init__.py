@@ -19,11 +19,17 @@
    runs again: lines of the other voice shorter than a window are found.
 5. :mod:`.changes`: every change of speaker is redrawn where pyannote's segmentation model
    (:mod:`.segmentation`, 17 ms frames) hears one voice stop and the other start; where both talk
-   at once the two turns overlap. Steps 4b and 5 run only where clustering finds two speakers or
-   more (bench/speakers/compare_models.py scores the whole as :func:`diarize` runs it).
+   at once the two turns overlap.
+6. :mod:`.local`: where clustering finds three voices or more and the model hears two at once in
+   enough of the speech (a meeting: :func:`.local.hears_overlap`, chosen per recording), its window-local speakers,
+   each embedded from its own frames, are given the clustered speakers, and a frame it hears two in
+   gets both: a voice under another's line has its own turn there.
+   Steps 4b to 6 run only where clustering finds two speakers or more
+   (bench/speakers/sets.py scores the whole as :func:`diarize` runs it).
 
-What was tried and not shipped (pyannote's local speakers, Resemblyzer) lives in harness/ and
-bench/speakers/, not here: docs/decisions/speech-and-text.md has the table.
+What was tried and not shipped (pyannote's reconstruction, Resemblyzer, counting the voices from the
+local speakers' own embeddings) lives in harness/ and bench/speakers/, not here:
+docs/decisions/speech-and-text.md has the table.
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
 ``weights`` (a copy of the encoder's checkpoint) and ``threads`` (the models' threads, default the CPU count,
@@ -39,6 +45,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..types import SpeakerTurn
+from . import local
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
 from .changes import redraw_changes
@@ -91,6 +98,7 @@ def diarize(
     extent: Sequence[tuple[float, float]] | None = None,
     weights: str | os.PathLike[str] | None = None,
     threads: int | None = None,
+    overlap: bool | None = None,
 ) -> list[SpeakerTurn]:
     """Who spoke when in a 16 kHz mono 16-bit WAV file.
 
@@ -98,13 +106,15 @@ def diarize(
     gets no turn); speakers are numbered 1.. in order of first appearance. Two speakers' turns
     overlap where the segmentation model hears both at a change of speaker.
     ``regions`` (seconds: where the encoder listens) and ``extent`` (where the turns are drawn;
-    default ``regions``) may be given to skip the VAD, as the speech stage does.
+    default ``regions``) may be given to skip the VAD, as the speech stage does. ``overlap``: whether
+    a second voice is read from the segmentation model's local speakers wherever it hears two at
+    once (:mod:`.local`); None (the service): where the recording shows it (:func:`.local.hears_overlap`).
     """
     if max_speakers < 1:
         raise ValueError("max_speakers must be >= 1")
     encoder = encoder or default_encoder(os.fspath(weights) if weights is not None else None)
     with single_threaded_blas():
-        return _diarize(wav_path, max_speakers, encoder, regions, extent, threads)
+        return _diarize(wav_path, max_speakers, encoder, regions, extent, threads, overlap)
 
 
 def _diarize(
@@ -114,6 +124,7 @@ def _diarize(
     regions: Sequence[tuple[float, float]] | None,
     extent: Sequence[tuple[float, float]] | None,
     threads: int | None,
+    overlap: bool | None = None,
 ) -> list[SpeakerTurn]:
     if regions is None:
         activity = find_speech(wav_path)
@@ -144,7 +155,15 @@ def _diarize(
     segmentation = default_segmentation()
     if segmentation is None:
         return turns
-    return redraw_changes(turns, segmentation.activity_of_wav(wav_path, threads))
+    speaking = segmentation.activity_of_wav(wav_path, threads)
+    redrawn = redraw_changes(turns, speaking)
+    found = len({t.speaker for t in turns})
+    if not (overlap if overlap is not None else local.hears_overlap(speaking, found)):
+        return redrawn
+    # two voices at once: the segmentation model's local speakers, each embedded from its own frames,
+    # given the clustered speakers; a frame where the model hears two gets both
+    heard = local.local_speakers(wav_path, speaking, encoder, threads)
+    return local.local_turns(redrawn, turn_centroids(emb, windows, turns), heard, extent)
 
 
 def turns_from_embeddings(
@@ -157,6 +176,7 @@ def turns_from_embeddings(
     merge_similarity: float = MERGE_SIMILARITY,
     small_split_similarity: tuple[float, float] = SMALL_SPLIT_SIMILARITY,
     between_similarity: float | None = BETWEEN_SIMILARITY,
+    speakers: int | None = None,
 ) -> list[SpeakerTurn]:
     """Speaker turns over ``extent`` from the windows' embeddings (L2-normalised rows): clustered,
     smoothed by Viterbi, laid over the speech (one speaker at a time: :func:`redraw_changes` then
@@ -174,6 +194,7 @@ def turns_from_embeddings(
         merge_similarity=merge_similarity,
         small_split_similarity=small_split_similarity,
         between_similarity=between_similarity,
+        speakers=speakers,
     )
     k = int(labels.max()) + 1
     if k > 1:

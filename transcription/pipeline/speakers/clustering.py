@@ -110,12 +110,15 @@ def _labels(emb: np.ndarray, k: int, p_keep: float) -> np.ndarray:
     return kmeans(v, k)
 
 
-def _spectral(emb: np.ndarray, max_speakers: int) -> np.ndarray:
+def _spectral(emb: np.ndarray, max_speakers: int, speakers: int | None = None) -> np.ndarray:
     """Labels for emb (n, d) by spectral clustering of a binarised k-nearest-neighbour
     affinity, the neighbour count auto-tuned as in NME-SC (Park et al., 2019): the
-    speaker count is the eigengap of the normalised Laplacian."""
+    speaker count is the eigengap of the normalised Laplacian (or ``speakers``, given)."""
     n = len(emb)
     k_max = max(1, min(max_speakers, n - 1))
+    if speakers is not None:
+        k = max(1, min(speakers, n - 1))
+        return _labels(emb, k, _eigengap(emb, k, WIDE_GRID)[1])
     if n > SHORT_WINDOWS:
         return _labels(emb, *_eigengap(emb, k_max, WIDE_GRID))
     labels = _labels(emb, *_eigengap(emb, k_max, SHORT_GRID))
@@ -171,8 +174,13 @@ def cluster_embeddings(
     merge_similarity: float = MERGE_SIMILARITY,
     small_split_similarity: tuple[float, float] = SMALL_SPLIT_SIMILARITY,
     between_similarity: float | None = BETWEEN_SIMILARITY,
+    speakers: int | None = None,
 ) -> np.ndarray:
     """Cluster L2-normalised embeddings (n, d) into speakers; labels 0..k-1.
+
+    ``speakers``: the count is given (bench/speakers/sets.py --oracle-count: what the
+    rest of the pipeline reaches when the count is right); the spectral labels for that many, refined,
+    nothing merged or folded.
 
     At most MAX_CLUSTER_WINDOWS evenly spaced embeddings are clustered; every
     embedding is then given the nearest centroid.  Clusters whose centroids have
@@ -189,6 +197,7 @@ def cluster_embeddings(
             merge_similarity,
             small_split_similarity,
             between_similarity,
+            speakers,
         )
 
 
@@ -199,6 +208,7 @@ def _cluster(
     merge_similarity: float,
     small_split: tuple[float, float],
     between_similarity: float | None,
+    speakers: int | None = None,
 ) -> np.ndarray:
     n = len(emb)
     if n == 0:
@@ -224,13 +234,15 @@ def _cluster(
     sel = np.arange(n)
     if n > MAX_CLUSTER_WINDOWS:
         sel = np.linspace(0, n - 1, MAX_CLUSTER_WINDOWS).round().astype(np.int64)
-    labels_sel = _spectral(emb[sel], max_speakers)
+    labels_sel = _spectral(emb[sel], max_speakers, speakers)
     centres = centroids(emb[sel], labels_sel, w[sel])
     labels = (emb @ centres.T).argmax(1)
     for _ in range(3):  # a few k-means refinement steps in embedding space
         centres = centroids(emb, _compact(labels), w)
         labels = (emb @ centres.T).argmax(1)
     labels = _compact(labels)
+    if speakers is not None:
+        return labels
     # merge look-alike clusters, fold tiny ones, hand out those of windows of two voices
     while labels.max() > 0:
         centres = centroids(emb, labels, w)

@@ -153,13 +153,20 @@ def _split_at_speaker_changes(seg: Segment, labels: list[int]) -> list[tuple[Seg
     return out
 
 
-def assign_speakers(segments: Iterable[Segment], turns: Sequence[SpeakerTurn]) -> list[Segment]:
+def assign_speakers(
+    segments: Iterable[Segment], turns: Sequence[SpeakerTurn], *, heard_under: bool = False
+) -> list[Segment]:
     """Give every word the speaker whose turns overlap it most (the nearest turn's speaker when
     none overlaps), and cut a segment where the speaker changes between two of its words, so a
     short answer is not glued to the other voice's sentence. A segment without word timestamps
     is given the speaker of its span as a whole. Speakers are renumbered 1.. in order of first
     appearance among the segments. Returns new Segment objects; the inputs are not changed.
     With no turns, every segment gets speaker None.
+
+    ``heard_under``: where a speaker's turn overlaps another's by MIN_UNDER_S or more and the
+    words there all went to the other voice (Whisper writes the louder one), that speaker is given
+    an empty segment (no text, no words) over the overlap, placed after the segments that start
+    before it: the segments then overlap in time as the voices do, every word still has one speaker.
     """
     segments = list(segments)
     turns = sorted(turns, key=lambda t: (t.start, t.end))
@@ -175,5 +182,51 @@ def assign_speakers(segments: Iterable[Segment], turns: Sequence[SpeakerTurn]) -
             continue
         labels = [_speaker_at(w.start, w.end, starts, ends, spk) for w in seg.words]
         pieces.extend(_split_at_speaker_changes(seg, labels))
+    if heard_under:
+        pieces = _with_voices_under(pieces, turns)
     order: dict[int, int] = {}
     return [replace(seg, speaker=order.setdefault(label, len(order) + 1)) for seg, label in pieces]
+
+
+MIN_UNDER_S = 0.3  # shorter overlaps (the two voices at a change of speaker) get no segment of their own
+
+
+def _with_voices_under(pieces: list[tuple[Segment, int]], turns: Sequence[SpeakerTurn]) -> list[tuple[Segment, int]]:
+    """``pieces`` (segments and their turns' speakers, in order) with an empty segment for each
+    stretch where one speaker's turn overlaps another's, the other speaker's words lie there and
+    none of its own: see :func:`assign_speakers`. ``turns`` sorted by start."""
+    spans: dict[int, list[tuple[float, float]]] = {}
+    for seg, label in pieces:
+        spans.setdefault(label, []).append((seg.start, seg.end))
+
+    def worded(label: int, start: float, end: float) -> bool:
+        return any(s < end and e > start for s, e in spans.get(label, []))
+
+    under: dict[int, list[list[float]]] = {}
+    for i, a in enumerate(turns):
+        for b in turns[i + 1 :]:
+            if b.start >= a.end:
+                break
+            start, end = max(a.start, b.start), min(a.end, b.end)
+            if a.speaker == b.speaker or end - start < MIN_UNDER_S:
+                continue
+            for quiet, loud in ((a.speaker, b.speaker), (b.speaker, a.speaker)):
+                if worded(loud, start, end) and not worded(quiet, start, end):
+                    under.setdefault(quiet, []).append([start, end])
+    added: list[tuple[Segment, int]] = []
+    for label, stretches in under.items():
+        stretches.sort()
+        joined = [stretches[0]]
+        for start, end in stretches[1:]:
+            if start <= joined[-1][1]:
+                joined[-1][1] = max(joined[-1][1], end)
+            else:
+                joined.append([start, end])
+        added.extend((Segment(start=round(s, 3), end=round(e, 3), text=""), label) for s, e in joined)
+    out = list(pieces)
+    for seg, label in sorted(added, key=lambda p: (p[0].start, p[1])):
+        at = len(out)
+        while at > 0 and out[at - 1][0].start > seg.start:
+            at -= 1
+        out.insert(at, (seg, label))
+    return out

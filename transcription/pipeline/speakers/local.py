@@ -1,13 +1,12 @@
-"""Local speakers (after pyannote 3.1), benched and not shipped: the segmentation model's own
-speakers of each 10 s window, embedded and given global speakers, add the second voice where two
-talk at once.
+"""Local speakers (after pyannote 3.1): the segmentation model's own speakers of each 10 s window,
+embedded and given global speakers, add the second voice where two talk at once.
 
-Not shipped (docs/decisions/speech-and-text.md, bench/speakers/experiments/local/): on the bench's
-test half overlap 10-20% went 17.4 -> 15.6% but same-gender 4.0 -> 6.5% and telephone 16.5 ->
-18.5% (overlap heard where there is none); pooled 8.07 -> 8.30%. It lives here, not in the service,
-so the service's diarization is what runs; it is kept working (tests/pipeline/test_local_speakers.py,
-and bench/speakers/compare_models.py sweeps it) because meetings (issue 45) may bring it back.
-:func:`diarize_with_local` is the service's ``diarize`` with this step after the changes are redrawn.
+:func:`speakers.diarize` reads them per recording (issue 45): where clustering finds three voices or
+more and the model hears two at once in OVERLAP_SHARE of the speech or more (:func:`hears_overlap`:
+a meeting, people talking over each other, not only at a change of speaker). Chosen on the bench's
+calibration half (bench/speakers/choose.py): every two-voice recording and call left as it was;
+docs/decisions/speech-and-text.md has the figures. Always on, it lost on the two-voice set's test
+half (pooled 8.07 -> 8.30%, telephone 16.5 -> 18.5%: overlap heard where there is none).
 
 The segmentation model (``speakers.segmentation``) says, in 17 ms frames of 10 s windows (half
 overlapping), which of up to three window-local speakers talk, two at once included; its most
@@ -40,24 +39,22 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
-from transcription.pipeline import speakers
-from transcription.pipeline.speakers import closer
-from transcription.pipeline.speakers.blas import diarization_threads, single_threaded_blas
-from transcription.pipeline.speakers.changes import merge_each_speaker, redraw_changes
-from transcription.pipeline.speakers.closer import closer_turns, turn_centroids, unsure_spans
-from transcription.pipeline.speakers.embedding import Window, embed_regions
-from transcription.pipeline.speakers.encoders import SpeakerEncoder
-from transcription.pipeline.speakers.segmentation import (
+from ..types import SpeakerTurn
+from .blas import diarization_threads
+from .changes import merge_each_speaker, redraw_changes
+from .closer import turn_centroids
+from .clustering import MANY_VOICES
+from .embedding import Window
+from .encoders import SpeakerEncoder
+from .segmentation import (
     FRAME_SAMPLES,
     FRAME_STEP_SAMPLES,
     POWERSET_SPEAKERS,
     WINDOW_SAMPLES,
     SpeakerActivity,
-    default_segmentation,
 )
-from transcription.pipeline.speakers.speech import SAMPLE_RATE, find_speech, open_wav, read_span
-from transcription.pipeline.speakers.turns import renumber
-from transcription.pipeline.types import SpeakerTurn
+from .speech import SAMPLE_RATE, open_wav, read_span
+from .turns import renumber
 
 FEATURE_HOP_SAMPLES = 160  # the encoders' 10 ms frames
 FEATURE_CENTRE_SAMPLES = 200  # ... each 25 ms long
@@ -96,14 +93,39 @@ class LocalSpeakers:
     frames: int  # frames of the recording
 
 
+# a recording's second voices are read from the local speakers where clustering finds MANY_VOICES or
+# more and the segmentation model hears two voices at once in this share of the speech or more (a
+# meeting): bench/speakers/choose.py on the calibration half, the rule that leaves every two-voice
+# recording and call as it was (overlap alone, at 8%, cost the test half's two-voice set 7.08 -> 7.34%)
+OVERLAP_SHARE = 0.05
+
+
+def overlap_share(activity: SpeakerActivity) -> float:
+    """Of the frames the segmentation model hears speech in, the share it hears two voices in (the
+    windows' mean, which does not depend on their own numbering of speakers)."""
+    classes = activity.frame_classes()
+    speech = classes.speech >= 0.5
+    return float(((classes.overlap >= 0.5) & speech).sum() / max(1, int(speech.sum())))
+
+
+def hears_overlap(activity: SpeakerActivity, speakers: int) -> bool:
+    """Whether a recording's second voices are worth reading: a meeting, not a conversation or a
+    call: ``speakers`` (clustering's count) at least MANY_VOICES, and the model hears two voices at
+    once in OVERLAP_SHARE of its speech or more, not only at a change of speaker."""
+    return speakers >= MANY_VOICES and overlap_share(activity) >= OVERLAP_SHARE
+
+
 def local_speakers(
     wav_path: str | os.PathLike[str],
     activity: SpeakerActivity,
     encoder: SpeakerEncoder,
     threads: int | None = None,
+    *,
+    everywhere: bool = False,
 ) -> LocalSpeakers:
     """The model's local speakers of every window of ``activity`` (read from ``wav_path``),
-    each embedded from the encoder's frames where it alone talks."""
+    each embedded from the encoder's frames where it alone talks; only in the windows near some
+    overlap unless ``everywhere`` (what counting the voices needs)."""
     classes = activity.probabilities.argmax(axis=2)  # (windows, frames): pyannote's hard powerset
     talking = POWERSET_SPEAKERS[classes] > 0  # (windows, frames, 3)
     alone = talking & (talking.sum(axis=2, keepdims=True) == 1)
@@ -112,7 +134,7 @@ def local_speakers(
     embeddings = np.zeros((len(classes), 3, encoder.dim), dtype=np.float32)
     whole = np.zeros_like(embeddings)
     first = np.rint(activity.starts / FRAME_STEP_SAMPLES).astype(np.int64)
-    near_overlap = _windows_near_overlap(talking, first)
+    near_overlap = np.ones(len(first), dtype=bool) if everywhere else _windows_near_overlap(talking, first)
     jobs: list[tuple[np.ndarray, int, int, np.ndarray]] = []
     with open_wav(wav_path) as w:
         for window, start in enumerate(activity.starts):
@@ -167,42 +189,6 @@ def refine_turns(
     if reading is None or local is None:
         return redrawn
     return local_turns(redrawn, turn_centroids(emb, windows, turns), local, extent, reading)
-
-
-def diarize_with_local(
-    wav_path: str | os.PathLike[str], encoder: SpeakerEncoder, reading: LocalReading | None = LocalReading()
-) -> list[SpeakerTurn]:
-    """``speakers.diarize(wav_path, encoder=encoder)`` with local speakers read after the changes are
-    redrawn; ``reading`` None is the service's diarize step for step (the test holds it to that)."""
-    with single_threaded_blas():
-        activity = find_speech(wav_path)
-        regions, extent = activity.for_diarization(), activity.for_turns()
-        if not regions:
-            return []
-        emb, windows, pieces = embed_regions(wav_path, regions, encoder)
-        turns = speakers.turns_from_embeddings(
-            emb,
-            windows,
-            pieces,
-            extent,
-            merge_similarity=encoder.merge_similarity,
-            small_split_similarity=encoder.small_split_similarity,
-            between_similarity=encoder.between_similarity,
-        )
-        if len({t.speaker for t in turns}) < 2:
-            return turns
-        centres = turn_centroids(emb, windows, turns)
-        looked_at = unsure_spans(emb, windows, centres)
-        short_emb, short_windows, _ = embed_regions(
-            wav_path, regions, encoder, size=closer.SIZE_FRAMES, hop=closer.HOP_FRAMES, only=looked_at
-        )
-        turns = closer_turns(turns, centres, emb, windows, pieces, short_emb, short_windows, extent)
-        segmentation = default_segmentation()
-        if segmentation is None:
-            return turns
-        speaking = segmentation.activity_of_wav(wav_path)
-        local = local_speakers(wav_path, speaking, encoder) if reading is not None else None
-        return refine_turns(turns, emb, windows, speaking, local, extent, reading)
 
 
 def assign(similarity: np.ndarray, floor: float) -> list[int]:
