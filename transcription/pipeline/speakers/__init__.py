@@ -38,6 +38,7 @@ at most 16): the service passes SPEAKER_ENCODER_WEIGHTS and SPEAKER_THREADS.
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Sequence
 
@@ -48,18 +49,19 @@ from ..types import SpeakerTurn
 from . import local
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
 from .blas import single_threaded_blas
-from .changes import redraw_changes
+from .changes import change_times, redraw_changes
 from .closer import HOP_FRAMES as CLOSER_HOP_FRAMES
 from .closer import SIZE_FRAMES as CLOSER_SIZE_FRAMES
 from .closer import closer_turns, turn_centroids, unsure_spans
 from .clustering import (
     BETWEEN_SIMILARITY,
+    MANY_VOICES,
     MERGE_SIMILARITY,
     SMALL_SPLIT_SIMILARITY,
     centroids,
     cluster_embeddings,
 )
-from .embedding import Piece, Window, embed_regions
+from .embedding import FIRST_LOOK_MIN_SPEECH_S, FIRST_LOOK_STRIDE, Piece, Window, embed_regions
 from .encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
 from .segmentation import default_segmentation
 from .speech import find_speech
@@ -132,17 +134,24 @@ def _diarize(
     extent = regions if extent is None else extent
     if not regions:
         return []
-    emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads)
-    turns = turns_from_embeddings(
-        emb,
-        windows,
-        pieces,
-        extent,
+    clustered = functools.partial(
+        turns_from_embeddings,
+        extent=extent,
         max_speakers=max_speakers,
         merge_similarity=encoder.merge_similarity,
         small_split_similarity=encoder.small_split_similarity,
         between_similarity=encoder.between_similarity,
     )
+    known = None
+    if sum(e - s for s, e in regions) >= FIRST_LOOK_MIN_SPEECH_S:
+        # the first look: one voice is heard from every other window (embedding.FIRST_LOOK_STRIDE)
+        emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads, stride=FIRST_LOOK_STRIDE)
+        turns = clustered(emb, windows, pieces)
+        if len({t.speaker for t in turns}) < 2:
+            return turns
+        known = (emb, windows)
+    emb, windows, pieces = embed_regions(wav_path, regions, encoder, threads, known=known)
+    turns = clustered(emb, windows, pieces)
     if len({t.speaker for t in turns}) < 2:
         # one voice has no short line of another to find, no change to redraw nor overlap
         return turns
@@ -155,9 +164,13 @@ def _diarize(
     segmentation = default_segmentation()
     if segmentation is None:
         return turns
-    speaking = segmentation.activity_of_wav(wav_path, threads)
-    redrawn = redraw_changes(turns, speaking)
     found = len({t.speaker for t in turns})
+    # the changes are read in the windows nearest them alone (segmentation.activity_of_wav's near);
+    # the local speakers' check and reading want every window, so where they may run (three voices
+    # or more, or asked for) the model runs over the whole file
+    whole_file = overlap if overlap is not None else found >= MANY_VOICES
+    speaking = segmentation.activity_of_wav(wav_path, threads, near=None if whole_file else change_times(turns))
+    redrawn = redraw_changes(turns, speaking)
     if not (overlap if overlap is not None else local.hears_overlap(speaking, found)):
         return redrawn
     # two voices at once: the segmentation model's local speakers, each embedded from its own frames,

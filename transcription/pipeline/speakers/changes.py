@@ -69,6 +69,17 @@ def redraw_changes(
     return merge_each_speaker(redrawn)
 
 
+def change_times(turns: Sequence[SpeakerTurn], reading: Reading = SHIPPED) -> list[float]:
+    """Where :func:`redraw_changes` reads the model: the middle of every change of speaker it may
+    redraw (the segmentation model need run only in the windows nearest these)."""
+    ordered = sorted(turns, key=lambda t: (t.start, t.end))
+    return [
+        (before.end + after.start) / 2
+        for before, after in zip(ordered, ordered[1:], strict=False)
+        if before.speaker != after.speaker and after.start - before.end <= reading.max_pause_s
+    ]
+
+
 def _change(
     before: SpeakerTurn, after: SpeakerTurn, activity: SpeakerActivity, reading: Reading
 ) -> tuple[float, float] | None:

@@ -26,6 +26,15 @@ MAX_REGION_S = 30.0  # long speech regions are processed in pieces this long
 # 8.5 CPU-s for a 5-minute file here) and a GPU machine's 16 threads share the batches out evenly:
 # 0.9 s against 1.3 s for that file there (bench/asr/README.md). The embeddings are the same to the bit.
 ENCODER_BATCH = 4
+# The first look (speakers.diarize): where there is this much speech, every other window of the grid
+# (counted across pieces) is embedded first; where clustering hears one voice in them, that is the
+# answer (one voice's turns are the speech, whichever windows heard it), for half the encoder's CPU;
+# where it hears two or more, the rest of the grid is embedded too and the whole grid is clustered
+# as before (the same embeddings). Below SHORT_WINDOWS' worth of first-look windows clustering reads
+# few windows differently (clustering.py), so shorter speech is embedded on the whole grid at once.
+# Chosen in docs/decisions/speech-and-text.md.
+FIRST_LOOK_STRIDE = 2
+FIRST_LOOK_MIN_SPEECH_S = 120.0
 
 
 @dataclass
@@ -80,13 +89,20 @@ def embed_regions(
     size: int = WINDOW_FRAMES,
     hop: int = HOP_FRAMES,
     only: Sequence[tuple[float, float]] | None = None,
+    known: tuple[np.ndarray, Sequence[Window]] | None = None,
+    stride: int = 1,
 ) -> tuple[np.ndarray, list[Window], list[Piece]]:
     """Embed windows of the speech regions; returns (embeddings, windows, pieces). Windows are
     ``size`` frames long every ``hop`` frames; with ``only`` (seconds), just the windows of that
     grid :func:`centred_in` those spans are embedded and returned (the same windows, to the bit,
-    as those of a run without ``only``)."""
+    as those of a run without ``only``). ``stride``: every ``stride``-th window of the grid alone
+    (counted across pieces: the first look). ``known``: embeddings and windows of an earlier call
+    over the same regions and grid; those windows are not embedded again."""
     pieces = split_regions(regions)
     windows: list[Window] = []
+    done = {} if known is None else {_key(w): row for w, row in zip(known[1], known[0], strict=True)}
+    reused: dict[int, np.ndarray] = {}  # index in ``windows`` -> its known embedding
+    grid_index = -1
     batch: list[np.ndarray] = []
     lengths: list[int] = []
 
@@ -126,9 +142,13 @@ def embed_regions(
                         piece.end if k == len(spans) - 1 else piece.start + (centres[k] + centres[k + 1]) / 2 * FRAME_S
                     )
                     window = Window(piece.start + a * FRAME_S, piece.start + b * FRAME_S, own_start, own_end, pi)
-                    if only is not None and not centred_in(window, only):
+                    grid_index += 1
+                    if (only is not None and not centred_in(window, only)) or grid_index % stride:
                         continue
                     windows.append(window)
+                    if _key(window) in done:
+                        reused[len(windows) - 1] = done[_key(window)]
+                        continue
                     batch.append(feats[a:b])
                     lengths.append(b - a)
                     if len(batch) >= ENCODER_BATCH:
@@ -137,5 +157,21 @@ def embed_regions(
         finally:
             w.close()
         embeds = pool.results()
-    emb = np.concatenate(embeds) if embeds else np.zeros((0, encoder.dim), dtype=np.float32)
-    return emb, windows, pieces
+    return _in_order(embeds, reused, len(windows), encoder.dim), windows, pieces
+
+
+def _in_order(embeds: list[np.ndarray], reused: dict[int, np.ndarray], n: int, dim: int) -> np.ndarray:
+    """The windows' embeddings in order: the batches' rows, with the known ones put in their places."""
+    emb = np.concatenate(embeds) if embeds else np.zeros((0, dim), dtype=np.float32)
+    if not reused:
+        return emb
+    rows = np.zeros((n, dim), dtype=np.float32)
+    rows[[i for i in range(n) if i not in reused]] = emb
+    for i, row in reused.items():
+        rows[i] = row
+    return rows
+
+
+def _key(window: Window) -> tuple[int, float, float]:
+    """A window's place: the same piece and frames give the same floats in every call."""
+    return window.piece, window.start, window.end

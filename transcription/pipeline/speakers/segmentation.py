@@ -215,8 +215,7 @@ class SpeakerActivity:
 
     def window_near(self, seconds: float) -> int:
         """The window whose middle is nearest ``seconds``: the one that sees most around it."""
-        middles = (self.starts + WINDOW_SAMPLES / 2) / SAMPLE_RATE
-        return int(np.argmin(np.abs(middles - seconds)))
+        return _nearest_window(self.starts, seconds)
 
     def frame_times(self, window: int) -> np.ndarray:
         """The centres (seconds) of one window's frames."""
@@ -274,22 +273,42 @@ class Segmentation:
         x = np.asarray(samples, dtype=np.float32)
         return self._run(len(x), lambda start: x[start : start + WINDOW_SAMPLES])
 
-    def activity_of_wav(self, wav_path: str | os.PathLike[str], threads: int | None = None) -> SpeakerActivity:
+    def activity_of_wav(
+        self, wav_path: str | os.PathLike[str], threads: int | None = None, *, near: Sequence[float] | None = None
+    ) -> SpeakerActivity:
         """:meth:`activity` of a 16 kHz mono 16-bit WAV, read one window at a time; ``threads``
-        batches at once (default :func:`.blas.diarization_threads`)."""
+        batches at once (default :func:`.blas.diarization_threads`). With ``near`` (seconds), only
+        the window of the whole file's grid whose middle is nearest each time is run (the one
+        :meth:`SpeakerActivity.window_near` picks there): what :func:`.changes.redraw_changes` reads
+        at those changes, for the CPU of those windows alone (the model over a whole meeting of short
+        turns still runs nearly every window). Such an activity holds those windows only, so its
+        :meth:`SpeakerActivity.frame_classes` covers only them."""
         total = round(wav_duration(wav_path) * SAMPLE_RATE)
+        starts = np.array(list(_window_starts(total)), dtype=np.int64)
+        if near is not None:
+            starts = starts[sorted({_nearest_window(starts, t) for t in near})]
         with open_wav(wav_path) as w:
-            return self._run(total, lambda start: read_span(w, start, start + WINDOW_SAMPLES), threads)
+            return self._run(total, lambda start: read_span(w, start, start + WINDOW_SAMPLES), threads, starts)
 
     def frame_classes(self, samples: np.ndarray) -> FrameClasses:
         """Speech and overlap probabilities over a whole recording (16 kHz samples in [-1, 1])."""
         return self.activity(samples).frame_classes()
 
-    def _run(self, total: int, window_at: Callable[[int], np.ndarray], threads: int | None = None) -> SpeakerActivity:
-        """Batches of windows, read here in order and run by ``threads`` threads at once (the
-        session runs each on one core; onnxruntime's ``run`` may be called from several threads).
-        Each batch's output is the same whichever thread runs it."""
-        starts = np.array(list(_window_starts(total)), dtype=np.int64)
+    def _run(
+        self,
+        total: int,
+        window_at: Callable[[int], np.ndarray],
+        threads: int | None = None,
+        starts: np.ndarray | None = None,
+    ) -> SpeakerActivity:
+        """Batches of windows (``starts``, default the whole recording's), read here in order and
+        run by ``threads`` threads at once (the session runs each on one core; onnxruntime's ``run``
+        may be called from several threads). Each batch's output is the same whichever thread runs it."""
+        if starts is None:
+            starts = np.array(list(_window_starts(total)), dtype=np.int64)
+        if not len(starts):
+            empty = np.zeros((0, 0, len(POWERSET_SPEAKERS)), dtype=np.float16)
+            return SpeakerActivity(starts=starts, probabilities=empty, samples=total)
 
         def probabilities(windows: np.ndarray) -> np.ndarray:
             probs: np.ndarray = np.exp(self.log_probabilities(windows)).astype(np.float16)
@@ -305,6 +324,13 @@ class Segmentation:
                 pool.submit(probabilities, windows)
             probs = pool.results()
         return SpeakerActivity(starts=starts, probabilities=np.concatenate(probs), samples=total)
+
+
+def _nearest_window(starts: np.ndarray, seconds: float) -> int:
+    """The index of the window (of ``starts``) whose middle is nearest ``seconds``: the rule of
+    :meth:`SpeakerActivity.window_near`, so that the window run is the one read there."""
+    middles = (starts + WINDOW_SAMPLES / 2) / SAMPLE_RATE
+    return int(np.argmin(np.abs(middles - seconds)))
 
 
 def _window_starts(total: int) -> Iterator[int]:
