@@ -91,7 +91,7 @@ def instrument() -> None:
         setattr(segmentation.Segmentation, name, _timed_main("segmentation", getattr(segmentation.Segmentation, name)))
 
 
-def _items(folder: Path) -> list[Item]:
+def items_in(folder: Path) -> list[Item]:
     """The items an earlier build wrote (``NAME.wav`` beside ``NAME.rttm``), turns as the RTTM holds
     them (to the millisecond): so two runs of different code score the same files alike."""
     items = []
@@ -123,7 +123,7 @@ def main() -> None:
     two: list[Item] = []
     meetings: list[Item] = []
     if args.items_from:
-        two, meetings = _items(args.items_from / args.half), _items(args.items_from / f"meeting-{args.half}")
+        two, meetings = items_in(args.items_from / args.half), items_in(args.items_from / f"meeting-{args.half}")
     else:
         if not args.only_meetings:
             two = build(

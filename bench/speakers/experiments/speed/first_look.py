@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[4]))
 
-from bench.speakers.speed import _items  # noqa: E402
+from bench.speakers.speed import items_in  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers.embedding import FIRST_LOOK_STRIDE, embed_regions  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
@@ -36,7 +36,7 @@ def main() -> None:
             between_similarity=enc.between_similarity,
         )
 
-    for item in _items(folder / half) + _items(folder / f"meeting-{half}"):
+    for item in items_in(folder / half) + items_in(folder / f"meeting-{half}"):
         act = find_speech(item.wav)
         regions, extent = act.for_diarization(), act.for_turns()
         if not regions:
