@@ -13,6 +13,7 @@ import logging
 import os
 import socket
 import threading
+from abc import ABC, abstractmethod
 from datetime import datetime
 from typing import Any
 
@@ -25,7 +26,7 @@ from . import chunk_services, services
 logger = logging.getLogger(__name__)
 
 
-class _Claim:
+class _Claim(ABC):
     """A claim renewed every WORKER_HEARTBEAT_SECONDS by a thread while its holder works (`with
     claim:`); it lapses after BEATS_PER_CLAIM missed beats. Subclasses say what is claimed."""
 
@@ -39,8 +40,9 @@ class _Claim:
         self.stopped = threading.Event()
         self.thread = threading.Thread(target=self._beat, name=f"heartbeat-{name}", daemon=True)
 
-    def _renew(self):
-        raise NotImplementedError
+    @abstractmethod
+    def _renew(self) -> datetime | None:
+        """Extend the claim: the new expiry, or None when it lapsed and was taken over."""
 
     def _beat(self) -> None:
         try:

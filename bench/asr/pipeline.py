@@ -75,12 +75,14 @@ def _mux(audio: Path, dest: Path) -> Path:
     return dest
 
 
-def _db(args, *cmd):
-    subprocess.run(
-        [*cmd, "-h", args.pg_host, "-p", str(args.pg_port), "-U", args.pg_user, args.db_name],
-        check=True,
-        capture_output=True,
-    )
+def fresh_database(args) -> None:
+    """The bench's database (--db-name), dropped and created again: every run starts empty."""
+    for command in (["dropdb", "--if-exists"], ["createdb"]):
+        subprocess.run(
+            [*command, "-h", args.pg_host, "-p", str(args.pg_port), "-U", args.pg_user, args.db_name],
+            check=True,
+            capture_output=True,
+        )
 
 
 def worker_cpu_seconds(pid: int) -> float:
@@ -166,8 +168,7 @@ def main() -> None:
             "LOG_LEVEL": "WARNING",
         }
     )
-    _db(args, "dropdb", "--if-exists")
-    _db(args, "createdb")
+    fresh_database(args)
 
     import django
 

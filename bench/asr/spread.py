@@ -46,6 +46,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from pipeline import fresh_database  # noqa: E402
 from rtf import abba, build_audio, reference_text, wer, without_paragraph_heads  # noqa: E402
 
 TARGET = 0.65
@@ -68,14 +69,6 @@ def tree_cpu_seconds(pid: int) -> float:
         total += sum(stats[p][1] for p in level if p in stats)
         level = {p for p, (parent, _) in stats.items() if parent in level}
     return total
-
-
-def _db(args, *cmd):
-    subprocess.run(
-        [*cmd, "-h", args.pg_host, "-p", str(args.pg_port), "-U", args.pg_user, args.db_name],
-        check=True,
-        capture_output=True,
-    )
 
 
 def main() -> None:  # noqa: C901 (one bench, read top to bottom)
@@ -127,8 +120,7 @@ def main() -> None:  # noqa: C901 (one bench, read top to bottom)
             "SPREAD_ABOVE_SECONDS": str(min(1200.0, audio_s / 2)),
         }
     )
-    _db(args, "dropdb", "--if-exists")
-    _db(args, "createdb")
+    fresh_database(args)
 
     import django
 
