@@ -302,6 +302,12 @@ if ASR_JOBS_AT_ONCE < 1:
 # A job whose audio is longer than this is recognised in chunks spread over every free asr worker
 # (issue 44; transcription/stages/spreading.py); 0: never (one worker recognises every job alone).
 SPREAD_ABOVE_SECONDS = env.float("SPREAD_ABOVE_SECONDS", default=1200.0)
+# Such a job's chunks are shorter than one worker's (at most this, cut at the quietest moment): the
+# worker that coordinates also diarizes the whole file, and with short chunks it simply takes fewer,
+# so the workers finish together (bench/asr/spread.py: 600 s chunks split 4 + 3 on two workers).
+SPREAD_CHUNK_SECONDS = env.float("SPREAD_CHUNK_SECONDS", default=180.0)
+if SPREAD_CHUNK_SECONDS <= 0:
+    raise ImproperlyConfigured("SPREAD_CHUNK_SECONDS must be more than 0.")
 # Diarization: another copy of Resemblyzer's pretrained.pt (default: the one in the installed
 # package), and the encoder's threads (0: the CPU count, at most 16).
 SPEAKER_ENCODER_WEIGHTS = env.str("SPEAKER_ENCODER_WEIGHTS", default="")

@@ -10,8 +10,9 @@ WAV, and Django's test client for POST /v1/api/transcribe.
 - two: two workers, on cores 0 and 1: the job's chunks are spread over both (SPREAD_ABOVE_SECONDS
   below the audio's length in both configurations, so the only difference is the second worker).
 
-The chunks are RECOGNITION_CHUNK_SECONDS long (600, the default; --chunk-seconds, or a sixth of
-the audio when that is shorter, so a quick check has several chunks too). Fresh workers start for
+The chunks are SPREAD_CHUNK_SECONDS long (180, the default; --chunk-seconds, or a twelfth of the
+audio when that is shorter, so a quick check has several chunks too); one worker alone recognises
+the same chunks in turn, as it does with the shipped settings when no other worker is free. Fresh workers start for
 each run and are warmed up by one short job each (the model loaded, the speaker graphs built), so
 the run times the job only. The two configurations alternate ABBA (--rounds). For each run: wall
 time POST -> done, the speech stage's time (processing -> done, from the job's timeline), the WER
@@ -75,7 +76,7 @@ def main() -> None:  # noqa: C901 (one bench, read top to bottom)
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=60.0)
     ap.add_argument("--model", default="base")
-    ap.add_argument("--chunk-seconds", type=float, default=600.0)
+    ap.add_argument("--chunk-seconds", type=float, default=180.0, help="SPREAD_CHUNK_SECONDS (180)")
     ap.add_argument("--rounds", type=int, default=2, help="runs of each configuration, ABBA (2)")
     ap.add_argument("--cores", default="0,1", help="the two cores the workers are pinned to")
     ap.add_argument("--db-name", default="bench_spread")
@@ -97,7 +98,7 @@ def main() -> None:  # noqa: C901 (one bench, read top to bottom)
             ["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", str(speech_wav)], text=True
         )
     )
-    chunk_s = min(args.chunk_seconds, audio_s / 6)
+    chunk_s = min(args.chunk_seconds, audio_s / 12)
     subprocess.run(
         ["ffmpeg", "-v", "error", "-y", "-i", str(speech_wav), "-t", "12", str(media / "warm.wav")], check=True
     )
@@ -116,7 +117,8 @@ def main() -> None:  # noqa: C901 (one bench, read top to bottom)
             "CONN_MAX_AGE": "0",
             "LOG_LEVEL": "WARNING",
             "SPEAKER_THREADS": "1",
-            "RECOGNITION_CHUNK_SECONDS": str(chunk_s),
+            "RECOGNITION_CHUNK_SECONDS": str(min(600.0, audio_s / 3)),  # one worker's plan: several chunks
+            "SPREAD_CHUNK_SECONDS": str(chunk_s),
             "SPREAD_ABOVE_SECONDS": str(min(1200.0, audio_s / 2)),
         }
     )

@@ -1,13 +1,12 @@
 """One long video across the fleet (issue 44): a job longer than SPREAD_ABOVE_SECONDS is recognised
 in chunks by every free asr worker. Two real workers ("one" and "two"), the real speech model and
-ffmpeg; the chunks made small (RECOGNITION_CHUNK_SECONDS=16 on 50 s of LibriVox speech, read twice)
-so that a short recording has several.
+ffmpeg; the chunks made small (SPREAD_CHUNK_SECONDS=16, shorter than one worker's 30, on 50 s of
+LibriVox speech, read twice) so that a short recording has several.
 
 In a module of its own: these two workers must be the only ones taking the queues' jobs.
 """
 
 import contextlib
-import difflib
 import re
 import subprocess
 
@@ -20,7 +19,8 @@ LIBRIVOX = "/usr/share/pocketsphinx/test/data/librivox"
 SPREAD = {
     "ALLOW_PRIVATE_URLS": "true",
     "WORKER_HEARTBEAT_SECONDS": "1",  # a killed worker's chunk claim lapses after 4 s
-    "RECOGNITION_CHUNK_SECONDS": "16",
+    "RECOGNITION_CHUNK_SECONDS": "30",
+    "SPREAD_CHUNK_SECONDS": "16",
     "SPREAD_ABOVE_SECONDS": "20",
 }
 
@@ -74,20 +74,7 @@ def worker(name: str) -> str:
     return name.split("@")[0]
 
 
-def one_worker_text(job_id, chunks) -> str:
-    """What one worker alone makes of the same plan: every chunk recognised in turn, then merged."""
-    from django.conf import settings
-
-    from transcription import files
-    from transcription.pipeline import asr, whisper_model
-
-    model = whisper_model.load_model(settings.WHISPER_MODEL, settings.MODEL_CACHE_DIR)
-    wav = files.local_copy(files.playback_name(job_id), settings.WORK_DIR / "one-worker.wav")
-    parts = [asr.transcribe(model, wav, start=c.start, end=c.end, speech=[tuple(r) for r in c.speech]) for c in chunks]
-    return " ".join(segment.text for segment in asr.merge(parts).segments)
-
-
-def test_two_workers_share_a_long_jobs_chunks_and_the_words_match_one_workers(api, long_speech, two_workers):
+def test_two_workers_share_a_long_jobs_chunks_and_no_word_is_lost_or_doubled(api, long_speech, two_workers):
     from transcription.models import JobSegments
 
     url, reference = long_speech
@@ -98,11 +85,9 @@ def test_two_workers_share_a_long_jobs_chunks_and_the_words_match_one_workers(ap
     assert len(chunks) >= 3 and all(chunk.done and chunk.result is None for chunk in chunks)
     assert {worker(chunk.claimed_by) for chunk in chunks} == {"one", "two"}, "both workers recognised chunks"
     assert [c.end for c in chunks[:-1]] == [c.start for c in chunks[1:]], "the chunks cover the audio, end to end"
+    assert chunks[0].start == 0 and all(c.end - c.start <= 16.0 for c in chunks), "the spread plan's short chunks"
 
     spread = " ".join(segment["text"] for segment in JobSegments.objects.get(job_id=job_id).segments)
-    alone = one_worker_text(job_id, chunks)
-    same = difflib.SequenceMatcher(a=normalize(alone), b=normalize(spread), autojunk=False).ratio()
-    assert same >= 0.97, f"the fleet's words are one worker's:\n{alone}\n{spread}"
     # a word cut at a seam, read twice or by neither chunk, would show against the words read
     assert wer(reference, spread) <= 0.12, spread
     assert len(normalize(spread)) == pytest.approx(len(normalize(reference)), abs=3)

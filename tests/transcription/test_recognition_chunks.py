@@ -122,6 +122,25 @@ def test_only_long_audio_with_several_chunks_spreads():
         assert not spreading.spreads(SPANS), "0: never"
 
 
+def test_a_spread_job_is_planned_in_shorter_chunks_than_one_workers(tmp_path):
+    import subprocess
+
+    wav = tmp_path / "tone.wav"  # 100 s: a tone with a quiet second every 7 s, where the cuts fall
+    subprocess.run(
+        ["ffmpeg", "-nostdin", "-v", "error", "-f", "lavfi", "-i", "sine=frequency=440:duration=100"]
+        + ["-af", "volume='if(lt(mod(t,7),1),0,1)':eval=frame", "-ar", "16000", "-ac", "1", str(wav)],
+        check=True,
+        timeout=60,
+    )
+    with override_settings(RECOGNITION_CHUNK_SECONDS=60, SPREAD_CHUNK_SECONDS=25):
+        chunks = spreading.spread_chunks(wav)
+        assert len(chunks) >= 4 and all(end - start <= 25 for start, end in chunks)
+        assert chunks[0][0] == 0 and chunks[-1][1] == pytest.approx(100, abs=0.01)
+        assert [end for _, end in chunks[:-1]] == [start for start, _ in chunks[1:]], "end to end"
+    with override_settings(RECOGNITION_CHUNK_SECONDS=20, SPREAD_CHUNK_SECONDS=180):
+        assert all(end - start <= 20 for start, end in spreading.spread_chunks(wav)), "never longer than one worker's"
+
+
 def test_a_chunk_is_left_to_its_coordinator_while_another_accounts_job_waits(account, other_account):
     lines.join("asr", "own-waiting", account.id)
     assert not dispatch.others_waiting("asr", account.id), "the account's own jobs do not count"

@@ -1,8 +1,10 @@
 """One long job's recognition spread over every free asr worker (issue 44: one long video across
 the fleet), for audio longer than SPREAD_ABOVE_SECONDS.
 
-The worker running the job's speech stage coordinates: it plans the chunks as one worker would
-(audio.plan_chunks, cut at the quietest moment before each RECOGNITION_CHUNK_SECONDS), writes one
+The worker running the job's speech stage coordinates: it plans shorter chunks than one worker would
+(audio.plan_chunks, cut at the quietest moment before each SPREAD_CHUNK_SECONDS, 180 s: the
+coordinator also diarizes the whole file, and with short chunks it takes fewer of them instead of
+holding the last long one while the others are idle), writes one
 row per chunk (RecognitionChunk, with the speech the job's one VAD pass found in it) and sends one
 `recognise_chunk` message per chunk to the asr queue. Then it recognises chunks itself, from the
 last one back (the messages offer them from the first: the two seldom reach for the same one), and
@@ -39,7 +41,7 @@ from django.conf import settings
 from .. import chunk_services, dispatch, files, services, states
 from ..claims import ChunkClaim, worker_name
 from ..models import Job, RecognitionChunk
-from ..pipeline import asr
+from ..pipeline import asr, audio
 from ..pipeline.types import Transcript, transcript_from_dict, transcript_to_dict
 from .speech_model import speech_model
 
@@ -54,10 +56,18 @@ def spreads(chunks: list[tuple[float, float]]) -> bool:
     return bool(above) and len(chunks) > 1 and chunks[-1][1] > above
 
 
-def transcribe_spread(job: Job, model, wav: Path, chunks: list[tuple[float, float]], speech) -> Transcript:
-    """The coordinator's part: the job's transcript, its chunks recognised by whichever worker was
-    free. Progress counts the chunks done."""
+def spread_chunks(wav: Path) -> list[tuple[float, float]]:
+    """The chunks of a job recognised across the fleet: at most SPREAD_CHUNK_SECONDS each (never
+    longer than one worker's), cut at the quietest moment before that."""
+    longest = min(settings.SPREAD_CHUNK_SECONDS, settings.RECOGNITION_CHUNK_SECONDS)
+    return audio.plan_chunks(wav, max_chunk=longest)
+
+
+def transcribe_spread(job: Job, model, wav: Path, speech) -> Transcript:
+    """The coordinator's part: the job's transcript, its chunks (spread_chunks) recognised by
+    whichever worker was free. Progress counts the chunks done."""
     by = worker_name()
+    chunks = spread_chunks(wav)
     speech_in = [[region for region in speech if region[1] > start and region[0] < end] for start, end in chunks]
     chunk_services.chunks_plan(job.id, chunks, speech_in, by)
     left = RecognitionChunk.objects.filter(job_id=job.id, done=False).values_list("index", flat=True)

@@ -137,7 +137,7 @@ def _enrol(job: Job, wav: Path) -> None:
 
 def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript:
     if spreading.spreads(chunks):  # a long job: its chunks go to every free asr worker
-        return spreading.transcribe_spread(job, model, wav, chunks, speech)
+        return spreading.transcribe_spread(job, model, wav, speech)
     total = sum(end - start for start, end in chunks) or 1.0
     parts: list[Transcript] = []
     done = 0.0
