@@ -119,6 +119,14 @@ def stage_breakdown(timeline: list) -> tuple[list[dict], float]:
     return stages, (times[-1][1] - times[0][1]).total_seconds()
 
 
+def speech_stage_seconds(timeline: list) -> float:
+    """The speech stage alone (issue 44, item 4): from the job's first `processing` to `done`."""
+    at: dict[str, datetime] = {}
+    for state, moment in timeline:
+        at.setdefault(state, datetime.fromisoformat(moment))  # each state's first moment
+    return (at["done"] - at["processing"]).total_seconds()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--minutes", type=float, default=5.0)
@@ -235,13 +243,10 @@ def main() -> None:
         if body["state"] != "done":
             raise RuntimeError(f"job {body['state']}: {body.get('error')}")
         job = Job.objects.get(pk=job_id)
-        at: dict[str, datetime] = {}
-        for state, moment in job.timeline:
-            at.setdefault(state, datetime.fromisoformat(moment))  # each state's first moment
         return {
             "seconds": seconds,
             # the speech stage alone (issue 44, item 4): processing -> done, without the media stages
-            "speech_stage_s": (at["done"] - at["processing"]).total_seconds(),
+            "speech_stage_s": speech_stage_seconds(job.timeline),
             "state_checks": checks,
             "client_cpu_s": time.process_time() - cpu_before,
             "timeline": job.timeline,

@@ -68,8 +68,8 @@ def _recognise(job: Job, wav: Path) -> None:
         diarization.diarize(regions=activity.for_diarization(), extent=activity.for_turns())
         if spreading.spreads(chunks):
             # the job ends when its last chunk and its speakers are both done: at the lowest priority
-            # the speakers waited for this worker's own chunks and ran while the fleet idled (65 s
-            # of 238 in bench/asr/spread.py); beside them, this worker simply takes fewer chunks
+            # the speakers waited for this worker's own chunks, then ran while the other workers
+            # idled (bench/asr/spread.py: 58-69 s of 226-238); beside them, it takes fewer chunks
             diarization.hurry()
         transcript = _transcribe_chunks(job, model, wav, chunks, activity.for_recognition())
         turns = diarization.turns(timeout=speakers.diarization_timeout(chunks[-1][1] if chunks else 0.0))
