@@ -110,12 +110,13 @@ def read(
         short_emb, short_windows, _ = embed_regions(
             wav_path, regions, encoder, size=closer.SIZE_FRAMES, hop=closer.HOP_FRAMES, only=looked_at
         )
+        clustered = turns  # the local speakers redraw these, without the closer look first
         turns = closer_turns(turns, centres, emb, windows, pieces, short_emb, short_windows, extent)
         service = local_speakers.refine_turns(turns, emb, windows, speaking, None, extent, None)
         shared_cpu = base_cpu + seg_cpu + time.process_time() - cpu
         cpu = time.process_time()
         local = local_speakers.local_speakers(wav_path, speaking, encoder)
-        with_local = local_speakers.refine_turns(turns, emb, windows, speaking, local, extent, reading)
+        with_local = local_speakers.refine_turns(clustered, emb, windows, speaking, local, extent, reading)
         local_cpu = time.process_time() - cpu
     return Readings(service, with_local, found, {"service": shared_cpu, "local": shared_cpu + local_cpu})
 

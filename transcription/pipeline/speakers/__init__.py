@@ -156,27 +156,32 @@ def _diarize(
         # one voice has no short line of another to find, no change to redraw nor overlap
         return turns
     centres = turn_centroids(emb, windows, turns)
+    segmentation = default_segmentation()
+    found = len({t.speaker for t in turns})
+    speaking = None
+    if segmentation is not None and (overlap if overlap is not None else found >= MANY_VOICES):
+        # the local speakers' check and reading want every window: where they may run (three voices
+        # or more, or asked for) the segmentation model runs over the whole file, first
+        speaking = segmentation.activity_of_wav(wav_path, threads, near=None)
+        if overlap if overlap is not None else local.hears_overlap(speaking, found):
+            # two voices at once: the segmentation model's local speakers, each embedded from its own
+            # frames, given the clustered speakers; a frame where the model hears two gets both. They
+            # redraw every change, so the closer look is not taken first: on the meeting set it was a
+            # fifth of the CPU (211.7 -> 166.0 CPU-s per audio hour) for 0.35 points of DER
+            # (docs/decisions/speech-and-text.md)
+            heard = local.local_speakers(wav_path, speaking, encoder, threads)
+            return local.local_turns(redraw_changes(turns, speaking), centres, heard, extent)
     looked_at = unsure_spans(emb, windows, centres)
     short_emb, short_windows, _ = embed_regions(
         wav_path, regions, encoder, threads, size=CLOSER_SIZE_FRAMES, hop=CLOSER_HOP_FRAMES, only=looked_at
     )
     turns = closer_turns(turns, centres, emb, windows, pieces, short_emb, short_windows, extent)
-    segmentation = default_segmentation()
     if segmentation is None:
         return turns
-    found = len({t.speaker for t in turns})
-    # the changes are read in the windows nearest them alone (segmentation.activity_of_wav's near);
-    # the local speakers' check and reading want every window, so where they may run (three voices
-    # or more, or asked for) the model runs over the whole file
-    whole_file = overlap if overlap is not None else found >= MANY_VOICES
-    speaking = segmentation.activity_of_wav(wav_path, threads, near=None if whole_file else change_times(turns))
-    redrawn = redraw_changes(turns, speaking)
-    if not (overlap if overlap is not None else local.hears_overlap(speaking, found)):
-        return redrawn
-    # two voices at once: the segmentation model's local speakers, each embedded from its own frames,
-    # given the clustered speakers; a frame where the model hears two gets both
-    heard = local.local_speakers(wav_path, speaking, encoder, threads)
-    return local.local_turns(redrawn, turn_centroids(emb, windows, turns), heard, extent)
+    if speaking is None:
+        # the changes are read in the windows nearest them alone (segmentation.activity_of_wav's near)
+        speaking = segmentation.activity_of_wav(wav_path, threads, near=change_times(turns))
+    return redraw_changes(turns, speaking)
 
 
 def turns_from_embeddings(
