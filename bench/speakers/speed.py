@@ -116,6 +116,9 @@ def main() -> None:
     parser.add_argument("--label", default="", help="what this run measures (kept in the results)")
     parser.add_argument("--results", type=Path, required=True)
     parser.add_argument(
+        "--float", action="store_true", help="CAM++'s convolutions in floats (as before campplus.INT8_RANGES)"
+    )
+    parser.add_argument(
         "--items-from", type=Path, help="the WAVs and RTTMs an earlier run built under this --out (not built again)"
     )
     args = parser.parse_args()
@@ -137,7 +140,8 @@ def main() -> None:
             build_meeting(args.out / f"meeting-{args.half}", half=args.half, seed=args.seed, files=args.meeting_files)
         )
     instrument()
-    speakers.default_encoder()  # loaded before the clock starts, as the service's child loads it
+    # loaded before the clock starts, as the service's child loads it
+    encoder = campplus.CamPlusPlus(int8=False) if args.float else speakers.default_encoder()
     from transcription.pipeline.speakers.segmentation import default_segmentation
 
     default_segmentation()
@@ -148,7 +152,7 @@ def main() -> None:
             STAGES.clear()
             loads.append(os.getloadavg()[0])
             cpu = time.process_time()
-            turns = speakers.diarize(item.wav)
+            turns = speakers.diarize(item.wav, encoder=encoder)
             cpu = time.process_time() - cpu
             reference = annotation(item.turns, item.name)
             hypothesis = annotation([(t.start, t.end, t.speaker) for t in turns], item.name)
@@ -190,6 +194,7 @@ def main() -> None:
 
     results = {
         "label": args.label,
+        "encoder": "float" if args.float else "int8",
         "protocol": "speakers.diarize; pyannote.metrics DiarizationErrorRate, collar 0, overlap scored; CPU: process seconds",
         "half": args.half,
         "seed": args.seed,

@@ -44,10 +44,11 @@ def test_the_wheel_holds_every_template_static_file_and_migration(wheel):
     templates = tracked("templates")
     static = tracked("*/static/*")
     migrations = tracked("*/migrations/*.py")
-    assert templates and static and migrations
+    ranges = tracked("transcription/pipeline/speakers/*.json")  # CAM++'s 8-bit ranges
+    assert templates and static and migrations and ranges
     # the project's templates travel inside the config package (config/templates links to them)
     missing = [path for path in templates if f"config/{path}" not in names]
-    missing += [path for path in static + migrations if path not in names]
+    missing += [path for path in static + migrations + ranges if path not in names]
     assert not missing, f"not in the wheel: {missing}"
 
 

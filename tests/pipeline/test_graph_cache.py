@@ -22,10 +22,11 @@ def cache(tmp_path):
 
 
 def _fresh_build(tmp_path: Path) -> tuple[Path, Path, list[int]]:
-    """Weights and a builder module of our own (files), and a counter of builds."""
+    """Weights, a builder module and a file it reads, of our own, and a counter of builds."""
     weights, builder = tmp_path / "w.bin", tmp_path / "builder.py"
     weights.write_bytes(b"weights v1")
     builder.write_text("# builder v1\n")
+    (tmp_path / "ranges.json").write_text("{}")
     return weights, builder, []
 
 
@@ -34,7 +35,7 @@ def _graph(weights: Path, builder: Path, builds: list[int], graph: bytes = b"gra
         builds.append(1)
         return graph
 
-    return graph_cache.graph_bytes("toy", weights, builder, build)
+    return graph_cache.graph_bytes("toy", weights, builder, build, also=(builder.with_name("ranges.json"),))
 
 
 def test_without_a_cache_directory_every_call_builds(tmp_path):
@@ -75,12 +76,12 @@ def test_a_damaged_cache_file_is_rebuilt_and_replaced(tmp_path, cache, damage):
     assert graph_cache.read_graph(path) == b"graph rebuilt"
 
 
-@pytest.mark.parametrize("changed", ["weights", "builder"])
+@pytest.mark.parametrize("changed", ["w.bin", "builder.py", "ranges.json"])
 def test_new_weights_or_a_changed_builder_make_a_new_graph_and_the_stale_one_goes(tmp_path, cache, changed):
     weights, builder, builds = _fresh_build(tmp_path)
     _graph(weights, builder, builds)
     (stale,) = cache.iterdir()
-    (weights if changed == "weights" else builder).write_bytes(b"v2")
+    (tmp_path / changed).write_bytes(b"v2")
     assert _graph(weights, builder, builds, graph=b"graph v2") == b"graph v2"
     assert len(builds) == 2
     (path,) = cache.iterdir()
@@ -104,6 +105,14 @@ def test_a_cache_that_cannot_be_written_still_gives_the_graph(tmp_path):
         assert _graph(weights, builder, builds) == b"graph bytes"
     finally:
         graph_cache.keep_graphs_in(None)
+
+
+def test_a_model_whose_name_starts_with_anothers_keeps_its_graph(tmp_path, cache):
+    weights, builder, builds = _fresh_build(tmp_path)
+    graph_cache.graph_bytes("toy-int8", weights, builder, lambda: b"8-bit graph")
+    _graph(weights, builder, builds)  # "toy" removes its own stale files, not toy-int8's
+    assert sorted(path.name.split("-")[1] for path in cache.iterdir())[-1] == "int8"
+    assert len(list(cache.iterdir())) == 2
 
 
 def test_campplus_from_its_cached_graph_embeds_as_a_fresh_build(cache):

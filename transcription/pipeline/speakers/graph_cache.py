@@ -8,8 +8,8 @@ of CPU that recognition wanted too (bench/asr/README.md). With a cache directory
 file and later processes read them, without onnx.
 
 A file's name holds a key made of what the graph was built from: the model's name, the sha256 of
-its weights, and the sha256 of the module that builds it (a change to the builder is a new key;
-no version number to forget to raise). Its first line holds the sha256 of the graph that follows:
+its weights, and the sha256 of the module that builds it and of any other file it reads (CAM++'s
+8-bit ranges): a change to any of them is a new key, no version number to forget to raise. Its first line holds the sha256 of the graph that follows:
 a file that does not match (torn, truncated, corrupted on disk) or is not one of these files is
 rebuilt and replaced, never trusted. Files are written under a temporary name and renamed, so a
 reader sees a whole file or none, and two processes that build at once write the same bytes.
@@ -21,7 +21,7 @@ import hashlib
 import logging
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 logger = logging.getLogger(__name__)
@@ -43,33 +43,37 @@ def _sha256(path: Path) -> str:
         return hashlib.file_digest(f, "sha256").hexdigest()
 
 
-def cache_key(model: str, weights: Path, builder: Path) -> str:
-    """What the graph was built from: the model's name, its weights, the module that builds it."""
-    parts = [FORMAT.decode(), model, _sha256(weights), _sha256(builder)]
+def cache_key(model: str, weights: Path, builder: Path, also: Sequence[Path] = ()) -> str:
+    """What the graph was built from: the model's name, its weights, the module that builds it,
+    the other files it reads."""
+    parts = [FORMAT.decode(), model, _sha256(weights), _sha256(builder), *(_sha256(path) for path in also)]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
-def cache_file(directory: Path, model: str, weights: Path, builder: Path) -> Path:
-    return directory / f"{model}-{cache_key(model, weights, builder)[:32]}{SUFFIX}"
+def cache_file(directory: Path, model: str, weights: Path, builder: Path, also: Sequence[Path] = ()) -> Path:
+    return directory / f"{model}-{cache_key(model, weights, builder, also)[:32]}{SUFFIX}"
 
 
-def graph_bytes(model: str, weights: Path, builder: Path, build: Callable[[], bytes]) -> bytes:
+def graph_bytes(
+    model: str, weights: Path, builder: Path, build: Callable[[], bytes], *, also: Sequence[Path] = ()
+) -> bytes:
     """The serialised ONNX graph of ``model``: read from the cache where a sound file is there,
     else ``build()`` (and written there, where a cache directory is set). ``weights`` must exist:
-    a missing file raises FileNotFoundError, cache or not."""
+    a missing file raises FileNotFoundError, cache or not. ``also``: other files ``build`` reads."""
     if not weights.is_file():
         raise FileNotFoundError(f"{model} weights: {weights} is not a file")
     directory = _directory
     if directory is None:
         return build()
-    path = cache_file(directory, model, weights, builder)
+    path = cache_file(directory, model, weights, builder, also)
     cached = read_graph(path)
     if cached is not None:
         return cached
     graph = build()
     try:
         write_graph(path, graph)
-        for old in directory.glob(f"{model}-*{SUFFIX}"):  # other weights, an older builder
+        # other weights, an older builder; not another model whose name starts with this one's
+        for old in directory.glob(f"{model}-{'[0-9a-f]' * 32}{SUFFIX}"):
             if old != path:
                 old.unlink(missing_ok=True)
     except OSError as error:  # a read-only or full disk: the graph is used anyway, and built again next time
