@@ -65,7 +65,6 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", type=Path, default=Path("/tmp/bench-speakers"))
     parser.add_argument("--seed", type=int, default=12)
-    parser.add_argument("--ranges", type=Path, default=campplus.INT8_RANGES)
     args = parser.parse_args()
 
     from onnxruntime.quantization import CalibrationDataReader
@@ -83,11 +82,11 @@ def main() -> None:
             batch = next(self.left, None)
             return None if batch is None else {"fbank": batch}
 
-    args.ranges.unlink(missing_ok=True)
+    campplus.INT8_RANGES.unlink(missing_ok=True)
     graph = campplus.build_campplus_graph(load_torch_state_dict(campplus.find_campplus_weights()))
     with tempfile.TemporaryDirectory() as tmp:
-        campplus.quantize(graph.SerializeToString(), args.ranges, Batches(), Path(tmp))
-    print("wrote", args.ranges)
+        campplus.quantize(graph.SerializeToString(), campplus.INT8_RANGES, Batches(), Path(tmp))
+    print("wrote", campplus.INT8_RANGES)
 
     # how near the 8-bit embeddings are to the float ones, on the test half's meetings
     test = build_meeting(args.out / "meeting-test", half="test", seed=args.seed, files=16)

@@ -194,7 +194,7 @@ def main() -> None:
 
     results = {
         "label": args.label,
-        "encoder": "float" if args.float else "int8",
+        "encoder": "float" if args.float else "as the service runs it",
         "protocol": "speakers.diarize; pyannote.metrics DiarizationErrorRate, collar 0, overlap scored; CPU: process seconds",
         "half": args.half,
         "seed": args.seed,

@@ -4,6 +4,7 @@ model, and what the embeddings tell apart."""
 
 from __future__ import annotations
 
+import logging
 import pickle
 import shutil
 import sys
@@ -125,6 +126,12 @@ def test_the_shipped_weights_run_in_8_bit_integers_close_to_floats(encoder, floa
     # near (the bench's test half: median 0.989), but not the float graph under another name
     assert np.median(cosine) >= 0.97 and cosine.min() >= 0.9, np.percentile(cosine, [0, 5, 50])
     assert not np.allclose(got, want, atol=1e-4)
+
+
+def test_building_the_8_bit_graph_leaves_no_warning_in_the_log(caplog):
+    with caplog.at_level(logging.INFO):
+        campplus.CamPlusPlus()  # no graph cache here: quantized again
+    assert not [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
 
 
 def test_other_weights_run_in_floats(tmp_path):

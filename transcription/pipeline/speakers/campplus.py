@@ -60,9 +60,9 @@ BETWEEN_SIMILARITY: float | None = 0.698
 # The convolutions run in 8-bit integers (onnxruntime's static quantizer: weights per channel,
 # inputs per tensor, the rest of the graph in floats), but for the two that read the features and the
 # head's output as they come (FLOAT_CONVS: their inputs' ranges are the widest, and keeping them in
-# floats costs 2% of the speed). On the bench's test-half windows the encoder's CPU is 2.3 times
-# less (9.3 against 21.1 ms a window here) and the embeddings stay near the float ones (cosine
-# median 0.992, 5th percentile 0.975); docs/decisions/speech-and-text.md has the sets' DER. The
+# floats costs 2% of the speed). The encoder's CPU is 2.3 times less (9.3 against 21.1 ms a window
+# here) and the embeddings stay near the float ones (cosine median 0.988, 5th percentile 0.961 on
+# 175 test-half meeting windows, calibrate_int8.py); docs/decisions/speech-and-text.md has the sets' DER. The
 # inputs' ranges were measured on the calibration half by bench/speakers/calibrate_int8.py, for the
 # shipped checkpoint alone: other weights run in floats.
 INT8_RANGES = Path(__file__).with_name("campplus_int8_ranges.json")
@@ -304,11 +304,10 @@ def quantize(graph: bytes, ranges: Path, calibration: Any, work: Path) -> bytes:
     ]
     source, target = work / "float.onnx", work / "int8.onnx"
     source.write_bytes(graph)
-    # the quantizer asks on the root logger for a pre-processing pass that made no difference here
-    # (same speed, same embeddings); its warnings would reach every worker's log once
-    root = logging.getLogger()
-    level = root.level
-    root.setLevel(logging.ERROR)
+    # the quantizer asks, with warnings on the root logger, for a pre-processing pass that made no
+    # difference here (same speed, same embeddings): they are kept out of the workers' logs
+    root, advice = logging.getLogger(), _QuantizerAdvice()
+    root.addFilter(advice)
     try:
         quantize_static(
             source,
@@ -326,8 +325,15 @@ def quantize(graph: bytes, ranges: Path, calibration: Any, work: Path) -> bytes:
             extra_options={"CalibMovingAverage": True},
         )
     finally:
-        root.setLevel(level)
+        root.removeFilter(advice)
     return target.read_bytes()
+
+
+class _QuantizerAdvice(logging.Filter):
+    """Drops the onnxruntime quantizer's warnings (its errors pass)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno >= logging.ERROR or "onnxruntime" not in record.pathname
 
 
 class CamPlusPlus:
@@ -341,12 +347,15 @@ class CamPlusPlus:
 
     def __init__(self, weights_path: str | os.PathLike[str] | None = None, *, int8: bool | None = None):
         """``int8``: the convolutions in 8-bit integers; None: where the weights are the shipped
-        checkpoint, whose ranges INT8_RANGES holds."""
+        checkpoint, whose ranges INT8_RANGES holds (the weights directory's file, which the system
+        check verifies, or a copy of it)."""
         import onnxruntime
 
         path = Path(weights_path) if weights_path else find_campplus_weights()
         if int8 is None:
-            int8 = uses_int8(path)
+            # a copy is told by its digest; the shipped file is not hashed again here (the graph
+            # cache hashes it for its key, in every diarization child)
+            int8 = not weights_path or uses_int8(path)
 
         def build() -> bytes:
             graph: bytes = build_campplus_graph(load_torch_state_dict(path)).SerializeToString()

@@ -9,8 +9,8 @@ file and later processes read them, without onnx.
 
 A file's name holds a key made of what the graph was built from: the model's name, the sha256 of
 its weights, and the sha256 of the module that builds it and of any other file it reads (CAM++'s
-8-bit ranges): a change to any of them is a new key, no version number to forget to raise. Its first line holds the sha256 of the graph that follows:
-a file that does not match (torn, truncated, corrupted on disk) or is not one of these files is
+8-bit ranges): a change to any of them is a new key, no version number to forget to raise. Its
+first line holds the sha256 of the graph that follows: a file that does not match (torn, truncated, corrupted on disk) or is not one of these files is
 rebuilt and replaced, never trusted. Files are written under a temporary name and renamed, so a
 reader sees a whole file or none, and two processes that build at once write the same bytes.
 """
@@ -23,6 +23,8 @@ import os
 import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
+
+from .weight_files import sha256_of
 
 logger = logging.getLogger(__name__)
 
@@ -38,15 +40,10 @@ def keep_graphs_in(directory: str | os.PathLike[str] | None) -> None:
     _directory = Path(directory) if directory else None
 
 
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as f:
-        return hashlib.file_digest(f, "sha256").hexdigest()
-
-
 def cache_key(model: str, weights: Path, builder: Path, also: Sequence[Path] = ()) -> str:
     """What the graph was built from: the model's name, its weights, the module that builds it,
     the other files it reads."""
-    parts = [FORMAT.decode(), model, _sha256(weights), _sha256(builder), *(_sha256(path) for path in also)]
+    parts = [FORMAT.decode(), model, *(sha256_of(path) for path in (weights, builder, *also))]
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()
 
 
