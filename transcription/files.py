@@ -97,6 +97,21 @@ def job_id_of(name: str) -> uuid.UUID | None:
         return None
 
 
+def job_names(job_id, videos: list[str | None]) -> list[str]:
+    """Every name a job's files may have in storage: the copies between workers, the kept source
+    and player audio, and its burned `videos` (the job's and its translations' names)."""
+    kept = [audio_name(job_id), source_name(job_id), playback_name(job_id)]
+    return kept + sorted({name for name in videos if name})
+
+
+def stored_size(name: str) -> int:
+    """Bytes of the stored file `name`; 0 when there is none."""
+    try:
+        return default_storage.size(name) if default_storage.exists(name) else 0
+    except FileNotFoundError:  # deleted between the two calls
+        return 0
+
+
 def store(local: Path, name: str) -> str:
     """Copy a local file into storage under exactly `name` (replacing an older copy)."""
     default_storage.delete(name)

@@ -175,6 +175,19 @@ class Job(JobOptions):
     # The job reads a voice sample for an enrolled Voice: no recognition, no text; shown with the voice.
     is_voice_sample = models.BooleanField(default=False, editable=False)
 
+    # Retention counts from here, not from updated_at: an edit or a rename of a done job writes its
+    # row, and must not keep its files longer (issue 56). Set where a job ends (services.job_finish,
+    # job_fail) and where a paid re-burn delivers new videos (reburn_services.reburn_end).
+    ended_at = models.DateTimeField(
+        null=True, blank=True, editable=False, help_text="When the job last ended; its files are kept from then."
+    )
+    # What the job's files take in storage (its kept source, burned videos, the audio kept for the
+    # player, the copies handed between workers), measured after each stage and each deletion
+    # (services.job_files_measured): part of the account's storage quota (quota.py).
+    kept_bytes = models.PositiveBigIntegerField(
+        default=0, editable=False, help_text="Bytes of storage the job's files take (counted in the quota)."
+    )
+
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True, db_index=True)
 

@@ -135,6 +135,8 @@ def reburn_end(job_id: RowId, error: str | None = None, **fields: Any) -> Job | 
         rework_refund(job.account_id, job.id, _unrefunded(job), source=SOURCE, reason=f"Re-burn failed: {error}")
         job.error = f"The subtitles could not be burned again ({error}); its minutes have been refunded and the "
         job.error += "videos are the ones made before."
+    else:  # new videos, paid for: kept ARTIFACT_RETENTION_DAYS from now, with the source they came from
+        job.ended_at = timezone.now()
     for name, value in fields.items():
         setattr(job, name, value)
     job.timeline = [*job.timeline, [states.DONE, timezone.now().isoformat()]]

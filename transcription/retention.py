@@ -1,8 +1,10 @@
 """Artifact retention (hourly, from beat): burned videos, the source video they are burned again
 from (issue 46) and the audio the job page plays are kept ARTIFACT_RETENTION_DAYS after their job
-ended (or was last corrected); the audio and source copies handed between workers only while their job runs;
-uploads UPLOAD_RETENTION_HOURS after they were last written or named by a job, and never while a
-job that reads them runs."""
+ended (Job.ended_at: its end, or a re-burn's new videos; an edit or a rename does not move it, issue
+56); the audio and source copies handed between workers only while their job runs; uploads
+UPLOAD_RETENTION_HOURS after they were last written or named by a job, and never while a job that
+reads them runs. Each job whose files are deleted is measured again (services.job_files_measured):
+the storage quota counts what is still kept."""
 
 from __future__ import annotations
 
@@ -13,10 +15,17 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.files.storage import default_storage
 from django.db.models import Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from . import files, services, states
 from .models import Job, Upload
+
+
+def _ended():
+    """Jobs with the moment their files are kept from: their end (a row written before ended_at
+    existed, and not migrated, by its last write)."""
+    return Job.objects.annotate(kept_from=Coalesce("ended_at", "updated_at"))
 
 
 def delete_expired_artifacts(now=None) -> dict:
@@ -25,7 +34,8 @@ def delete_expired_artifacts(now=None) -> dict:
     now = now or timezone.now()
     cutoff = now - timedelta(days=settings.ARTIFACT_RETENTION_DAYS)
     expired = (
-        Job.objects.filter(state__in=states.FINAL_STATES, updated_at__lt=cutoff)
+        _ended()
+        .filter(state__in=states.FINAL_STATES, kept_from__lt=cutoff)
         .filter(Q(burned_video__isnull=False) | Q(translations__burned_video__isnull=False))
         .distinct()
     )
@@ -37,6 +47,7 @@ def delete_expired_artifacts(now=None) -> dict:
             videos += 1
         default_storage.delete(files.source_name(job.id))  # kept to burn again (issue 46), as long as they
         services.job_forget_artifacts(job.id)
+        services.job_files_measured(job.id)
     leftovers = 0
     for folder in files.SHARED_FOLDERS:
         try:
@@ -54,6 +65,7 @@ def delete_expired_artifacts(now=None) -> dict:
                 continue
             if not running:
                 default_storage.delete(f"{folder}/{file_name}")
+                services.job_files_measured(job_id)
                 leftovers += 1
     return {
         "videos": videos,
@@ -64,8 +76,8 @@ def delete_expired_artifacts(now=None) -> dict:
 
 
 def delete_expired_playback(cutoff) -> int:
-    """Delete the kept audio (files.playback_name) of jobs that ended, or were last corrected,
-    before `cutoff`, and of jobs that no longer exist."""
+    """Delete the kept audio (files.playback_name) of jobs that ended before `cutoff` (however
+    recently corrected), and of jobs that no longer exist."""
     try:
         _, file_names = default_storage.listdir("playback")
     except FileNotFoundError:
@@ -74,11 +86,12 @@ def delete_expired_playback(cutoff) -> int:
     for file_name in file_names:
         job_id = file_name.split(".", 1)[0]
         try:
-            kept = Job.objects.filter(pk=job_id).exclude(state__in=states.FINAL_STATES, updated_at__lt=cutoff).exists()
+            kept = _ended().filter(pk=job_id).exclude(state__in=states.FINAL_STATES, kept_from__lt=cutoff).exists()
         except ValidationError:  # not a job id: nothing of ours
             continue
         if not kept:
             default_storage.delete(f"playback/{file_name}")
+            services.job_files_measured(job_id)
             deleted += 1
     return deleted
 

@@ -183,7 +183,7 @@ def job_settle(job: Job, seconds: int) -> ChargeResult:
 
 @transaction.atomic
 def job_finish(job_id: RowId, **results: Any) -> Job:
-    job = job_advance(job_id, states.DONE, 1.0, **results)
+    job = job_advance(job_id, states.DONE, 1.0, ended_at=timezone.now(), **results)
     _announce_end(job)
     return job
 
@@ -208,6 +208,7 @@ def job_fail(job_id: RowId, error: str, reason: str = FailureReason.OTHER) -> Jo
             return None
         job.timeline = [*job.timeline, [states.FAILED, timezone.now().isoformat()]]
         job.state = states.FAILED
+        job.ended_at = timezone.now()
         job.error = error
         job.failure_reason = reason
         job.save()
@@ -359,6 +360,22 @@ def job_keep_segments(job_id: RowId, *, language: str, duration: float, segments
     )
 
 
+def job_files_measured(job_id: RowId) -> int:
+    """Measure what the job's files take in storage now (files.job_names: its kept source, burned
+    videos, player audio and the copies between workers) and record it as `kept_bytes`, which the
+    account's storage quota counts (issue 56). Called after each stage (runner) and each deletion
+    (retention), under the job's row lock so that two measures never record an older one last;
+    `updated_at` is left alone (the stall sweeper reads it). 0 for a job that is gone."""
+    with transaction.atomic():
+        job = Job.objects.select_for_update(of=("self",)).only("id", "burned_video").filter(pk=job_id).first()
+        if job is None:
+            return 0
+        videos = [job.burned_video, *job.translations.values_list("burned_video", flat=True)]
+        size = sum(files.stored_size(name) for name in files.job_names(job.id, videos))
+        Job.objects.filter(pk=job.id).update(kept_bytes=size)
+    return size
+
+
 # --- Uploads ---------------------------------------------------------------------------------
 
 
@@ -370,14 +387,15 @@ def upload_url(upload_id: RowId) -> str:
 def upload_create(account: Account, *, size: int | None, filename: str = "") -> Upload:
     """A new upload of `size` bytes, receiving; of unknown size (None: a body sent chunked), it is
     given the room left, up to UPLOAD_MAX_BYTES, as its size until it is whole. Raises
-    quota.StorageFull when the account's live uploads would go past its storage quota."""
+    quota.StorageFull when the account's files (its live uploads, its jobs' kept files) would go
+    past its storage quota."""
     with transaction.atomic():
         # one creation at a time per account, so that two at once cannot both take the last room
         holder = Account.objects.select_for_update(of=("self",)).select_related("plan").get(pk=account.pk)
-        limit, used = quota.storage_quota(holder), quota.storage_used(holder.pk)
+        limit, (used, of_jobs) = quota.storage_quota(holder), quota.storage_used(holder.pk)
         room = limit - used
         if (size is None and room <= 0) or (size is not None and size > room):
-            raise quota.StorageFull(used, limit, size)
+            raise quota.StorageFull(used, limit, size, of_jobs)
         wanted = min(room, settings.UPLOAD_MAX_BYTES) if size is None else size
         return Upload.objects.create(account_id=holder.pk, size=wanted, filename=filename[:255])
 

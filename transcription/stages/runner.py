@@ -83,6 +83,8 @@ def run_stage(job_id, stage: Stage) -> bool:
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         _delete_shared_copies(job_id)
+        # what the stage stored or deleted counts in the account's storage quota from now
+        services.job_files_measured(job_id)
         claim.release()
     return False
 
