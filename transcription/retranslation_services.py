@@ -10,16 +10,26 @@ worker (stages.retranslating) translates the marked cues and stores the translat
 When the balance does not cover the cues, the edit is still saved (editing is free) and the
 translations it would have changed end `failed` with the figures in their `error`, as the
 contract answers an empty balance: nothing is charged for them.
+
+A change is charged once (issue 56): an edit made before the worker ran plans against the kept
+plan, and what it charges is the seconds of every cue still to translate less what the waiting
+retranslation was charged already, so a cue edited twice, three times before the worker runs is
+paid for once (its seconds grown by a `times` edit, the difference). What a save will charge is
+quoted by the same planning without writing (retranslation_quote: the editor's "this save will
+charge", PATCH …/segments with `dry_run`), and each save says what it charged (RetranslationCharge).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
 
+from billing import pricing
 from billing.models import LedgerEntry
 from billing.rework_services import rework_charge, rework_refund
+from billing.selectors import account_balance
 
 from . import dispatch, edit_services, states
 from .models import Job, JobSegments, Translation
@@ -35,39 +45,107 @@ def _cues(srt: str | None, webvtt: str | None) -> list[captions.Cue]:
     return captions.with_voices(captions.from_srt(srt or ""), webvtt)
 
 
-@transaction.atomic
-def segments_edit_with_translations(job_id: RowId, *, rendered: dict[str, str], **edit: Any) -> JobSegments:
-    """edit_services.segments_edit (same arguments), then each made translation planned again for
-    the cues the edit changed, charged, and its worker sent."""
-    # the job's row first, as every writer locks it (then its translations): no lock-order deadlock
-    job = Job.objects.select_for_update().only("id", "account_id").get(pk=job_id)
-    translations = list(job.translations.select_for_update().filter(state__in=KEPT_UP).exclude(srt=None))
-    if not translations:  # most jobs: nothing read or parsed beyond the edit itself (issue 46's speed goal)
-        return edit_services.segments_edit(job_id, rendered=rendered, **edit)
+@dataclass(frozen=True)
+class RetranslationCharge:
+    """What a save of an edit charges (or, quoted, would charge) for its translations made again:
+    `seconds` in all (each translation's cues to translate, less what their waiting retranslation
+    was charged already), over `cues` cues (the most of any language) into `languages`. `error`:
+    the balance does not cover it (saved, the translations failed and nothing was charged)."""
+
+    seconds: int = 0
+    cues: int = 0
+    languages: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "seconds": self.seconds,
+            "minutes": pricing.format_minutes(self.seconds),
+            "cues": self.cues,
+            "languages": self.languages,
+            "error": self.error,
+        }
+
+
+@dataclass
+class _Work:
+    translation: Translation
+    plan: retranslation.Plan
+    owed: int  # what this edit adds to the translation's retranslation charge
+    cues: int  # cues left to translate
+
+
+def _planned(job_id: RowId, translations: list[Translation], rendered: dict[str, str]) -> list[_Work]:
+    """Each translation's plan after the edit whose texts are `rendered`, with what it adds to
+    the charge: the seconds of every cue it has to translate less what is charged already."""
     before = Job.objects.only("srt", "webvtt").get(pk=job_id)
     old_source = _cues(before.srt, before.webvtt)
-    kept = edit_services.segments_edit(job_id, rendered=rendered, **edit)
     new_source = _cues(rendered["srt"], rendered["webvtt"])
     work = []
     for translation in translations:
         old = translation.redo["plan"] if translation.redo else retranslation.current(_cues(translation.srt, None))
-        plan, changed = retranslation.plan(old_source, old, new_source)
-        work.append((translation, plan, retranslation.seconds_of(plan, changed), len(changed)))
-    waiting = [w for w in work if retranslation.pending(w[1])]
-    for translation, plan, _, _ in work:
-        if not retranslation.pending(plan):  # nothing to translate: the cues keep their lines at new times
-            cues = retranslation.complete(plan, lambda batch: batch)
-            _store(translation, captions.to_srt(cues), captions.to_webvtt(cues))
-    if waiting:
-        _charge_and_send(job, waiting, kept.version)
-    return kept
+        plan, _ = retranslation.plan(old_source, old, new_source)
+        pending = retranslation.pending(plan)
+        charged = int((translation.redo or {}).get("charged", 0))
+        work.append(_Work(translation, plan, max(0, retranslation.seconds_of(plan, pending) - charged), len(pending)))
+    return work
 
 
-def _charge_and_send(job: Job, waiting: list, version: int) -> None:
-    seconds = sum(w[2] for w in waiting)
-    cues = max(w[3] for w in waiting)
-    languages = ", ".join(w[0].language for w in waiting)
-    what = f"translating the {cues} changed cue{'s' if cues != 1 else ''} again into {languages}"
+def _charge_of(waiting: list[_Work]) -> RetranslationCharge:
+    return RetranslationCharge(
+        seconds=sum(w.owed for w in waiting),
+        cues=max((w.cues for w in waiting), default=0),
+        languages=[w.translation.language for w in waiting],
+    )
+
+
+def _kept_up(job_id: RowId, *, lock: bool) -> list[Translation]:
+    query = Translation.objects.filter(job_id=job_id, state__in=KEPT_UP).exclude(srt=None).order_by("position")
+    return list(query.select_for_update() if lock else query)
+
+
+def retranslation_quote(job_id: RowId, rendered: dict[str, str]) -> RetranslationCharge:
+    """What saving the edit whose texts are `rendered` would charge now (nothing is written), with
+    the balance's refusal in `error` when it would not cover it."""
+    translations = _kept_up(job_id, lock=False)
+    if not translations:
+        return RetranslationCharge()
+    quote = _charge_of([w for w in _planned(job_id, translations, rendered) if retranslation.pending(w.plan)])
+    account_id = Job.objects.values_list("account_id", flat=True).get(pk=job_id)
+    balance = account_balance(account_id)
+    if quote.seconds > balance:
+        error = f"Not enough minutes: the account has {pricing.format_minutes(max(balance, 0))} left."
+        return RetranslationCharge(quote.seconds, quote.cues, quote.languages, error)
+    return quote
+
+
+@transaction.atomic
+def segments_edit_with_translations(
+    job_id: RowId, *, rendered: dict[str, str], **edit: Any
+) -> tuple[JobSegments, RetranslationCharge]:
+    """edit_services.segments_edit (same arguments), then each made translation planned again for
+    the cues the edit changed, charged, and its worker sent; with what was charged."""
+    # the job's row first, as every writer locks it (then its translations): no lock-order deadlock
+    job = Job.objects.select_for_update().only("id", "account_id").get(pk=job_id)
+    translations = _kept_up(job_id, lock=True)
+    if not translations:  # most jobs: nothing read or parsed beyond the edit itself (issue 46's speed goal)
+        return edit_services.segments_edit(job_id, rendered=rendered, **edit), RetranslationCharge()
+    work = _planned(job_id, translations, rendered)  # against the texts before the edit writes them
+    kept = edit_services.segments_edit(job_id, rendered=rendered, **edit)
+    waiting = [w for w in work if retranslation.pending(w.plan)]
+    for w in work:
+        if not retranslation.pending(w.plan):  # nothing to translate: the cues keep their lines at new times
+            cues = retranslation.complete(w.plan, lambda batch: batch)
+            _store(w.translation, captions.to_srt(cues), captions.to_webvtt(cues))
+    if not waiting:
+        return kept, RetranslationCharge()
+    return kept, _charge_and_send(job, waiting, kept.version)
+
+
+def _charge_and_send(job: Job, waiting: list[_Work], version: int) -> RetranslationCharge:
+    quote = _charge_of(waiting)
+    seconds, cues = quote.seconds, quote.cues
+    what = f"translating the {cues} changed cue{'s' if cues != 1 else ''} again into {', '.join(quote.languages)}"
     charge = rework_charge(
         job.account_id,
         job.id,
@@ -76,17 +154,20 @@ def _charge_and_send(job: Job, waiting: list, version: int) -> None:
         reason=f"Retranslation of edit v{version}: {what} ({seconds} s)",
         what=what,
     )
-    for translation, plan, charged, _ in waiting:
-        before = (translation.redo or {}).get("charged", 0)
+    for w in waiting:
+        translation = w.translation
+        before = int((translation.redo or {}).get("charged", 0))
         if not charge.ok:
             _fail(translation, f"{charge.error} This translation is of the transcript before the edit.", before)
             continue
         translation.state = states.TRANSLATION_TRANSLATING
         translation.error = None
-        translation.redo = {"plan": plan, "charged": before + charged, "version": version}
+        translation.redo = {"plan": w.plan, "charged": before + w.owed, "version": version}
         translation.save(update_fields=["state", "error", "redo", "updated_at"])
-    if charge.ok:
-        transaction.on_commit(lambda: dispatch.retranslation_send(job.id))
+    if not charge.ok:
+        return RetranslationCharge(0, cues, quote.languages, charge.error)
+    transaction.on_commit(lambda: dispatch.retranslation_send(job.id))
+    return quote
 
 
 def _store(translation: Translation, srt: str, webvtt: str) -> None:

@@ -18,10 +18,10 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 from rest_framework import exceptions
 
-from transcription import files
+from transcription import files, retranslation_services
 from transcription.api import editing, front_door
 from transcription.api.error_bodies import RequestValidationError
-from transcription.models import Job, JobSegments, UploadState
+from transcription.models import Job, JobSegments, Translation, UploadState
 from transcription.pipeline import captions, linebreaks
 from transcription.views import ranged_file
 
@@ -63,14 +63,18 @@ def editor_limits(language: str | None) -> dict:
 def editor_context(job: Job) -> dict | None:
     """What the job page's editor needs, or None for a job whose transcript cannot be corrected
     (not done, or no segments kept): the media's kind for its player (None when not kept: the
-    editor works without a player) and the subtitle rules."""
+    editor works without a player), the subtitle rules, and the translations a save charges for."""
     if job.state != "done" or not JobSegments.objects.filter(job_id=job.pk).exists():
         return None
     source = media_source(job)
+    # the translations a save brings up to date, and charges for (retranslation_services): the page
+    # says so, and the script asks for a quote of the changes before they are saved (issue 56)
+    followed = Translation.objects.filter(job_id=job.pk, state__in=retranslation_services.KEPT_UP).exclude(srt=None)
     return {
         "media": None if source is None else ("video" if source[2].startswith("video/") else "audio"),
         "limits": editor_limits(job.detected_language or job.language_code),
         "names": job.speaker_names or {},
+        "translations": list(followed.order_by("position").values_list("language", flat=True)),
     }
 
 

@@ -9,6 +9,8 @@ The document's version is its ETag (`"v3"`); a PATCH must send it back as If-Mat
 edited segments by the speech stage's own functions, and the OpenAI door's formats read the same
 segments. Editing is free of minutes; the translations made again for the changed cues are not
 (retranslation_services), and a burned video is burned again only on request (api.reburning).
+Every answer to a PATCH says what it charged (`charge`); with `dry_run` it is a quote: the edits
+applied and checked, what a save would charge, nothing written (issue 56).
 """
 
 from __future__ import annotations
@@ -120,9 +122,13 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     edits = [dict(edit) for edit in options["edits"]]
     hit = edit_renders.kept(job.id, kept.version)
     current, segments, rendered = edited(job, kept, edits, hit)
+    if options.get("dry_run"):
+        # the quote: what this save would charge, planned as the save plans it; nothing written
+        quote = retranslation_services.retranslation_quote(job.id, rendered.outputs())
+        return {**document(kept, segments), "dry_run": True, "charge": quote.as_dict()}
     try:
         # the translations follow the edit: their changed cues planned, charged, sent to translate
-        kept = retranslation_services.segments_edit_with_translations(
+        kept, charge = retranslation_services.segments_edit_with_translations(
             job.id,
             read_version=read,
             segments=segments,
@@ -137,7 +143,7 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
         raise NotDone(f"This job is {state}: its transcript can no longer be corrected.") from None
     encoded = edit_renders.encoded(segments, hit)
     edit_renders.keep(job.id, kept.version, edit_renders.Kept(segments, rendered, encoded))
-    return document(kept, EncodedSegments(segments, encoded))
+    return {**document(kept, EncodedSegments(segments, encoded)), "dry_run": False, "charge": charge.as_dict()}
 
 
 def edited(

@@ -99,6 +99,7 @@ def edit_schema() -> dict:
         "description": "The `etag` of the document the edits were made on (from get_transcript_segments)",
     }
     schema["properties"]["edits"] = body["properties"]["edits"]
+    schema["properties"]["dry_run"] = body["properties"]["dry_run"]
     schema["required"] = ["id", "if_match", "edits"]
     return schema
 

@@ -204,8 +204,23 @@ async def get_transcript_segments(ctx: Context, id=NOT_GIVEN, version=NOT_GIVEN)
     return await _call(ctx, editing.get_transcript_segments, locals(), _segments_summary)
 
 
-async def edit_transcript(ctx: Context, id=NOT_GIVEN, if_match=NOT_GIVEN, edits=NOT_GIVEN) -> CallToolResult:  # noqa: A002
-    return await _call(ctx, editing.edit_transcript, locals(), lambda body: "Saved. " + _segments_summary(body))
+def _edit_summary(body: dict) -> str:
+    charge = body.get("charge") or {}
+    charged = ""
+    if charge.get("error"):
+        charged = f" {charge['error']}"
+    elif charge.get("languages"):
+        verb = "Saving would charge" if body.get("dry_run") else "Charged"
+        charged = f" {verb} {charge['minutes']} for translating {charge['cues']} cue(s) again into "
+        charged += ", ".join(charge["languages"]) + "."
+    head = "Not saved (dry run)." if body.get("dry_run") else "Saved."
+    return head + charged + " " + _segments_summary(body)
+
+
+async def edit_transcript(
+    ctx: Context, id=NOT_GIVEN, if_match=NOT_GIVEN, edits=NOT_GIVEN, dry_run=NOT_GIVEN
+) -> CallToolResult:  # noqa: A002
+    return await _call(ctx, editing.edit_transcript, locals(), _edit_summary)
 
 
 def _reburning(body: dict) -> str:
@@ -329,7 +344,9 @@ def tool_table() -> list[tuple]:
             "next segment, same speaker), `times` (`start`/`end`), `restore` (the original back). `if_match`: the "
             "`etag` read; a stale one is an error (read again). A bad edit is an error naming edits[i] and its "
             "field, and nothing is applied. txt, srt, webvtt are made again. Free, except that translations are made "
-            "again for the changed cues (1x their seconds per language); burn_again re-burns. Counts as a job request.",
+            "again for the changed cues (1x their seconds per language, once however often a cue is edited before "
+            "it is translated); the answer's `charge` says what was charged, and `dry_run: true` quotes it without "
+            "saving. burn_again re-burns. Counts as a job request.",
             edit_schema(),
             component("SegmentsDocument"),
             EDITING,

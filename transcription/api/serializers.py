@@ -153,6 +153,12 @@ class SegmentEditSerializer(serializers.Serializer):
 
 class SegmentEditsRequestSerializer(serializers.Serializer):
     edits = serializers.ListField(child=SegmentEditSerializer(), min_length=1, max_length=transcript_edits.EDITS_MAX)
+    dry_run = StrictBooleanField(
+        required=False,
+        default=False,
+        help_text="true: nothing is saved; the answer is the document the edits would make, with the `charge` "
+        "a save would make now (the quote)",
+    )
 
 
 class VoiceRequestSerializer(SourceSerializer):
@@ -287,6 +293,19 @@ class SegmentSerializer(serializers.Serializer):
     words = SegmentWordSerializer(many=True)
 
 
+class EditChargeSerializer(serializers.Serializer):
+    seconds = serializers.IntegerField(
+        help_text="Minutes' seconds charged (quoted, with dry_run) for translating the changed cues again: their "
+        "seconds per translation, less what a retranslation still waiting was charged for them already"
+    )
+    minutes = serializers.CharField(help_text="The same, for people")
+    cues = serializers.IntegerField(help_text="Cues to translate again (the most of any language)")
+    languages = serializers.ListField(child=serializers.CharField(), help_text="The translations made again")
+    error = serializers.CharField(
+        allow_null=True, help_text="The balance does not cover it: nothing charged, those translations failed"
+    )
+
+
 class SegmentsDocumentSerializer(serializers.Serializer):
     segments = SegmentSerializer(many=True)
     version = serializers.IntegerField(help_text="Raised by one by every saved PATCH")
@@ -296,6 +315,10 @@ class SegmentsDocumentSerializer(serializers.Serializer):
         child=serializers.DictField(),
         help_text="Every saved PATCH: `at`, `by` (the login's id), `door`, `ops`, `version`",
     )
+    dry_run = serializers.BooleanField(
+        required=False, help_text="PATCH only: true when nothing was saved (the document is what a save would make)"
+    )
+    charge = EditChargeSerializer(required=False, help_text="PATCH only: what the save charged, or would charge")
 
 
 class ErrorResponseSerializer(serializers.Serializer):

@@ -237,8 +237,10 @@ class SegmentsViewSet(ContractViewSet):
         "a 412 (read again). A bad edit is a 422 naming `edits[i]` and its field, and nothing is applied. "
         "Free of minutes, but a job's translations are made again for the cues whose text changed, on a worker "
         "(each `translating`, then `done`), charged 1× those cues' seconds per language; without the minutes the "
-        "edit is still saved and those translations end `failed` saying why. A burned video is made again only "
-        "by `POST …/burn`. Counts as a job request.",
+        "edit is still saved and those translations end `failed` saying why. A cue edited again before its "
+        "translation is made is charged once (only added seconds are charged). The answer's `charge` says what "
+        "the save charged; with `dry_run: true` nothing is saved and `charge` is what a save would charge now "
+        "(the quote). A burned video is made again only by `POST …/burn`. Counts as a job request.",
         parameters=[
             _id_parameter("job"),
             OpenApiParameter("If-Match", str, OpenApiParameter.HEADER, required=True, description="The ETag read"),

@@ -9,7 +9,11 @@
    made. The API names a segment by the index of the document its PATCH was made on, and a split
    renumbers what follows, so Save sends the changes in rounds that each end with a split: within a
    round positions are that round's indices, and each round is sent with the ETag the last answered.
-   The rules the cues are marked by are the subtitle renderer's (#editor-limits). */
+   The rules the cues are marked by are the subtitle renderer's (#editor-limits).
+
+   A job with translations is charged for translating the changed cues again (issue 56): while
+   changes wait, the first round is sent as a dry run (`dry_run: true`: checked and quoted, nothing
+   saved) and the quote shown; after a save, what it charged. */
 (function () {
   "use strict";
   var root = document.getElementById("editor");
@@ -25,12 +29,16 @@
   var problem = root.querySelector("[data-editor-error]");
   var choices = document.getElementById("editor-speakers");
   var csrf = root.querySelector("input[name=csrfmiddlewaretoken]").value;
+  var quoteLine = root.querySelector("[data-editor-quote]");  // only for a job with translations
 
   var saved = null;     // the document as the server last answered it
   var pending = [];     // changes not saved yet, in order: {op, at, text | speaker | word}
   var newNames = {};    // speaker number -> the name typed for a new speaker
   var current = [];     // the saved segments with the pending changes applied: what is shown
   var busy = false;
+  var quoteTimer = null;
+  var quoteAsked = 0;   // a quote answered after a later one was asked is dropped
+  var lastCharge = "";  // what the last save charged, said after it
 
   function copy(segment) {
     var words = segment.words.map(function (w) { return { start: w.start, end: w.end, word: w.word }; });
@@ -167,9 +175,39 @@
     if (!busy) {
       status.textContent = pending.length
         ? pending.length + " change" + (pending.length === 1 ? "" : "s") + " not saved."
-        : "Saved (version " + saved.version + ").";
+        : "Saved (version " + saved.version + ")." + lastCharge;
+      askQuote();
     }
     highlight();
+  }
+
+  function charged(charge, verb) {
+    if (charge.error) { return " " + charge.error; }
+    if (!charge.languages.length) { return ""; }
+    var cues = charge.cues + " changed cue" + (charge.cues === 1 ? "" : "s");
+    return " " + verb + " " + charge.minutes + " for translating " + cues + " again into " +
+      charge.languages.join(", ") + ".";
+  }
+
+  // The quote of the changes waiting: asked a moment after the last one, so typing sends few.
+  function askQuote() {
+    if (!quoteLine) { return; }
+    clearTimeout(quoteTimer);
+    quoteAsked += 1;
+    if (!pending.length) { quoteLine.hidden = true; return; }
+    var asked = quoteAsked;
+    var todo = rounds();
+    quoteTimer = setTimeout(function () {
+      request("PATCH", { edits: todo[0].map(wire), dry_run: true }).then(function (answer) {
+        if (asked !== quoteAsked) { return; }
+        if (answer.status !== 200) { quoteLine.hidden = true; return; }
+        var text = charged(answer.body.charge, "Saving will charge");
+        if (!text) { text = " Saving will charge nothing: no cue's text changed."; }
+        if (todo.length > 1) { text += " (The changes after a split are quoted once it is saved.)"; }
+        quoteLine.textContent = text.trim();
+        quoteLine.hidden = false;
+      }).catch(function () { quoteLine.hidden = true; });
+    }, 600);
   }
 
   function change(edit, structural) {
@@ -273,6 +311,11 @@
     }
   }
 
+  function minutes(seconds) {  // billing.pricing.format_minutes
+    var text = String(Math.round(seconds / 6) / 10);
+    return text === "1" ? "1 minute" : text + " minutes";
+  }
+
   function showProblem(text) {
     problem.textContent = text;
     problem.hidden = false;
@@ -361,9 +404,12 @@
   function save() {
     if (busy || !pending.length) { return; }
     var todo = rounds();
+    var total = null;  // what the rounds charged, summed
     busy = true;
     problem.hidden = true;
     status.textContent = "Saving…";
+    lastCharge = "";
+    if (quoteLine) { clearTimeout(quoteTimer); quoteAsked += 1; quoteLine.hidden = true; }
     refresh();
     function next() {
       if (!todo.length) {
@@ -376,6 +422,20 @@
         if (answer.status !== 200) { refused(answer); return false; }
         saved = answer.body;
         pending = pending.slice(round.length);
+        var charge = answer.body.charge;
+        if (charge && (charge.languages.length || charge.error)) {
+          if (total === null || charge.error) {
+            total = charge;
+          } else {
+            var languages = total.languages.concat(charge.languages.filter(function (l) {
+              return total.languages.indexOf(l) < 0;
+            }));
+            var seconds = total.seconds + charge.seconds;
+            total = { seconds: seconds, minutes: minutes(seconds), cues: total.cues + charge.cues,
+              languages: languages, error: null };
+          }
+          lastCharge = charged(total, "Charged");
+        }
         return next();
       });
     }
