@@ -114,3 +114,32 @@ def test_rules_marked_a_new_speaker_named_and_a_refusal_shown(live_server, new_p
     expect(area).to_be_visible()
     assert area.bounding_box()["width"] > 300
     shot(phone, "phone")
+
+
+@browser_db
+def test_a_job_with_translations_quotes_a_save_and_says_what_it_charged(live_server, new_page, account, broker):
+    # issue 56: the editor said "free of minutes" and charged for translating the changed cues again
+    from playwright.sync_api import expect
+
+    from billing.models import LedgerEntry
+    from tests.transcription.test_edit_charges import job_with_translations
+
+    job, _ = job_with_translations(account)
+    page = _signed_in(new_page, live_server, account)
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    expect(page.locator("#editor")).to_contain_text("Saving is charged for translating the changed cues again into es")
+    text = page.locator("#editor li.cue").nth(0).locator(".cue-text")
+    text.fill("Good evening, how are you today?")
+    text.press("Tab")
+    quote = page.locator("[data-editor-quote]")
+    expect(quote).to_have_text(
+        re.compile(r"^Saving will charge [\d.]+ minutes? for translating 1 changed cue again into es\.$")
+    )
+    assert not LedgerEntry.objects.filter(job_id=job.id, source="retranslate").exists(), "a quote charges nothing"
+    page.keyboard.press("Control+s")
+    status = page.locator("[data-editor-status]")
+    expect(status).to_have_text(
+        re.compile(r"^Saved \(version 2\)\. Charged [\d.]+ minutes? for translating 1 changed cue")
+    )
+    expect(quote).to_be_hidden()
+    assert LedgerEntry.objects.filter(job_id=job.id, source="retranslate", kind="charge").count() == 1
