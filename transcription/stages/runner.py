@@ -83,8 +83,10 @@ def run_stage(job_id, stage: Stage) -> bool:
     finally:
         shutil.rmtree(directory, ignore_errors=True)
         _delete_shared_copies(job_id)
-        # what the stage stored or deleted counts in the account's storage quota from now
-        services.job_files_measured(job_id)
+        try:  # what the stage stored or deleted counts in the account's storage quota from now
+            services.job_files_measured(job_id)
+        except Exception:  # storage unreachable: measured again after the next stage or deletion
+            logger.exception("job %s: its files could not be measured", job_id)
         claim.release()
     return False
 
