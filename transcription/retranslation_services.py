@@ -14,6 +14,7 @@ contract answers an empty balance: nothing is charged for them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.db import transaction
@@ -31,33 +32,39 @@ SOURCE = LedgerEntry.Source.RETRANSLATION
 KEPT_UP = (states.TRANSLATION_DONE, states.TRANSLATION_TRANSLATING)
 
 
-def _cues(srt: str | None, webvtt: str | None) -> list[captions.Cue]:
-    return captions.with_voices(captions.from_srt(srt or ""), webvtt)
+# The transcript's cues before and after an edit (rerender.Rendered.cues: made from the segments),
+# asked for only when the job has a translation to keep up
+SourceCues = Callable[[], tuple[list[captions.Cue], list[captions.Cue]]]
 
 
 @transaction.atomic
-def segments_edit_with_translations(job_id: RowId, *, rendered: dict[str, str], **edit: Any) -> JobSegments:
+def segments_edit_with_translations(
+    job_id: RowId, *, rendered: dict[str, str], source_cues: SourceCues, **edit: Any
+) -> JobSegments:
     """edit_services.segments_edit (same arguments), then each made translation planned again for
     the cues the edit changed, charged, and its worker sent."""
     # the job's row first, as every writer locks it (then its translations): no lock-order deadlock
     job = Job.objects.select_for_update().only("id", "account_id").get(pk=job_id)
     translations = list(job.translations.select_for_update().filter(state__in=KEPT_UP).exclude(srt=None))
-    if not translations:  # most jobs: nothing read or parsed beyond the edit itself (issue 46's speed goal)
+    if not translations:  # most jobs: nothing read or made beyond the edit itself (issue 46's speed goal)
         return edit_services.segments_edit(job_id, rendered=rendered, **edit)
-    before = Job.objects.only("srt", "webvtt").get(pk=job_id)
-    old_source = _cues(before.srt, before.webvtt)
+    # what is compared is the cues the segments make, never the SRT read back (segments as the one source)
+    old_source, new_source = source_cues()
     kept = edit_services.segments_edit(job_id, rendered=rendered, **edit)
-    new_source = _cues(rendered["srt"], rendered["webvtt"])
     work = []
     for translation in translations:
-        old = translation.redo["plan"] if translation.redo else retranslation.current(_cues(translation.srt, None))
+        old = (
+            translation.redo["plan"]
+            if translation.redo
+            else retranslation.current(captions.from_records(translation.cues))
+        )
         plan, changed = retranslation.plan(old_source, old, new_source)
         work.append((translation, plan, retranslation.seconds_of(plan, changed), len(changed)))
     waiting = [w for w in work if retranslation.pending(w[1])]
     for translation, plan, _, _ in work:
         if not retranslation.pending(plan):  # nothing to translate: the cues keep their lines at new times
             cues = retranslation.complete(plan, lambda batch: batch)
-            _store(translation, captions.to_srt(cues), captions.to_webvtt(cues))
+            _store(translation, captions.to_srt(cues), captions.to_webvtt(cues), captions.cue_records(cues))
     if waiting:
         _charge_and_send(job, waiting, kept.version)
     return kept
@@ -89,10 +96,10 @@ def _charge_and_send(job: Job, waiting: list, version: int) -> None:
         transaction.on_commit(lambda: dispatch.retranslation_send(job.id))
 
 
-def _store(translation: Translation, srt: str, webvtt: str) -> None:
-    translation.srt, translation.webvtt, translation.redo = srt, webvtt, None
+def _store(translation: Translation, srt: str, webvtt: str, cues: list[dict[str, Any]]) -> None:
+    translation.srt, translation.webvtt, translation.cues, translation.redo = srt, webvtt, cues, None
     translation.state = states.TRANSLATION_DONE
-    translation.save(update_fields=["srt", "webvtt", "redo", "state", "updated_at"])
+    translation.save(update_fields=["srt", "webvtt", "cues", "redo", "state", "updated_at"])
 
 
 def _fail(translation: Translation, error: str, refund: int) -> None:
@@ -114,13 +121,16 @@ def waiting_translations(job_id: RowId) -> list[Translation]:
 
 
 @transaction.atomic
-def retranslation_store(translation_id: int, redo: dict[str, Any], srt: str, webvtt: str) -> bool:
-    """Store a translation made again from `redo`; False (nothing written) when an edit planned it
-    again meanwhile (that edit's own task stores it)."""
+def retranslation_store(
+    translation_id: int, redo: dict[str, Any], *, srt: str, webvtt: str, cues: list[dict[str, Any]]
+) -> bool:
+    """Store a translation made again from `redo` (its subtitles and the cues they were written
+    from); False (nothing written) when an edit planned it again meanwhile (that edit's own task
+    stores it)."""
     translation = Translation.objects.select_for_update().get(pk=translation_id)
     if translation.redo != redo:
         return False
-    _store(translation, srt, webvtt)
+    _store(translation, srt, webvtt, cues)
     return True
 
 

@@ -120,6 +120,14 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     edits = [dict(edit) for edit in options["edits"]]
     hit = edit_renders.kept(job.id, kept.version)
     current, segments, rendered = edited(job, kept, edits, hit)
+
+    def source_cues() -> tuple[list, list]:
+        # the cues of the version edited: this process's last render of it, or made from its segments
+        before = (
+            hit.rendered.cues() if hit is not None else transcript_edits.cues(current, language=job.detected_language)
+        )
+        return before, rendered.cues()
+
     try:
         # the translations follow the edit: their changed cues planned, charged, sent to translate
         kept = retranslation_services.segments_edit_with_translations(
@@ -127,6 +135,7 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
             read_version=read,
             segments=segments,
             rendered=rendered.outputs(),
+            source_cues=source_cues,
             who={"by": caller.user_id, "door": caller.transport},
             ops=[edit["op"] for edit in edits],
             changed=rerender.changed_segments(current, segments),

@@ -130,7 +130,7 @@ class SegmentEditSerializer(serializers.Serializer):
         trim_whitespace=False,
         min_length=1,
         max_length=transcript_edits.TEXT_MAX_CHARS,
-        help_text="text: the segment's new words (1 to 500 characters, one line, no `-->`)",
+        help_text="text: the segment's new words (1 to 500 characters, one line, no `-->`, no control or direction-override characters)",
     )
     speaker = serializers.IntegerField(
         required=False,
