@@ -421,7 +421,7 @@ class TestCues:
         cues = build_cues(segments)
         srt, vtt = to_srt(cues), to_webvtt(cues)
         # SubRip has no escapes: a word joiner keeps readers from taking "<angle>" for a tag (pysubs2
-        # drops it) and "-->" for a timing (docs/decisions/speech-and-text.md, "Edited text")
+        # drops it) and "-->" for a timing (docs/decisions/api.md, "What edited text may hold")
         assert "{braces}" in srt and "<\u2060angle>" in srt and "--\u2060> here" in srt
         assert "&amp;" in vtt and "&lt;angle&gt;" in vtt and "--&gt;" in vtt
         assert [len(parse(srt, "srt")), len(parse(vtt, "vtt"))] == [len(cues)] * 2

@@ -28,7 +28,7 @@ SPEAKER_MAX = 9999  # the N of "Speaker N" a name may be given (speaker names' k
 EDITS_MAX = 1000  # edits in one request
 OPS = ("text", "speaker", "split", "merge", "times", "restore")
 
-# What a segment's text may hold (docs/decisions/speech-and-text.md, "Edited text"). It is one line
+# What a segment's text may hold (docs/decisions/api.md, "What edited text may hold"). It is one line
 # of `txt` and of a cue, read by people: characters a person could mean (markup, braces,
 # backslashes, timestamps, "->") are kept and escaped where each output needs it (captions,
 # burn.ass); what is invisible and changes how the rest reads is refused, naming the character:
