@@ -9,6 +9,7 @@ import pysubs2
 import pytest
 import srt
 import webvtt
+from django.test import override_settings
 
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
@@ -329,3 +330,42 @@ def test_edited_subtitle_syntax_keeps_every_output_well_formed_and_invisible_ove
     [problem] = response.json()["detail"]
     assert problem["loc"] == ["body", "edits", 0, "text"]
     assert "Segment 0's text" in problem["msg"] and "U+202E" in problem["msg"], problem["msg"]
+
+
+@override_settings(TRANSCRIPT_MIN_WORDS=50, TRANSCRIPT_MIN_CHARS=300)
+def test_a_transcript_grows_no_larger_than_its_recording(api, done_job):
+    """Issue 56: a 12 s job reached 96,000 words in 16 PATCHes, each then a minute of a web
+    worker's CPU. A 20 s job holds at most 120 words (6 a second) and 800 characters (40)."""
+    etag = api.get(url(done_job))["ETag"]
+    long = " ".join(["word"] * 90)  # 450 characters
+    edits = [{"op": "text", "index": index, "text": long} for index in range(3)]
+    response = patch(api, done_job, edits, etag)
+    assert response.status_code == 422, response.json()
+    [problem] = response.json()["detail"]
+    assert problem["loc"] == ["body", "edits"] and problem["type"] == "transcript_too_large"
+    assert "270 words" in problem["msg"] and "at most 120 (6 a second" in problem["msg"], problem["msg"]
+
+    response = patch(api, done_job, edits[:1], etag)  # 90 + 16 words, but 450 + 70 characters: fits
+    assert response.status_code == 200, response.json()
+    response = patch(api, done_job, [{"op": "text", "index": 1, "text": " ".join(["x" * 30] * 16)}], response["ETag"])
+    assert response.status_code == 422 and "characters" in response.json()["detail"][0]["msg"], response.json()
+    # a document already past its bounds can still be corrected, only not grown
+    response = patch(
+        api, done_job, [{"op": "text", "index": 0, "text": "Short again."}], api.get(url(done_job))["ETag"]
+    )
+    assert response.status_code == 200, response.json()
+
+
+@override_settings(EDITS_PER_SAVE=2, EDITS_MAX_BYTES=300)
+def test_one_saves_edits_are_bounded_in_number_and_size(api, done_job):
+    etag = api.get(url(done_job))["ETag"]
+    three = [{"op": "text", "index": index, "text": "Fine."} for index in range(3)]
+    response = patch(api, done_job, three, etag)
+    assert response.status_code == 422, response.json()
+    assert response.json()["detail"][0]["type"] == "too_many_edits"
+    assert "At most 2 edits" in response.json()["detail"][0]["msg"]
+    big = [{"op": "text", "index": 0, "text": "x" * 400}]
+    response = patch(api, done_job, big, etag)
+    assert response.status_code == 422 and response.json()["detail"][0]["type"] == "edits_too_large", response.json()
+    assert "EDITS_MAX_BYTES" in response.json()["detail"][0]["msg"]
+    assert api.get(url(done_job))["ETag"] == etag, "nothing saved"

@@ -358,8 +358,8 @@ def voice_label(speaker: int) -> str:
     return f"Speaker {speaker}"
 
 
-# What a cue's text may hold that SubRip would read as something else (docs/decisions/speech-and-text.md,
-# "Edited text"). SubRip has no escapes: an invisible word joiner goes where it breaks the reading,
+# What a cue's text may hold that SubRip would read as something else (docs/decisions/api.md,
+# "What edited text may hold"). SubRip has no escapes: an invisible word joiner goes where it breaks the reading,
 # so the line looks as written. Lenient readers (pysubs2, some players) take any line with two
 # timestamps for a cue's timing, strict ones (`srt`) take "- >", "-->" and the like between two
 # timestamps; players read "<b>", "<i>", "<font ...>" as styling.

@@ -13,6 +13,7 @@ checked, so one answer names every mistake; nothing is applied unless every edit
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -25,7 +26,6 @@ from .words import is_nospace_char
 
 TEXT_MAX_CHARS = 500
 SPEAKER_MAX = 9999  # the N of "Speaker N" a name may be given (speaker names' keys have 1 to 4 digits)
-EDITS_MAX = 1000  # edits in one request
 OPS = ("text", "speaker", "split", "merge", "times", "restore")
 
 # What a segment's text may hold (docs/decisions/api.md, "What edited text may hold"). It is one line
@@ -295,6 +295,52 @@ def segment(record: dict[str, Any]) -> Segment:
         glued = bool(words) and bool(text) and is_nospace_char(words[-1].text[-1:]) and is_nospace_char(text[0])
         words.append(Word(w["start"], w["end"], text if glued else " " + text))
     return Segment(record["start"], record["end"], " " + record["text"], words, record["speaker"])
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """How large a document may grow: words and characters per second of the job (config.settings)."""
+
+    words_per_second: float
+    chars_per_second: float
+    min_words: int
+    min_chars: int
+
+    def bounds(self, duration: float) -> tuple[int, int]:
+        return (
+            max(self.min_words, math.floor(duration * self.words_per_second)),
+            max(self.min_chars, math.floor(duration * self.chars_per_second)),
+        )
+
+
+class TooLarge(Exception):
+    """The edits would make the document larger than its recording allows; str() says by what."""
+
+
+def size(document: Document) -> tuple[int, int]:
+    """(words, characters of text) of a document."""
+    return (
+        sum(len(s.get("words") or ()) or len(s["text"].split()) for s in document),
+        sum(len(s["text"]) for s in document),
+    )
+
+
+def check_size(before: Document, after: Document, *, duration: float, limits: SizeLimits) -> None:
+    """Raise TooLarge when `after` is past its bounds and larger than `before` (a recognition already
+    past them, a fast speaker's, can still be corrected, only not grown)."""
+    max_words, max_chars = limits.bounds(duration)
+    (words_before, chars_before), (words, chars) = size(before), size(after)
+    rule = f"a job of {duration:.0f} s may hold at most"
+    if words > max(max_words, words_before):
+        raise TooLarge(
+            f"The transcript would hold {words} words; {rule} {max_words} "
+            f"({limits.words_per_second:g} a second, at least {limits.min_words})."
+        )
+    if chars > max(max_chars, chars_before):
+        raise TooLarge(
+            f"The transcript would hold {chars} characters; {rule} {max_chars} "
+            f"({limits.chars_per_second:g} a second, at least {limits.min_chars})."
+        )
 
 
 def as_segments(document: Document) -> list[Segment]:
