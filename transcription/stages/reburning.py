@@ -13,7 +13,7 @@ from pathlib import Path
 from django.conf import settings
 
 from .. import files, reburn_services, services, states
-from ..models import Job
+from ..models import Job, Translation
 from ..pipeline import burn, captions
 from .runner import Throttled
 from .translation import job_cues
@@ -58,7 +58,9 @@ def _draw(job: Job, directory: Path) -> None:
     source = files.local_copy(files.source_name(job.id), directory / "source.video")
     translations = [t for t in job.translations.all() if t.state == states.TRANSLATION_BURNING]
     # the job's cues from its kept segments, each translation's as kept with it: no SRT read back
-    videos = [(None, job.detected_language, job_cues(job))]
+    videos: list[tuple[Translation | None, str | None, list[captions.Cue]]] = [
+        (None, job.detected_language, job_cues(job))
+    ]
     videos += [(t, t.language_code, captions.from_records(t.cues)) for t in translations]
     made = None
     for index, (translation, language, cues) in enumerate(videos):
