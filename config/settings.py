@@ -268,6 +268,19 @@ CELERY_TASK_ROUTES = {
 # The largest request body read; a larger one is a JSON 413 (config.middleware). Django's default.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BODY_BYTES", default=2_621_440)
 
+# --- A transcript's corrections (transcription.api.editing; docs/decisions/api.md, issue 56) ------
+# A document is bounded by its recording: at most this many words and characters a second of the
+# job's duration (a fast speaker says 3 to 4 words a second), and never fewer than the floor, so a
+# short clip can still be written out. An edit past it is a 422 naming the bound.
+TRANSCRIPT_WORDS_PER_SECOND = env.float("TRANSCRIPT_WORDS_PER_SECOND", default=6.0)
+TRANSCRIPT_CHARS_PER_SECOND = env.float("TRANSCRIPT_CHARS_PER_SECOND", default=40.0)
+TRANSCRIPT_MIN_WORDS = env.int("TRANSCRIPT_MIN_WORDS", default=600)
+TRANSCRIPT_MIN_CHARS = env.int("TRANSCRIPT_MIN_CHARS", default=4000)
+# One save (PATCH …/segments, the MCP tool edit_transcript, the website's editor): its edits and
+# their size as JSON, so that one request's work stays bounded (bench/editor/patch.py)
+EDITS_PER_SAVE = env.int("EDITS_PER_SAVE", default=1000)
+EDITS_MAX_BYTES = env.int("EDITS_MAX_BYTES", default=262_144)
+
 # --- Rate limits (per account, in any 60 seconds: transcription.api.ratelimit) ---------------------
 RATE_LIMIT_JOBS_PER_MINUTE = env.int("RATE_LIMIT_JOBS_PER_MINUTE", default=60)
 RATE_LIMIT_POLLS_PER_MINUTE = env.int("RATE_LIMIT_POLLS_PER_MINUTE", default=300)

@@ -280,6 +280,9 @@ class Translation(models.Model):
     # or null to translate again (pipeline.retranslation), and the seconds charged for them; null
     # when the translation is up to date with its transcript.
     redo = models.JSONField(null=True, blank=True, editable=False, help_text="{plan, charged}")
+    # The cues `srt` and `webvtt` were written from (captions.cue_records: times, lines, voices),
+    # written with them: what a retranslation, a burn and the OpenAI door read, never the SRT.
+    cues = models.JSONField(null=True, blank=True, editable=False, help_text="[{start, end, lines, speakers}]")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

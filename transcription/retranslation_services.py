@@ -21,6 +21,7 @@ charge", PATCH …/segments with `dry_run`), and each save says what it charged 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -41,8 +42,9 @@ SOURCE = LedgerEntry.Source.RETRANSLATION
 KEPT_UP = (states.TRANSLATION_DONE, states.TRANSLATION_TRANSLATING)
 
 
-def _cues(srt: str | None, webvtt: str | None) -> list[captions.Cue]:
-    return captions.with_voices(captions.from_srt(srt or ""), webvtt)
+# The transcript's cues before and after an edit (rerender.Rendered.cues: made from the segments),
+# asked for only when the job has a translation to keep up
+SourceCues = Callable[[], tuple[list[captions.Cue], list[captions.Cue]]]
 
 
 @dataclass(frozen=True)
@@ -75,15 +77,19 @@ class _Work:
     cues: int  # cues left to translate
 
 
-def _planned(job_id: RowId, translations: list[Translation], rendered: dict[str, str]) -> list[_Work]:
-    """Each translation's plan after the edit whose texts are `rendered`, with what it adds to
-    the charge: the seconds of every cue it has to translate less what is charged already."""
-    before = Job.objects.only("srt", "webvtt").get(pk=job_id)
-    old_source = _cues(before.srt, before.webvtt)
-    new_source = _cues(rendered["srt"], rendered["webvtt"])
+def _planned(translations: list[Translation], source_cues: SourceCues) -> list[_Work]:
+    """Each translation's plan after the edit whose cues before and after `source_cues` gives, with
+    what it adds to the charge: the seconds of every cue it has to translate less what is charged
+    already. What is compared is the cues the segments make, never the SRT read back (segments as
+    the one source)."""
+    old_source, new_source = source_cues()
     work = []
     for translation in translations:
-        old = translation.redo["plan"] if translation.redo else retranslation.current(_cues(translation.srt, None))
+        old = (
+            translation.redo["plan"]
+            if translation.redo
+            else retranslation.current(captions.from_records(translation.cues))
+        )
         plan, _ = retranslation.plan(old_source, old, new_source)
         pending = retranslation.pending(plan)
         charged = int((translation.redo or {}).get("charged", 0))
@@ -104,13 +110,13 @@ def _kept_up(job_id: RowId, *, lock: bool) -> list[Translation]:
     return list(query.select_for_update() if lock else query)
 
 
-def retranslation_quote(job_id: RowId, rendered: dict[str, str]) -> RetranslationCharge:
-    """What saving the edit whose texts are `rendered` would charge now (nothing is written), with
+def retranslation_quote(job_id: RowId, source_cues: SourceCues) -> RetranslationCharge:
+    """What saving the edit whose cues `source_cues` gives would charge now (nothing is written), with
     the balance's refusal in `error` when it would not cover it."""
     translations = _kept_up(job_id, lock=False)
     if not translations:
         return RetranslationCharge()
-    quote = _charge_of([w for w in _planned(job_id, translations, rendered) if retranslation.pending(w.plan)])
+    quote = _charge_of([w for w in _planned(translations, source_cues) if retranslation.pending(w.plan)])
     account_id = Job.objects.values_list("account_id", flat=True).get(pk=job_id)
     balance = account_balance(account_id)
     if quote.seconds > balance:
@@ -121,7 +127,7 @@ def retranslation_quote(job_id: RowId, rendered: dict[str, str]) -> Retranslatio
 
 @transaction.atomic
 def segments_edit_with_translations(
-    job_id: RowId, *, rendered: dict[str, str], **edit: Any
+    job_id: RowId, *, rendered: dict[str, str], source_cues: SourceCues, **edit: Any
 ) -> tuple[JobSegments, RetranslationCharge]:
     """edit_services.segments_edit (same arguments), then each made translation planned again for
     the cues the edit changed, charged, and its worker sent; with what was charged."""
@@ -130,13 +136,13 @@ def segments_edit_with_translations(
     translations = _kept_up(job_id, lock=True)
     if not translations:  # most jobs: nothing read or parsed beyond the edit itself (issue 46's speed goal)
         return edit_services.segments_edit(job_id, rendered=rendered, **edit), RetranslationCharge()
-    work = _planned(job_id, translations, rendered)  # against the texts before the edit writes them
+    work = _planned(translations, source_cues)  # against the version edited, before the edit writes
     kept = edit_services.segments_edit(job_id, rendered=rendered, **edit)
     waiting = [w for w in work if retranslation.pending(w.plan)]
     for w in work:
         if not retranslation.pending(w.plan):  # nothing to translate: the cues keep their lines at new times
             cues = retranslation.complete(w.plan, lambda batch: batch)
-            _store(w.translation, captions.to_srt(cues), captions.to_webvtt(cues))
+            _store(w.translation, captions.to_srt(cues), captions.to_webvtt(cues), captions.cue_records(cues))
     if not waiting:
         return kept, RetranslationCharge()
     return kept, _charge_and_send(job, waiting, kept.version)
@@ -170,10 +176,10 @@ def _charge_and_send(job: Job, waiting: list[_Work], version: int) -> Retranslat
     return quote
 
 
-def _store(translation: Translation, srt: str, webvtt: str) -> None:
-    translation.srt, translation.webvtt, translation.redo = srt, webvtt, None
+def _store(translation: Translation, srt: str, webvtt: str, cues: list[dict[str, Any]]) -> None:
+    translation.srt, translation.webvtt, translation.cues, translation.redo = srt, webvtt, cues, None
     translation.state = states.TRANSLATION_DONE
-    translation.save(update_fields=["srt", "webvtt", "redo", "state", "updated_at"])
+    translation.save(update_fields=["srt", "webvtt", "cues", "redo", "state", "updated_at"])
 
 
 def _fail(translation: Translation, error: str, refund: int) -> None:
@@ -195,13 +201,16 @@ def waiting_translations(job_id: RowId) -> list[Translation]:
 
 
 @transaction.atomic
-def retranslation_store(translation_id: int, redo: dict[str, Any], srt: str, webvtt: str) -> bool:
-    """Store a translation made again from `redo`; False (nothing written) when an edit planned it
-    again meanwhile (that edit's own task stores it)."""
+def retranslation_store(
+    translation_id: int, redo: dict[str, Any], *, srt: str, webvtt: str, cues: list[dict[str, Any]]
+) -> bool:
+    """Store a translation made again from `redo` (its subtitles and the cues they were written
+    from); False (nothing written) when an edit planned it again meanwhile (that edit's own task
+    stores it)."""
     translation = Translation.objects.select_for_update().get(pk=translation_id)
     if translation.redo != redo:
         return False
-    _store(translation, srt, webvtt)
+    _store(translation, srt, webvtt, cues)
     return True
 
 

@@ -49,6 +49,7 @@ def done_job(account):
     cues = captions.with_voices(captions.from_srt(job.srt), job.webvtt)
     translated = [captions.Cue(c.start, c.end, [f"(es) {line}" for line in c.lines], c.speakers) for c in cues]
     spanish.state, spanish.srt, spanish.webvtt = "done", captions.to_srt(translated), captions.to_webvtt(translated)
+    spanish.cues = captions.cue_records(translated)
     spanish.save()
     return job
 

@@ -2,14 +2,20 @@
 and its txt, srt and webvtt made again from the edit (issue 46)."""
 
 import json
+import math
 import random
 
+import pysubs2
 import pytest
+import srt
+import webvtt
+from django.test import override_settings
 
+from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from tests.factories import done_job_with_segments
-from transcription.models import JobSegments
-from transcription.pipeline import captions
+from transcription.models import JobSegments, Translation
+from transcription.pipeline import captions, transcript_edits
 
 
 def make_done_job(account, **fields):
@@ -288,3 +294,78 @@ def test_a_voice_heard_under_another_is_a_segment_of_its_own_in_the_segments_and
     response = patch(api, job, [{"op": "times", "index": 0, "end": 6.0}], body["etag"])
     assert response.status_code == 200, response.json()
     assert response.json()["segments"][0]["end"] == 6.0
+
+
+def test_edited_subtitle_syntax_keeps_every_output_well_formed_and_invisible_overrides_are_refused(api, account):
+    """Issue 56: a line holding two timestamps became a cue of 600 s when the service read its own
+    SRT again for the retranslation (charged 604 s for a 12 s job). The retranslation now reads the
+    cues the segments make; the SRT reads back, strictly and leniently, as those cues; a direction
+    override is a 422 naming the edit, the segment and the character."""
+    job = make_done_job(account, target_languages=["es"])
+    made = transcript_edits.cues(JobSegments.objects.get(job=job).document(), language="en")
+    spanish = [captions.Cue(c.start, c.end, [f"(es) {line}" for line in c.lines], c.speakers) for c in made]
+    Translation.objects.filter(job=job).update(
+        state="done",
+        srt=captions.to_srt(spanish),
+        webvtt=captions.to_webvtt(spanish),
+        cues=captions.cue_records(spanish),
+    )
+    etag = api.get(url(job))["ETag"]
+    text = "at 00:00:01,000 00:10:02,000 we said <b>hi</b> {\\an8} -- > done"
+    response = patch(api, job, [{"op": "text", "index": 1, "text": text}], etag)
+    assert response.status_code == 200, response.json()
+
+    cues = transcript_edits.cues(JobSegments.objects.get(job=job).document(), language="en")
+    job.refresh_from_db()
+    assert len(list(srt.parse(job.srt))) == len(cues) == len(pysubs2.SSAFile.from_string(job.srt, format_="srt"))
+    assert [c.raw_text for c in webvtt.from_string(job.webvtt)][1].count("&lt;b&gt;") == 1
+    [charge] = LedgerEntry.objects.filter(job_id=job.id, source=LedgerEntry.Source.RETRANSLATION)
+    changed = [c for c in cues if "we said" in " ".join(c.lines)]
+    assert -charge.seconds == math.ceil(sum(c.end - c.start for c in changed)) <= 20, "the changed cue's seconds"
+    plan = Translation.objects.get(job=job).redo["plan"]
+    assert [cue["start"] for cue in plan] == [c.start for c in cues], "the plan is of the segments' cues"
+
+    response = patch(api, job, [{"op": "text", "index": 0, "text": "Good \u202eyadot\u202c morning"}], response["ETag"])
+    assert response.status_code == 422, response.json()
+    [problem] = response.json()["detail"]
+    assert problem["loc"] == ["body", "edits", 0, "text"]
+    assert "Segment 0's text" in problem["msg"] and "U+202E" in problem["msg"], problem["msg"]
+
+
+@override_settings(TRANSCRIPT_MIN_WORDS=50, TRANSCRIPT_MIN_CHARS=300)
+def test_a_transcript_grows_no_larger_than_its_recording(api, done_job):
+    """Issue 56: a 12 s job reached 96,000 words in 16 PATCHes, each then a minute of a web
+    worker's CPU. A 20 s job holds at most 120 words (6 a second) and 800 characters (40)."""
+    etag = api.get(url(done_job))["ETag"]
+    long = " ".join(["word"] * 90)  # 450 characters
+    edits = [{"op": "text", "index": index, "text": long} for index in range(3)]
+    response = patch(api, done_job, edits, etag)
+    assert response.status_code == 422, response.json()
+    [problem] = response.json()["detail"]
+    assert problem["loc"] == ["body", "edits"] and problem["type"] == "transcript_too_large"
+    assert "270 words" in problem["msg"] and "at most 120 (6 a second" in problem["msg"], problem["msg"]
+
+    response = patch(api, done_job, edits[:1], etag)  # 90 + 16 words, but 450 + 70 characters: fits
+    assert response.status_code == 200, response.json()
+    response = patch(api, done_job, [{"op": "text", "index": 1, "text": " ".join(["x" * 30] * 16)}], response["ETag"])
+    assert response.status_code == 422 and "characters" in response.json()["detail"][0]["msg"], response.json()
+    # a document already past its bounds can still be corrected, only not grown
+    response = patch(
+        api, done_job, [{"op": "text", "index": 0, "text": "Short again."}], api.get(url(done_job))["ETag"]
+    )
+    assert response.status_code == 200, response.json()
+
+
+@override_settings(EDITS_PER_SAVE=2, EDITS_MAX_BYTES=300)
+def test_one_saves_edits_are_bounded_in_number_and_size(api, done_job):
+    etag = api.get(url(done_job))["ETag"]
+    three = [{"op": "text", "index": index, "text": "Fine."} for index in range(3)]
+    response = patch(api, done_job, three, etag)
+    assert response.status_code == 422, response.json()
+    assert response.json()["detail"][0]["type"] == "too_many_edits"
+    assert "At most 2 edits" in response.json()["detail"][0]["msg"]
+    big = [{"op": "text", "index": 0, "text": "x" * 400}]
+    response = patch(api, done_job, big, etag)
+    assert response.status_code == 422 and response.json()["detail"][0]["type"] == "edits_too_large", response.json()
+    assert "EDITS_MAX_BYTES" in response.json()["detail"][0]["msg"]
+    assert api.get(url(done_job))["ETag"] == etag, "nothing saved"

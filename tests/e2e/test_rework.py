@@ -19,6 +19,7 @@ from tests.support import wait_for
 from transcription import files
 from transcription.models import Job, Translation
 from transcription.pipeline import captions, translate
+from transcription.stages.translation import job_cues
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -55,7 +56,7 @@ def spanish_job(account, **fields):
         for index, cue in enumerate(spanish)
     ]
     Translation.objects.filter(job=job).update(
-        state="done", srt=captions.to_srt(marked), webvtt=captions.to_webvtt(marked)
+        state="done", srt=captions.to_srt(marked), webvtt=captions.to_webvtt(marked), cues=captions.cue_records(marked)
     )
     return job, source, marked
 
@@ -95,7 +96,9 @@ def test_an_edit_translates_only_the_changed_cues_again_and_charges_them(worker,
 def test_a_retranslation_that_cannot_be_made_fails_alone_and_is_refunded(worker, api, account):
     job = done_job_with_segments(account, type="subtitles", target_languages=["ja"])
     made = captions.from_srt(job.srt)
-    Translation.objects.filter(job=job).update(state="done", srt=job.srt, webvtt=job.webvtt)
+    Translation.objects.filter(job=job).update(
+        state="done", srt=job.srt, webvtt=job.webvtt, cues=captions.cue_records(job_cues(job))
+    )
     balance = account_balance(account.pk)
     edit(api, job, [{"op": "text", "index": 0, "text": "Good evening, how are you today?"}])
     translation = wait_for(job.id, lambda j: j.translations.get().state != "translating", "retranslation")
@@ -170,7 +173,11 @@ def test_a_burned_job_is_burned_again_from_its_edited_subtitles_and_charged_as_a
     job = burned_job(account, background=True, target_languages=["es"])
     # its Spanish translation, with a video made before (the re-burn draws it again)
     Translation.objects.filter(job=job).update(
-        state="done", srt=job.srt, webvtt=job.webvtt, burned_video=files.burned_name(job.id, "es")
+        state="done",
+        srt=job.srt,
+        webvtt=job.webvtt,
+        cues=captions.cue_records(job_cues(job)),
+        burned_video=files.burned_name(job.id, "es"),
     )
     _source_video(job, tmp_path)
     balance = account_balance(account.pk)

@@ -32,7 +32,7 @@ def job_with_translations(account, languages=("es",)):
     for language in languages:
         made = [captions.Cue(cue.start, cue.end, [f"{language} {index}"]) for index, cue in enumerate(source)]
         Translation.objects.filter(job=job, language_code=language).update(
-            state="done", srt=captions.to_srt(made), webvtt=captions.to_webvtt(made)
+            state="done", srt=captions.to_srt(made), webvtt=captions.to_webvtt(made), cues=captions.cue_records(made)
         )
     return job, source
 

@@ -94,7 +94,7 @@ def test_rules_marked_a_new_speaker_named_and_a_refusal_shown(live_server, new_p
     text.fill("Good morning --> how are you?")
     text.press("Tab")
     page.get_by_role("button", name="Save", exact=True).click()
-    expect(page.locator("[data-editor-error]")).to_contain_text("may not hold a line break, another control character")
+    expect(page.locator("[data-editor-error]")).to_contain_text("may not hold '-->'")
     expect(page.locator("[data-editor-status]")).to_have_text("2 changes not saved.")
     expect(text).to_have_value("Good morning --> how are you?")
     assert Job.objects.get(pk=job.pk).segments.version == 2

@@ -15,8 +15,11 @@ applied and checked, what a save would charge, nothing written (issue 56).
 
 from __future__ import annotations
 
+import json
 import logging
 import re
+
+from django.conf import settings
 
 from transcription import edit_services, retranslation_services
 from transcription.models import Job, JobSegments
@@ -114,6 +117,7 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     """PATCH /v1/api/transcription/{id}/segments: {"edits": [...]} applied in order to the version
     named by `if_match`; answers the new document. A bad edit is a 422 naming edits[i] and its
     field, and nothing is applied."""
+    _bounded(data.get("edits"))  # before the edits are read: their count and size bound the work
     options = validate(s.SegmentEditsRequestSerializer, without_id({k: v for k, v in data.items() if k != "if_match"}))
     job, kept = _editable(caller, data.get("id"))
     read = _read_version(data.get("if_match"), kept.version)
@@ -122,9 +126,17 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     edits = [dict(edit) for edit in options["edits"]]
     hit = edit_renders.kept(job.id, kept.version)
     current, segments, rendered = edited(job, kept, edits, hit)
+
+    def source_cues() -> tuple[list, list]:
+        # the cues of the version edited: this process's last render of it, or made from its segments
+        before = (
+            hit.rendered.cues() if hit is not None else transcript_edits.cues(current, language=job.detected_language)
+        )
+        return before, rendered.cues()
+
     if options.get("dry_run"):
         # the quote: what this save would charge, planned as the save plans it; nothing written
-        quote = retranslation_services.retranslation_quote(job.id, rendered.outputs())
+        quote = retranslation_services.retranslation_quote(job.id, source_cues)
         return {**document(kept, segments), "dry_run": True, "charge": quote.as_dict()}
     try:
         # the translations follow the edit: their changed cues planned, charged, sent to translate
@@ -133,6 +145,7 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
             read_version=read,
             segments=segments,
             rendered=rendered.outputs(),
+            source_cues=source_cues,
             who={"by": caller.user_id, "door": caller.transport},
             ops=[edit["op"] for edit in edits],
             changed=rerender.changed_segments(current, segments),
@@ -144,6 +157,40 @@ def edit_transcript(caller: Caller, data: dict, request=None) -> dict:
     encoded = edit_renders.encoded(segments, hit)
     edit_renders.keep(job.id, kept.version, edit_renders.Kept(segments, rendered, encoded))
     return {**document(kept, EncodedSegments(segments, encoded)), "dry_run": False, "charge": charge.as_dict()}
+
+
+def _too_large(message: str, kind: str, loc: tuple = ("body", "edits")) -> RequestValidationError:
+    return RequestValidationError([{"loc": list(loc), "msg": message, "type": kind}])
+
+
+def _bounded(edits) -> None:
+    """One save's edits bounded in number and in size (EDITS_PER_SAVE, EDITS_MAX_BYTES), for every
+    door alike (the body a door read is what it parsed into `edits`)."""
+    if isinstance(edits, list) and len(edits) > settings.EDITS_PER_SAVE:
+        raise _too_large(
+            f"At most {settings.EDITS_PER_SAVE} edits in one save (EDITS_PER_SAVE); this one has {len(edits)}: "
+            "save them in parts.",
+            "too_many_edits",
+        )
+    try:
+        size = len(json.dumps(edits, ensure_ascii=False, default=str).encode())
+    except (RecursionError, ValueError):
+        raise _too_large("The edits are nested too deeply to read.", "edits_too_large") from None
+    if size > settings.EDITS_MAX_BYTES:
+        raise _too_large(
+            f"The edits of one save may take at most {settings.EDITS_MAX_BYTES} bytes as JSON (EDITS_MAX_BYTES); "
+            f"these take {size}: save them in parts.",
+            "edits_too_large",
+        )
+
+
+def size_limits() -> transcript_edits.SizeLimits:
+    return transcript_edits.SizeLimits(
+        words_per_second=settings.TRANSCRIPT_WORDS_PER_SECOND,
+        chars_per_second=settings.TRANSCRIPT_CHARS_PER_SECOND,
+        min_words=settings.TRANSCRIPT_MIN_WORDS,
+        min_chars=settings.TRANSCRIPT_MIN_CHARS,
+    )
 
 
 def edited(
@@ -164,6 +211,11 @@ def edited(
                 for p in refused.problems
             ]
         ) from None
+    try:  # a document's size is bounded by its recording (issue 56): what each later edit must render
+        duration = float(job.duration or 0) or float(kept.duration or 0)
+        transcript_edits.check_size(current, segments, duration=duration, limits=size_limits())
+    except transcript_edits.TooLarge as large:
+        raise _too_large(str(large), "transcript_too_large") from None
     if hit is not None:
         try:
             return (

@@ -242,10 +242,17 @@ def _language_name(code: str) -> str:
         return code
 
 
-def _segments_of_cues(srt: str | None) -> list[dict]:
+def _segments_of_cues(cues: list[dict] | None) -> list[dict]:
+    """A translation's segments: its cues as kept with it (Translation.cues), never its SRT read back."""
     return [
-        {"start": cue.start, "end": cue.end, "text": cue.text.replace("\n", " "), "speaker": 1, "words": []}
-        for cue in captions.from_srt(srt or "")
+        {
+            "start": cue.start,
+            "end": cue.end,
+            "text": " ".join(cue.lines),
+            "speaker": cue.speakers[0] if cue.speakers else 1,
+            "words": [],
+        }
+        for cue in captions.from_records(cues)
     ]
 
 
@@ -264,13 +271,13 @@ def result_of(job: Job, translation: bool) -> dict:
                 "translation_failed",
             )
         return {
-            "segments": _segments_of_cues(done.srt),
+            "segments": _segments_of_cues(done.cues),
             "srt": done.srt,
             "webvtt": done.webvtt,
             "language": "english",
             "duration": duration,
         }
-    segments = kept.document() if kept else _segments_of_cues(job.srt)
+    segments = kept.document() if kept else []  # a job of this door always keeps its segments
     return {
         "segments": segments,
         "srt": job.srt or "",

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from django.conf import settings
 from rest_framework import serializers
 
 from transcription.job_options import OPTIONS, TARGET_LANGUAGES_MAX, JobOption, Kind, options_for, playlist_options
@@ -130,7 +131,7 @@ class SegmentEditSerializer(serializers.Serializer):
         trim_whitespace=False,
         min_length=1,
         max_length=transcript_edits.TEXT_MAX_CHARS,
-        help_text="text: the segment's new words (1 to 500 characters, one line, no `-->`)",
+        help_text="text: the segment's new words (1 to 500 characters, one line, no `-->`, no control or direction-override characters)",
     )
     speaker = serializers.IntegerField(
         required=False,
@@ -152,7 +153,7 @@ class SegmentEditSerializer(serializers.Serializer):
 
 
 class SegmentEditsRequestSerializer(serializers.Serializer):
-    edits = serializers.ListField(child=SegmentEditSerializer(), min_length=1, max_length=transcript_edits.EDITS_MAX)
+    edits = serializers.ListField(child=SegmentEditSerializer(), min_length=1, max_length=settings.EDITS_PER_SAVE)
     dry_run = StrictBooleanField(
         required=False,
         default=False,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import pysubs2
 
@@ -39,7 +40,10 @@ __all__ = [
     "build_cues",
     "to_srt",
     "to_webvtt",
+    "cue_records",
+    "from_records",
     "from_srt",
+    "srt_line",
     "voice_label",
     "webvtt_voices",
     "with_voices",
@@ -354,12 +358,32 @@ def voice_label(speaker: int) -> str:
     return f"Speaker {speaker}"
 
 
+# What a cue's text may hold that SubRip would read as something else (docs/decisions/api.md,
+# "What edited text may hold"). SubRip has no escapes: an invisible word joiner goes where it breaks the reading,
+# so the line looks as written. Lenient readers (pysubs2, some players) take any line with two
+# timestamps for a cue's timing, strict ones (`srt`) take "- >", "-->" and the like between two
+# timestamps; players read "<b>", "<i>", "<font ...>" as styling.
+_WORD_JOINER = "\u2060"
+_SRT_TIMESTAMP = re.compile(r"(\d{1,2}):(\d{1,2}):(\d{1,2})(?=[.,]\d)")
+_SRT_ARROW = re.compile(r"(-[ -] *)>")
+_SRT_TAG = re.compile(r"<(?= */? *[A-Za-z])")
+
+
+def srt_line(line: str) -> str:
+    """A cue's line as SubRip text: timestamps, arrows and tags made inert by a word joiner."""
+    line = _SRT_TIMESTAMP.sub(lambda m: f"{m[1]}:{_WORD_JOINER}{m[2]}:{_WORD_JOINER}{m[3]}", line)
+    return _SRT_TAG.sub("<" + _WORD_JOINER, _SRT_ARROW.sub(r"\1" + _WORD_JOINER + ">", line))
+
+
 def event_text(cue: Cue, *, vtt: bool) -> str:
     out = []
     for line in cue.lines:
         line = line.replace("\\", "\u2216")  # "\N", "\n", "\h" mean something to pysubs2
         if vtt:
+            # WebVTT's own escapes; "-->" is "--&gt;" then, and "<v ...>" only ever a voice span
             line = line.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+        else:
+            line = srt_line(line)
         out.append(line)
     if vtt and cue.speakers and out:
         # WebVTT's voice spans, "<v Speaker 1>...</v>": one a line when two speakers share the cue
@@ -410,6 +434,23 @@ def with_voices(cues: list[Cue], webvtt: str | None) -> list[Cue]:
     if len(voices) != len(cues):
         return cues
     return [Cue(cue.start, cue.end, cue.lines, speakers) for cue, speakers in zip(cues, voices)]
+
+
+def cue_records(cues: list[Cue]) -> list[dict[str, Any]]:
+    """Cues as plain data (JSON: a translation's kept cues, Translation.cues), read back by
+    ``from_records``: what a later stage reads instead of parsing the SRT it was written to."""
+    return [{"start": c.start, "end": c.end, "lines": list(c.lines), "speakers": list(c.speakers)} for c in cues]
+
+
+def from_records(records: list[dict[str, Any]] | None) -> list[Cue]:
+    return [
+        Cue(float(r["start"]), float(r["end"]), list(r["lines"]), list(r.get("speakers") or [])) for r in records or []
+    ]
+
+
+# Reading subtitles back: for the tests and benchmarks, which check what the service wrote. No stage
+# reads its own output (tests/test_segments_source.py): a job's cues are made from its kept
+# segments (transcript_edits.cues), a translation's are kept with it (Translation.cues).
 
 
 def from_srt(text: str) -> list[Cue]:

@@ -18,10 +18,10 @@ from typing import Any
 
 from pysubs2.formats.subrip import SubripFormat
 
-from . import captions, linebreaks, paragraphs, replan
+from . import captions, linebreaks, paragraphs, replan, transcript_edits
 from .captions import closed_time, shown_time
 from .cue_tokens import Tok
-from .types import Segment, Word
+from .types import Segment
 from .words import guess_language, language_key
 
 Document = list[dict[str, Any]]
@@ -49,11 +49,18 @@ class Rendered:
     def outputs(self) -> dict[str, str]:
         return {"txt": self.txt, "srt": self.srt, "webvtt": self.webvtt}
 
+    def cues(self) -> list[captions.Cue]:
+        """The cues rendered (transcript_edits.cues of the same document), times and voices."""
+        return [
+            captions.Cue(start / 1000, end / 1000, list(lines), list(speakers))
+            for (start, end), lines, speakers in (
+                (closed_time(self.shown, index), self.lines[index], self.speakers[index])
+                for index in range(len(self.lines))
+            )
+        ]
 
-def segment(s: dict[str, Any]) -> Segment:
-    """A document's segment as the text stages read it (transcript_edits.as_segments)."""
-    words = [Word(w["start"], w["end"], " " + w["word"]) for w in s.get("words", [])]
-    return Segment(s["start"], s["end"], " " + s["text"], words, s["speaker"])
+
+segment = transcript_edits.segment  # a document's segment as the text stages read it
 
 
 def _words(key: str | None, toks: list[Tok]) -> replan.Words:

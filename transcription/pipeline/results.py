@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from . import captions, cleaning, paragraphs, speakers
+from . import captions, cleaning, paragraphs, speakers, transcript_edits
 from .types import Segment, SpeakerTurn, renumber_speakers
 
 
@@ -35,9 +35,12 @@ def build_results(
     for s in under:  # a speaker heard only under others is numbered after those who have words
         numbers.setdefault(s.speaker or 1, len(set(numbers.values())) + 1)
     under = [replace(s, speaker=numbers[s.speaker or 1]) for s in under]
-    cues = captions.build_cues(spoken, language=language)
+    records = segment_records(_in_order(spoken, under))
+    # the cues are made from the segments as they are kept, so that every later stage reading those
+    # (transcript_edits.cues) reads the cues the SRT and WebVTT hold
+    cues = transcript_edits.cues(records, language=language)
     return {
-        "segments": segment_records(_in_order(spoken, under)),
+        "segments": records,
         "txt": paragraphs.transcript_text(spoken),
         "srt": captions.to_srt(cues),
         "webvtt": captions.to_webvtt(cues),

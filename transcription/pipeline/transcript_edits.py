@@ -13,22 +13,38 @@ checked, so one answer names every mistake; nothing is applied unless every edit
 
 from __future__ import annotations
 
+import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from . import captions, paragraphs
 from .types import Segment, Word
+from .words import is_nospace_char
 
 TEXT_MAX_CHARS = 500
 SPEAKER_MAX = 9999  # the N of "Speaker N" a name may be given (speaker names' keys have 1 to 4 digits)
-EDITS_MAX = 1000  # edits in one request
 OPS = ("text", "speaker", "split", "merge", "times", "restore")
 
-# a segment's text is one line of `txt` and of a cue: no line breaks or other control characters,
-# and no "-->", which ends a cue in SRT and WebVTT
-_FORBIDDEN_TEXT = re.compile(r"[\x00-\x1f\x7f\u2028\u2029]|-->")
+# What a segment's text may hold (docs/decisions/api.md, "What edited text may hold"). It is one line
+# of `txt` and of a cue, read by people: characters a person could mean (markup, braces,
+# backslashes, timestamps, "->") are kept and escaped where each output needs it (captions,
+# burn.ass); what is invisible and changes how the rest reads is refused, naming the character:
+_REFUSED = (
+    # line and paragraph breaks of every kind (a segment is one line; a split makes two)
+    (re.compile(r"[\n\r\x0b\x0c\x1c-\x1e\x85\u2028\u2029]"), "a line break (split the segment instead)"),
+    # the other C0 and C1 controls and DEL: no meaning in a transcript
+    (re.compile(r"[\x00-\x1f\x7f-\x9f]"), "a control character"),
+    # embeddings, overrides and isolates reorder what follows them, unseen ("Trojan Source");
+    # the marks U+200E, U+200F and U+061C a right-to-left writer needs stay allowed
+    (re.compile(r"[\u202a-\u202e\u2066-\u2069]"), "an invisible direction override"),
+    # a byte-order mark, interlinear annotations, noncharacters and halves of surrogate pairs
+    (re.compile(r"[\ufeff\ufff9-\ufffb\ufffe\uffff\ufdd0-\ufdef\ud800-\udfff]"), "an invisible format character"),
+    # ends a cue in SRT and WebVTT: no spoken text needs it (an arrow is "->" or "→")
+    (re.compile(r"-->"), "'-->', which ends a subtitle cue (write '->' or '→')"),
+)
 
 Document = list[dict[str, Any]]
 # the document being edited: (the index the last GET gave the segment, or -1 for a new piece, segment)
@@ -84,7 +100,7 @@ def _apply(
     position = _position(current, gone, edit.get("index"))
     read_as, segment = current[position]
     if op == "text":
-        changed = with_text(segment, edit.get("text"))
+        changed = with_text(segment, edit.get("text"), read_as)
     elif op == "speaker":
         pieces = _with_speaker(segment, edit, current)
         if len(pieces) > 1:
@@ -123,21 +139,30 @@ def _copy(segment: dict[str, Any]) -> dict[str, Any]:
     return {**segment, "words": [dict(word) for word in segment.get("words", [])]}
 
 
-def check_text(text: Any) -> str:
+def check_text(text: Any, index: Any = None) -> str:
+    """`text` stripped, or _Bad naming the segment (`index`) and what its text may not hold."""
+    whose = "A segment's" if index is None else f"Segment {index}'s"
     if not isinstance(text, str):
         raise _Bad("text", "A text is required.")
     cleaned: str = text.strip()
     if not 1 <= len(cleaned) <= TEXT_MAX_CHARS:
-        raise _Bad("text", f"A segment's text must have 1 to {TEXT_MAX_CHARS} characters; use merge to remove one.")
-    if _FORBIDDEN_TEXT.search(cleaned):
-        raise _Bad("text", "A segment's text may not hold a line break, another control character or '-->'.")
+        raise _Bad("text", f"{whose} text must have 1 to {TEXT_MAX_CHARS} characters; use merge to remove one.")
+    for pattern, what in _REFUSED:
+        found = pattern.search(cleaned)
+        if found:
+            char = found.group()
+            name = f"U+{ord(char):04X} {unicodedata.name(char, '')}".strip() if len(char) == 1 else repr(char)
+            raise _Bad(
+                "text",
+                f"{whose} text may not hold {what}: {name} at character {found.start() + 1}.",
+            )
     return cleaned
 
 
-def with_text(segment: dict[str, Any], text: Any) -> dict[str, Any]:
+def with_text(segment: dict[str, Any], text: Any, index: Any = None) -> dict[str, Any]:
     """The segment saying `text`: the same words keep their times; otherwise the new words share
     the segment's time in proportion to their length (no model is run to time them)."""
-    text = check_text(text)
+    text = check_text(text, index)
     tokens = text.split()
     old = segment.get("words", [])
     if len(tokens) == len(old):
@@ -259,17 +284,73 @@ def _retimed(
     return {**segment, "start": start, "end": end, "words": words}
 
 
-def as_segments(document: Document) -> list[Segment]:
-    return [
-        Segment(
-            s["start"],
-            s["end"],
-            " " + s["text"],
-            [Word(w["start"], w["end"], " " + w["word"]) for w in s.get("words", [])],
-            s["speaker"],
+def segment(record: dict[str, Any]) -> Segment:
+    """A document's segment as the text stages read it. The document keeps each word without its
+    leading space; it gets one back unless both sides of it are of a script written without spaces
+    (the speech model writes Chinese or Japanese words glued, cue_tokens.Reader), so that a job's
+    cues made from its kept segments are the ones the speech stage made (results.build_results)."""
+    words: list[Word] = []
+    for w in record.get("words", []):
+        text = w["word"]
+        glued = bool(words) and bool(text) and is_nospace_char(words[-1].text[-1:]) and is_nospace_char(text[0])
+        words.append(Word(w["start"], w["end"], text if glued else " " + text))
+    return Segment(record["start"], record["end"], " " + record["text"], words, record["speaker"])
+
+
+@dataclass(frozen=True)
+class SizeLimits:
+    """How large a document may grow: words and characters per second of the job (config.settings)."""
+
+    words_per_second: float
+    chars_per_second: float
+    min_words: int
+    min_chars: int
+
+    def bounds(self, duration: float) -> tuple[int, int]:
+        return (
+            max(self.min_words, math.floor(duration * self.words_per_second)),
+            max(self.min_chars, math.floor(duration * self.chars_per_second)),
         )
-        for s in document
-    ]
+
+
+class TooLarge(Exception):
+    """The edits would make the document larger than its recording allows; str() says by what."""
+
+
+def size(document: Document) -> tuple[int, int]:
+    """(words, characters of text) of a document."""
+    return (
+        sum(len(s.get("words") or ()) or len(s["text"].split()) for s in document),
+        sum(len(s["text"]) for s in document),
+    )
+
+
+def check_size(before: Document, after: Document, *, duration: float, limits: SizeLimits) -> None:
+    """Raise TooLarge when `after` is past its bounds and larger than `before` (a recognition already
+    past them, a fast speaker's, can still be corrected, only not grown)."""
+    max_words, max_chars = limits.bounds(duration)
+    (words_before, chars_before), (words, chars) = size(before), size(after)
+    rule = f"a job of {duration:.0f} s may hold at most"
+    if words > max(max_words, words_before):
+        raise TooLarge(
+            f"The transcript would hold {words} words; {rule} {max_words} "
+            f"({limits.words_per_second:g} a second, at least {limits.min_words})."
+        )
+    if chars > max(max_chars, chars_before):
+        raise TooLarge(
+            f"The transcript would hold {chars} characters; {rule} {max_chars} "
+            f"({limits.chars_per_second:g} a second, at least {limits.min_chars})."
+        )
+
+
+def as_segments(document: Document) -> list[Segment]:
+    return [segment(s) for s in document]
+
+
+def cues(document: Document, *, language: str | None) -> list[captions.Cue]:
+    """The job's subtitle cues, made from its kept segments (what its SRT and WebVTT hold, voices
+    included): what translation, retranslation, a burn and the OpenAI door read, never the SRT."""
+    return captions.build_cues(as_segments(document), language=language)
 
 
 def render(document: Document, *, language: str | None) -> dict[str, str]:

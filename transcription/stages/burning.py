@@ -12,9 +12,10 @@ from django.core.files.storage import default_storage
 
 from .. import files, reburn_services, services, states
 from ..models import Job, Translation
+from ..pipeline import captions
 from .reburning import draw_video, reburn_stage
 from .runner import Throttled, run_stage
-from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR
+from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR, job_cues
 
 logger = logging.getLogger(__name__)
 
@@ -28,13 +29,16 @@ def _burn_stage(job: Job, directory: Path) -> bool:
         return reburn_stage(job, directory)
     services.job_advance(job.id, states.BURNING)
     source = files.fetch(files.source_name(job.id), directory / "source.video")
-    videos: list[tuple[Translation | None, str | None, str]] = [(None, job.detected_language, job.srt or "")]
+    # the job's cues from its kept segments, each translation's as kept with it: no SRT read back
+    videos: list[tuple[Translation | None, str | None, list[captions.Cue]]] = [
+        (None, job.detected_language, job_cues(job))
+    ]
     videos += [
-        (t, t.language_code, t.srt)
+        (t, t.language_code, captions.from_records(t.cues))
         for t in job.translations.all()
         if t.state in (states.TRANSLATION_TRANSLATING, states.TRANSLATION_BURNING) and t.srt
     ]
-    for index, (translation, language, srt) in enumerate(videos):
+    for index, (translation, language, cues) in enumerate(videos):
         if translation is None and job.burned_video and default_storage.exists(job.burned_video):
             continue  # made before the worker was lost
 
@@ -46,7 +50,7 @@ def _burn_stage(job: Job, directory: Path) -> bool:
         if translation is not None:
             services.translation_advance(translation.id, states.TRANSLATION_BURNING)
         try:
-            draw_video(job, source, srt, output, language, progress)
+            draw_video(job, source, cues, output, language, progress)
             name = files.store(output, files.burned_name(job.id, language if translation else None))
         except Exception as error:
             if translation is None:

@@ -13,21 +13,24 @@ from pathlib import Path
 from django.conf import settings
 
 from .. import files, reburn_services, services, states
-from ..models import Job
+from ..models import Job, Translation
 from ..pipeline import burn, captions
 from .runner import Throttled
+from .translation import job_cues
 
 logger = logging.getLogger(__name__)
 
 INTERNAL_ERROR = "an internal error"
 
 
-def draw_video(job: Job, source: Path, srt: str, output: Path, language: str | None, on_progress) -> None:
-    """One of the job's videos drawn with `srt` in the job's style: the first burn's and a
+def draw_video(
+    job: Job, source: Path, cues: list[captions.Cue], output: Path, language: str | None, on_progress
+) -> None:
+    """One of the job's videos drawn with `cues` in the job's style: the first burn's and a
     re-burn's alike (burning.py)."""
     burn.burn(
         source,
-        captions.from_srt(srt),
+        cues,
         output,
         quality=job.quality,
         font_size=job.font_size,
@@ -54,16 +57,20 @@ def reburn_stage(job: Job, directory: Path) -> bool:
 def _draw(job: Job, directory: Path) -> None:
     source = files.local_copy(files.source_name(job.id), directory / "source.video")
     translations = [t for t in job.translations.all() if t.state == states.TRANSLATION_BURNING]
-    videos = [(None, job.detected_language, job.srt or "")] + [(t, t.language_code, t.srt or "") for t in translations]
+    # the job's cues from its kept segments, each translation's as kept with it: no SRT read back
+    videos: list[tuple[Translation | None, str | None, list[captions.Cue]]] = [
+        (None, job.detected_language, job_cues(job))
+    ]
+    videos += [(t, t.language_code, captions.from_records(t.cues)) for t in translations]
     made = None
-    for index, (translation, language, srt) in enumerate(videos):
+    for index, (translation, language, cues) in enumerate(videos):
 
         def report(fraction: float, index: int = index) -> None:
             services.job_progress(job.id, (index + fraction) / len(videos))
 
         output = directory / "burned.mp4"
         try:
-            draw_video(job, source, srt, output, language, Throttled(report))
+            draw_video(job, source, cues, output, language, Throttled(report))
             name = files.store(output, files.burned_name(job.id, language if translation else None))
         except Exception as error:
             if translation is None:

@@ -17,7 +17,7 @@ from django.conf import settings
 from .. import retranslation_services, states
 from ..models import Job
 from ..pipeline import captions, retranslation, translate
-from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR, translation_models
+from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR, subtitles, translation_models
 
 logger = logging.getLogger(__name__)
 
@@ -36,9 +36,7 @@ def run_retranslation(job_id) -> None:
             logger.exception("job %s: retranslation to %s failed unexpectedly", job.id, translation.language_code)
             retranslation_services.retranslation_fail(translation.id, redo, TRANSLATION_INTERNAL_ERROR)
         else:
-            retranslation_services.retranslation_store(
-                translation.id, redo, captions.to_srt(cues), captions.to_webvtt(cues)
-            )
+            retranslation_services.retranslation_store(translation.id, redo, **subtitles(cues))
 
 
 def _translator(job: Job, target: str):

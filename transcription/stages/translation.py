@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 
 from .. import services, states
-from ..models import Job
-from ..pipeline import asr, audio, burn, captions, translate, translation_packages
+from ..models import Job, JobSegments
+from ..pipeline import asr, audio, burn, captions, transcript_edits, translate, translation_packages
 from .speech_model import speech_model
 
 logger = logging.getLogger(__name__)
@@ -39,8 +40,7 @@ def translate_all(job: Job, wav: Path) -> None:
     if not waiting:
         return
     services.job_advance(job.id, states.TRANSLATING)
-    # the voices of the cues, which SRT cannot carry, come from the job's WebVTT
-    source_cues = captions.with_voices(captions.from_srt(job.srt or ""), job.webvtt)
+    source_cues = job_cues(job)
     finished = states.TRANSLATION_TRANSLATING if job.type == "burned" else states.TRANSLATION_DONE
     for index, translation in enumerate(waiting):
         services.translation_advance(translation.id, states.TRANSLATION_TRANSLATING)
@@ -52,10 +52,20 @@ def translate_all(job: Job, wav: Path) -> None:
             logger.exception("job %s: translation to %s failed unexpectedly", job.id, translation.language_code)
             services.translation_fail(translation.id, TRANSLATION_INTERNAL_ERROR)
         else:
-            services.translation_advance(
-                translation.id, finished, srt=captions.to_srt(cues), webvtt=captions.to_webvtt(cues)
-            )
+            services.translation_advance(translation.id, finished, **subtitles(cues))
         services.job_progress(job.id, (index + 1) / len(waiting))
+
+
+def job_cues(job: Job) -> list[captions.Cue]:
+    """The job's cues (times, lines, voices) made from its kept segments, as its SRT and WebVTT
+    were: what is translated and burned, never a reading of the SRT (segments as the one source)."""
+    kept = JobSegments.objects.filter(job_id=job.id).first()
+    return transcript_edits.cues(kept.document(), language=job.detected_language) if kept else []
+
+
+def subtitles(cues: list[captions.Cue]) -> dict[str, Any]:
+    """A translation's `srt`, `webvtt` and the `cues` they were written from, stored together."""
+    return {"srt": captions.to_srt(cues), "webvtt": captions.to_webvtt(cues), "cues": captions.cue_records(cues)}
 
 
 def _translated_cues(job: Job, target: str, source_cues: list[captions.Cue], wav: Path) -> list[captions.Cue]:
