@@ -21,7 +21,7 @@ from django.db import transaction
 from billing.models import LedgerEntry
 from billing.rework_services import rework_charge, rework_refund
 
-from . import dispatch, edit_services, states
+from . import dispatch, edit_services, services, states
 from .models import Job, JobSegments, Translation
 from .pipeline import captions, retranslation
 from .services import RowId
@@ -81,23 +81,18 @@ def _charge_and_send(job: Job, waiting: list, version: int) -> None:
         if not charge.ok:
             _fail(translation, f"{charge.error} This translation is of the transcript before the edit.", before)
             continue
-        translation.state = states.TRANSLATION_TRANSLATING
-        translation.error = None
-        translation.redo = {"plan": plan, "charged": before + charged, "version": version}
-        translation.save(update_fields=["state", "error", "redo", "updated_at"])
+        redo = {"plan": plan, "charged": before + charged, "version": version}
+        services.translation_move(translation, states.TRANSLATION_TRANSLATING, rework=True, error=None, redo=redo)
     if charge.ok:
         transaction.on_commit(lambda: dispatch.retranslation_send(job.id))
 
 
 def _store(translation: Translation, srt: str, webvtt: str) -> None:
-    translation.srt, translation.webvtt, translation.redo = srt, webvtt, None
-    translation.state = states.TRANSLATION_DONE
-    translation.save(update_fields=["srt", "webvtt", "redo", "state", "updated_at"])
+    services.translation_move(translation, states.TRANSLATION_DONE, rework=True, srt=srt, webvtt=webvtt, redo=None)
 
 
 def _fail(translation: Translation, error: str, refund: int) -> None:
-    translation.state, translation.error, translation.redo = states.TRANSLATION_FAILED, error, None
-    translation.save(update_fields=["state", "error", "redo", "updated_at"])
+    services.translation_move(translation, states.TRANSLATION_FAILED, rework=True, error=error, redo=None)
     job = translation.job
     rework_refund(
         job.account_id,
