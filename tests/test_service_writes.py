@@ -101,14 +101,14 @@ def _project_modules():
         yield relative.as_posix(), ast.parse(path.read_text())
 
 
-def _targets(node: ast.AST) -> list[ast.AST]:
+def _targets(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.Assign):
         targets = node.targets
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
         targets = [node.target]
     else:
         return []
-    flat = []
+    flat: list[ast.expr] = []
     for target in targets:
         flat.extend(target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target])
     return flat
@@ -126,7 +126,7 @@ def state_writes(tree: ast.AST) -> list[tuple[str, int, str]]:
     for node in ast.walk(tree):
         for target in _targets(node):
             if isinstance(target, ast.Attribute) and target.attr in STATE_WRITERS:
-                found.append((target.attr, node.lineno, ast.unparse(node)))
+                found.append((target.attr, target.lineno, ast.unparse(node)))
         if not (isinstance(node, ast.Call) and isinstance(node.func, (ast.Attribute, ast.Name))):
             continue
         name = node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id
