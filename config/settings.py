@@ -47,6 +47,11 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", defa
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Messages live in the session (its row on the server), never in a cookie: the admin's token and
+# signing-secret actions show the new secret in a message after their redirect, and Django's
+# default storage would send it to the browser in a cookie that is signed, not encrypted
+# (tests/accounts/test_secrets_not_in_cookies.py).
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 # Where the service writes: the embedded database and broker, media files, model cache.
 DATA_DIR = Path(env.str("DATA_DIR", default=str(BASE_DIR / "var")))
