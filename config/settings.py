@@ -316,6 +316,11 @@ if SPREAD_CHUNK_SECONDS <= 0:
 # Diarization: another copy of Resemblyzer's pretrained.pt (default: the one in the installed
 # package), and the encoder's threads (0: the CPU count, at most 16).
 SPEAKER_ENCODER_WEIGHTS = env.str("SPEAKER_ENCODER_WEIGHTS", default="")
+# Where `transcription-models fetch` put the speaker models' weights (None: the Python
+# environment's own share/video-transcription/speaker-weights); handed down to
+# pipeline.speakers.weight_files by transcription.apps, and on to the diarization child.
+_speaker_weights_dir = env.str("SPEAKER_WEIGHTS_DIR", default="").strip()
+SPEAKER_WEIGHTS_DIR = Path(_speaker_weights_dir) if _speaker_weights_dir else None
 SPEAKER_THREADS = env.int("SPEAKER_THREADS", default=0)
 MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))
 WORK_DIR = Path(env.str("WORK_DIR", default=str(DATA_DIR / "work")))
