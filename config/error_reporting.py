@@ -22,10 +22,14 @@ def request_id_of(request) -> str:
     """The request's id (set by RequestIdMiddleware; a fresh one for a request it did not see)."""
     found = getattr(request, "request_id", None)
     if found is None:
-        sent = request.headers.get(REQUEST_ID_HEADER, "") if hasattr(request, "headers") else ""
-        found = sent if _PLAIN_ID.fullmatch(sent) else uuid.uuid4().hex
+        found = plain_request_id(request.headers.get(REQUEST_ID_HEADER, "") if hasattr(request, "headers") else "")
         request.request_id = found
     return found
+
+
+def plain_request_id(sent: str) -> str:
+    """`sent` (a client's or proxy's X-Request-ID) when it is a plain token, else a new id."""
+    return sent if _PLAIN_ID.fullmatch(sent) else uuid.uuid4().hex
 
 
 class RequestIdMiddleware:

@@ -25,6 +25,9 @@ from transcription.pipeline.speakers import weight_files
 
 
 def main(argv: list[str] | None = None) -> int:
+    # A console script that runs without Django (the image's build runs it before any setting
+    # exists): it reads the one setting it needs itself, as config/settings.py does.
+    weight_files.use_weights_dir(os.environ.get("SPEAKER_WEIGHTS_DIR", "").strip() or None)
     parser = argparse.ArgumentParser(prog="transcription-models", description="The speaker models' weights.")
     commands = parser.add_subparsers(dest="command", required=True)
     fetch = commands.add_parser("fetch", help="put the speaker models' weights in the weights directory")

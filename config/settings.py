@@ -47,6 +47,11 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", defa
 SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+# Messages live in the session (its row on the server), never in a cookie: the admin's token and
+# signing-secret actions show the new secret in a message after their redirect, and Django's
+# default storage would send it to the browser in a cookie that is signed, not encrypted
+# (tests/accounts/test_secrets_not_in_cookies.py).
+MESSAGE_STORAGE = "django.contrib.messages.storage.session.SessionStorage"
 
 # Where the service writes: the embedded database and broker, media files, model cache.
 DATA_DIR = Path(env.str("DATA_DIR", default=str(BASE_DIR / "var")))
@@ -324,6 +329,11 @@ if SPREAD_CHUNK_SECONDS <= 0:
 # Diarization: another copy of Resemblyzer's pretrained.pt (default: the one in the installed
 # package), and the encoder's threads (0: the CPU count, at most 16).
 SPEAKER_ENCODER_WEIGHTS = env.str("SPEAKER_ENCODER_WEIGHTS", default="")
+# Where `transcription-models fetch` put the speaker models' weights (None: the Python
+# environment's own share/video-transcription/speaker-weights); handed down to
+# pipeline.speakers.weight_files by transcription.apps, and on to the diarization child.
+_speaker_weights_dir = env.str("SPEAKER_WEIGHTS_DIR", default="").strip()
+SPEAKER_WEIGHTS_DIR = Path(_speaker_weights_dir) if _speaker_weights_dir else None
 SPEAKER_THREADS = env.int("SPEAKER_THREADS", default=0)
 MODEL_CACHE_DIR = Path(env.str("MODEL_CACHE_DIR", default=str(DATA_DIR / "models")))
 WORK_DIR = Path(env.str("WORK_DIR", default=str(DATA_DIR / "work")))

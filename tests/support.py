@@ -31,17 +31,32 @@ def ends_within(timeout: float, what: str):
     assert took < timeout + SCHEDULING_SLACK_SECONDS, f"{what} took {took:.1f} s; its own timeout is {timeout} s"
 
 
-def wait_until(condition, what: str, timeout: float = 10, interval: float = 0.05):
+def wait_until(condition, what, timeout: float = 10, interval: float = 0.05):
     """Call `condition()` until it returns something true and return that; fail after `timeout`
-    seconds saying what was awaited."""
+    seconds saying what was awaited: `what`, or, when it is a function, what it says then (where
+    the awaited thing stood). The suite's one wait loop (await_until is its async twin)."""
     deadline = time.monotonic() + timeout
     while True:
         value = condition()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"no {what} after {timeout} s")
+            raise AssertionError(f"no {what() if callable(what) else what} after {timeout} s")
         time.sleep(interval)
+
+
+async def await_until(condition, what: str, timeout: float = 10, interval: float = 0.05):
+    """wait_until for a coroutine `condition` in an event loop (an MCP client's session)."""
+    import asyncio
+
+    deadline = time.monotonic() + timeout
+    while True:
+        value = await condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no {what} after {timeout} s")
+        await asyncio.sleep(interval)
 
 
 def wait_for(job_id, ready, what: str, timeout: float = 120):
@@ -49,17 +64,33 @@ def wait_for(job_id, ready, what: str, timeout: float = 120):
     saying `what` was awaited and where the job stood."""
     from transcription.models import Job
 
-    deadline = time.monotonic() + timeout
-    while True:
-        job = Job.objects.get(pk=job_id)
-        if ready(job):
-            return job
-        if time.monotonic() > deadline:
-            raise AssertionError(
-                f"job {job_id}: no {what} after {timeout} s; it is {job.state} ({job.progress}%), "
-                f"claimed until {job.lease_until}, error {job.error!r}"
-            )
-        time.sleep(0.3)
+    last: list[Job] = []
+
+    def job_ready():
+        last[:] = [Job.objects.get(pk=job_id)]
+        return last[0] if ready(last[0]) else None
+
+    def where() -> str:
+        job = last[0]
+        return (
+            f"{what} of job {job_id}; it is {job.state} ({job.progress}%), "
+            f"claimed until {job.lease_until}, error {job.error!r}"
+        )
+
+    return wait_until(job_ready, where, timeout, interval=0.3)
+
+
+def job_ended(base: str, token: str, job_id, timeout: float = 300, interval: float = 0.5) -> dict:
+    """GET the job from the server at `base` until it is done or failed; its body."""
+    import requests
+
+    def ended():
+        body = requests.get(
+            f"{base}/v1/api/transcription/{job_id}", headers={"Authorization": f"Bearer {token}"}, timeout=30
+        ).json()
+        return body if body["state"] in ("done", "failed") else None
+
+    return wait_until(ended, f"end of job {job_id}", timeout, interval)
 
 
 def wait_for_job(job_id, timeout: float = 120, states=("done", "failed")):
@@ -95,16 +126,15 @@ def submit(api, path: str, body: dict) -> str:
 
 def poll_until_done(api, job_id, timeout: float = 420):
     """Poll the job as a client would until it ends: (last body, [(state, progress) as seen])."""
-    deadline = time.monotonic() + timeout
     seen: list[tuple[str, int]] = []
-    while time.monotonic() < deadline:
+
+    def ended():
         body = api.get(f"/v1/api/transcription/{job_id}").json()
         if not seen or seen[-1] != (body["state"], body["progress"]):
             seen.append((body["state"], body["progress"]))
-        if body["state"] in ("done", "failed"):
-            return body, seen
-        time.sleep(0.5)
-    raise AssertionError(f"job {job_id} did not finish: {seen}")
+        return body if body["state"] in ("done", "failed") else None
+
+    return wait_until(ended, lambda: f"end of job {job_id}: {seen}", timeout, interval=0.5), seen
 
 
 def normalize(text: str) -> list[str]:

@@ -1,8 +1,8 @@
 """The writes of a done burned job's videos drawn again from its (edited) subtitles, on request
 (issue 46: `POST /v1/api/transcription/{id}/burn`).
 
-A re-burn is reported as the first burn was: the job goes back from `done` to `burning` (the one
-way back from `done`, taken only here), its bar moves through `burning` and it ends `done` again,
+A re-burn is reported as the first burn was: the job goes back from `done` to `burning` (a way
+back from `done` of states.JOB_REWORK, taken only here, through services.job_move), its bar moves through `burning` and it ends `done` again,
 so a client's poll loop reads it as it read the job. Its translations with a video go `burning` too.
 While it runs the old videos stay served; each new one replaces its old one when it is stored.
 
@@ -33,7 +33,7 @@ from billing.models import LedgerEntry
 from billing.rework_services import rework_charge, rework_refund
 from billing.services import billed_seconds
 
-from . import dispatch, states
+from . import dispatch, services, states
 from .models import Job, Translation
 from .services import RowId
 
@@ -81,13 +81,9 @@ def reburn_start(job_id: RowId) -> Job:
         job.error = charge.error
         job.save(update_fields=["error", "updated_at"])
         return job
-    job.timeline = [*job.timeline, [states.BURNING, timezone.now().isoformat()]]
-    job.state, job.error, job.attempts = states.BURNING, None, 0
-    job.progress = states.progress_in(states.BURNING, 0.0, job.type)
-    job.save()
+    services.job_move(job, states.BURNING, 0.0, rework=True, error=None, attempts=0)
     for translation in translations:
-        translation.state, translation.error = states.TRANSLATION_BURNING, None
-        translation.save(update_fields=["state", "error", "updated_at"])
+        services.translation_move(translation, states.TRANSLATION_BURNING, rework=True, error=None)
     transaction.on_commit(functools.partial(dispatch.job_send, job.id))
     return job
 
@@ -111,9 +107,8 @@ def reburn_video_failed(translation_id: int, error: str) -> None:
     translation = Translation.objects.select_for_update().select_related("job").get(pk=translation_id)
     if translation.state != states.TRANSLATION_BURNING:
         return
-    translation.state = states.TRANSLATION_DONE
-    translation.error = f"Not burned again ({error}); the video is the one made before."
-    translation.save(update_fields=["state", "error", "updated_at"])
+    error = f"Not burned again ({error}); the video is the one made before."
+    services.translation_move(translation, states.TRANSLATION_DONE, error=error)
     job = translation.job
     rework_refund(
         job.account_id, job.id, _share(job), source=SOURCE, reason=f"Re-burn in {translation.language} failed"
@@ -129,19 +124,14 @@ def reburn_end(job_id: RowId, error: str | None = None, **fields: Any) -> Job | 
     if not is_reburn(job):
         return None
     for translation in job.translations.select_for_update().filter(state=states.TRANSLATION_BURNING):
-        translation.state = states.TRANSLATION_DONE
-        translation.save(update_fields=["state", "updated_at"])
+        services.translation_move(translation, states.TRANSLATION_DONE)
     if error is not None:
         rework_refund(job.account_id, job.id, _unrefunded(job), source=SOURCE, reason=f"Re-burn failed: {error}")
         job.error = f"The subtitles could not be burned again ({error}); its minutes have been refunded and the "
         job.error += "videos are the ones made before."
     else:  # new videos, paid for: kept ARTIFACT_RETENTION_DAYS from now, with the source they came from
-        job.ended_at = timezone.now()
-    for name, value in fields.items():
-        setattr(job, name, value)
-    job.timeline = [*job.timeline, [states.DONE, timezone.now().isoformat()]]
-    job.state, job.progress = states.DONE, 100
-    job.save()
+        fields["ended_at"] = timezone.now()
+    services.job_move(job, states.DONE, 1.0, **fields)
     return job
 
 

@@ -32,7 +32,7 @@ from billing.models import LedgerEntry
 from billing.rework_services import rework_charge, rework_refund
 from billing.selectors import account_balance
 
-from . import dispatch, edit_services, states
+from . import dispatch, edit_services, services, states
 from .models import Job, JobSegments, Translation
 from .pipeline import captions, retranslation
 from .services import RowId
@@ -166,10 +166,8 @@ def _charge_and_send(job: Job, waiting: list[_Work], version: int) -> Retranslat
         if not charge.ok:
             _fail(translation, f"{charge.error} This translation is of the transcript before the edit.", before)
             continue
-        translation.state = states.TRANSLATION_TRANSLATING
-        translation.error = None
-        translation.redo = {"plan": w.plan, "charged": before + w.owed, "version": version}
-        translation.save(update_fields=["state", "error", "redo", "updated_at"])
+        redo = {"plan": w.plan, "charged": before + w.owed, "version": version}
+        services.translation_move(translation, states.TRANSLATION_TRANSLATING, rework=True, error=None, redo=redo)
     if not charge.ok:
         return RetranslationCharge(0, cues, quote.languages, charge.error)
     transaction.on_commit(lambda: dispatch.retranslation_send(job.id))
@@ -177,14 +175,13 @@ def _charge_and_send(job: Job, waiting: list[_Work], version: int) -> Retranslat
 
 
 def _store(translation: Translation, srt: str, webvtt: str, cues: list[dict[str, Any]]) -> None:
-    translation.srt, translation.webvtt, translation.cues, translation.redo = srt, webvtt, cues, None
-    translation.state = states.TRANSLATION_DONE
-    translation.save(update_fields=["srt", "webvtt", "cues", "redo", "state", "updated_at"])
+    services.translation_move(
+        translation, states.TRANSLATION_DONE, rework=True, srt=srt, webvtt=webvtt, cues=cues, redo=None
+    )
 
 
 def _fail(translation: Translation, error: str, refund: int) -> None:
-    translation.state, translation.error, translation.redo = states.TRANSLATION_FAILED, error, None
-    translation.save(update_fields=["state", "error", "redo", "updated_at"])
+    services.translation_move(translation, states.TRANSLATION_FAILED, rework=True, error=error, redo=None)
     job = translation.job
     rework_refund(
         job.account_id,

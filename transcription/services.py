@@ -1,8 +1,10 @@
 """The only place that writes jobs, batches and translations.
 
-State and progress change only through job_advance / job_progress / job_fail / job_finish,
-which lock the row, enforce the transitions of `states`, and never let progress go down.
-job_finish and job_fail are the only two places where a job ends.
+Every change of a job's or a translation's state is written here, by job_move and
+translation_move (job_advance / job_finish / job_fail / translation_advance / translation_fail
+lock the row and call them), under the transitions of `states`; progress never goes down, but
+for work made again on request (the rework services pass rework=True: states.JOB_REWORK,
+states.TRANSLATION_REWORK). tests/test_service_writes.py fails on a state written anywhere else.
 """
 
 from __future__ import annotations
@@ -122,19 +124,29 @@ def _locked(job_id: RowId) -> Job:
     return Job.objects.select_for_update().get(pk=job_id)
 
 
-@transaction.atomic
-def job_advance(job_id: RowId, state: str, fraction: float = 0.0, **fields: Any) -> Job:
-    """Move a job into `state` (or further through it), setting any result `fields` on the way."""
-    job = _locked(job_id)
-    states.check_job_transition(job.state, state)
+def job_move(job: Job, state: str, fraction: float = 0.0, *, rework: bool = False, **fields: Any) -> Job:
+    """Move `job`, a row the caller holds locked (select_for_update), into `state` (or further
+    through it) under states' rules, setting any result `fields` on the way; saved. With `rework`
+    (a done job's work made again on request), states.JOB_REWORK's ways back are allowed and the
+    bar is set to `fraction` of the state's range even where that is lower: a re-burn's bar runs
+    through `burning` again, as the first burn's did."""
+    states.check_job_transition(job.state, state, rework=rework)
     if job.state != state:
         job.timeline = [*job.timeline, [state, timezone.now().isoformat()]]
+    if state != states.FAILED:  # a failed job's bar stays where it stopped
+        progress = states.progress_in(state, fraction, job.type)
+        job.progress = progress if rework else max(job.progress, progress)
     job.state = state
-    job.progress = max(job.progress, states.progress_in(state, fraction, job.type))
     for name, value in fields.items():
         setattr(job, name, value)
     job.save()
     return job
+
+
+@transaction.atomic
+def job_advance(job_id: RowId, state: str, fraction: float = 0.0, **fields: Any) -> Job:
+    """Move a job into `state` (or further through it), setting any result `fields` on the way."""
+    return job_move(_locked(job_id), state, fraction, **fields)
 
 
 def job_progress(job_id: RowId, fraction: float) -> None:
@@ -206,16 +218,11 @@ def job_fail(job_id: RowId, error: str, reason: str = FailureReason.OTHER) -> Jo
         job = _locked(job_id)
         if job.state in states.FINAL_STATES:
             return None
-        job.timeline = [*job.timeline, [states.FAILED, timezone.now().isoformat()]]
-        job.state = states.FAILED
-        job.ended_at = timezone.now()
-        job.error = error
-        job.failure_reason = reason
-        job.save()
+        job_move(job, states.FAILED, error=error, failure_reason=reason, ended_at=timezone.now())
         for translation in job.translations.exclude(state__in=[states.TRANSLATION_DONE, states.TRANSLATION_FAILED]):
-            translation.state = states.TRANSLATION_FAILED
-            translation.error = "The job failed before this translation was made."
-            translation.save()
+            translation_move(
+                translation, states.TRANSLATION_FAILED, error="The job failed before this translation was made."
+            )
         job_refund(job, reason=f"Job failed: {error}")
         _announce_end(job)
         # one cancelled or given up while it waited leaves the line (the depth counts what will run)
@@ -224,15 +231,21 @@ def job_fail(job_id: RowId, error: str, reason: str = FailureReason.OTHER) -> Jo
     return job
 
 
-@transaction.atomic
-def translation_advance(translation_id: int, state: str, **fields: Any) -> Translation:
-    translation = Translation.objects.select_for_update().get(pk=translation_id)
-    states.check_translation_transition(translation.state, state)
+def translation_move(translation: Translation, state: str, *, rework: bool = False, **fields: Any) -> Translation:
+    """Move `translation`, a row the caller holds locked, into `state` under states' rules (with
+    `rework`, states.TRANSLATION_REWORK's ways back too), setting `fields`; saved."""
+    states.check_translation_transition(translation.state, state, rework=rework)
     translation.state = state
     for name, value in fields.items():
         setattr(translation, name, value)
-    translation.save()
+    translation.save(update_fields=["state", *fields, "updated_at"])
     return translation
+
+
+@transaction.atomic
+def translation_advance(translation_id: int, state: str, **fields: Any) -> Translation:
+    translation = Translation.objects.select_for_update().get(pk=translation_id)
+    return translation_move(translation, state, **fields)
 
 
 def translation_fail(translation_id: int, error: str) -> Translation | None:
@@ -241,9 +254,7 @@ def translation_fail(translation_id: int, error: str) -> Translation | None:
         translation = Translation.objects.select_for_update().select_related("job").get(pk=translation_id)
         if translation.state in (states.TRANSLATION_DONE, states.TRANSLATION_FAILED):
             return None
-        translation.state = states.TRANSLATION_FAILED
-        translation.error = error
-        translation.save()
+        translation_move(translation, states.TRANSLATION_FAILED, error=error)
         translation_refund(translation, reason=f"Translation to {translation.language} failed: {error}")
     return translation
 

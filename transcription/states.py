@@ -2,9 +2,13 @@
 
 A job moves forward through STATE_ORDER (it may skip states that do not apply to it, such as
 `merging` for a short video or `burning` for a transcript) and may fail from any state that is
-not final. Each state owns a range of `progress`; progress never goes down. The one way back
-from `done` is a burned job burned again on request (reburn_services: `done` -> `burning` -> `done`),
-which bypasses these checks on purpose.
+not final. Each state owns a range of `progress`; progress never goes down.
+
+A done job's work made again on request (an edit's changed cues translated again, a burned job
+burned again: issue 46) leaves `done` by the few ways back listed in JOB_REWORK and
+TRANSLATION_REWORK, each with why. Only the rework services ask for them (rework=True): the
+pipeline that first makes a job can never take them. Every move is written by services.py
+(job_move, translation_move), the one module that writes a state (tests/test_service_writes.py).
 """
 
 from __future__ import annotations
@@ -75,16 +79,46 @@ TRANSLATION_NEXT = {
     TRANSLATION_FAILED: set(),
 }
 
+# The ways back from a final state, (from, to) -> why; only work made again on request takes them.
+JOB_REWORK = {
+    (DONE, BURNING): (
+        "a done burned job burned again from its (edited) subtitles (reburn_services.reburn_start): "
+        "reported as the first burn was, so a client's poll loop reads it as it read the job; it "
+        "ends `done` again by the forward rule, and its bar starts `burning`'s range again"
+    ),
+}
+TRANSLATION_REWORK = {
+    (TRANSLATION_DONE, TRANSLATION_TRANSLATING): (
+        "an edit changed cues of a made translation: those cues are translated again "
+        "(retranslation_services), the rest of it kept"
+    ),
+    (TRANSLATION_DONE, TRANSLATION_DONE): (
+        "an edit moved cues without changing their words: the translation is stored again at the new "
+        "times with nothing to translate"
+    ),
+    (TRANSLATION_DONE, TRANSLATION_FAILED): (
+        "the balance does not cover an edit's retranslation: the translation ends failed with the "
+        "figures in its error, as the contract answers an empty balance"
+    ),
+    (TRANSLATION_DONE, TRANSLATION_BURNING): (
+        "a re-burn draws the translation's video again (reburn_services.reburn_start); it ends `done`, "
+        "with the new video or the old one"
+    ),
+}
+
 
 class InvalidTransition(Exception):
     pass
 
 
-def check_job_transition(current: str, new: str) -> None:
+def check_job_transition(current: str, new: str, *, rework: bool = False) -> None:
     """Raise InvalidTransition unless a job may move from `current` to `new`.
 
-    Staying in the same state is allowed (a retried stage re-enters its state).
+    Staying in the same state is allowed (a retried stage re-enters its state). With `rework`
+    (work made again on request), the ways back of JOB_REWORK are allowed too.
     """
+    if rework and (current, new) in JOB_REWORK:
+        return
     if current in FINAL_STATES:
         raise InvalidTransition(f"Job is already {current}; it cannot move to {new}.")
     if new == FAILED:
@@ -102,6 +136,10 @@ def progress_in(state: str, fraction: float, job_type: str | None = None) -> int
     return low + int(round((high - low) * fraction))
 
 
-def check_translation_transition(current: str, new: str) -> None:
+def check_translation_transition(current: str, new: str, *, rework: bool = False) -> None:
+    """Raise InvalidTransition unless a translation may move from `current` to `new` (with
+    `rework`, by TRANSLATION_REWORK's ways back too)."""
+    if rework and (current, new) in TRANSLATION_REWORK:
+        return
     if new not in TRANSLATION_NEXT[current]:
         raise InvalidTransition(f"A translation cannot move from {current} to {new}.")

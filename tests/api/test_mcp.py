@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 import urllib.error
 import urllib.request
 
@@ -17,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
 from harness.processes import free_port, running_web, running_worker
+from tests.support import await_until
 
 live = pytest.mark.django_db(transaction=True)
 
@@ -311,12 +311,12 @@ def test_a_transcript_queued_through_mcp_runs_is_charged_and_reads_the_same_thro
         queued = await client.call_tool("transcribe", {"url": media_server.url("/files/speech.mp4")})
         assert not queued.is_error, queued.content
         job_id = queued.structured_content["id"]
-        deadline = time.monotonic() + 180
-        while True:
+
+        async def ended():
             polled = await client.call_tool("get_transcription", {"id": job_id})
-            if polled.structured_content["state"] in ("done", "failed") or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(2)
+            return polled if polled.structured_content["state"] in ("done", "failed") else None
+
+        polled = await await_until(ended, f"end of job {job_id}", timeout=180, interval=2)
         after = (await client.call_tool("get_balance", {})).structured_content["remaining_seconds"]
         return job_id, polled, before, after
 

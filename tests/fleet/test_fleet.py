@@ -47,6 +47,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from harness import processes
 from harness.processes import ROOT, database_url
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.fleet, pytest.mark.django_db(transaction=True)]
 
@@ -190,15 +191,6 @@ class Watch:
         return time.monotonic() - fault_at
 
 
-def wait_until(condition, what: str, timeout: float):
-    """For what no job shows (a process's health): condition()'s first true answer within `timeout`."""
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.25)
-    return found
-
-
 def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_factory):
     from django.utils import timezone
 
@@ -274,7 +266,9 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
         killed_at, killed_wall = time.monotonic(), timezone.now()
         fleet.worker("asr")
         # The sweeper's own bound: the claim lapses, the next sweep re-queues the job.
-        wait_until(lambda: Job.objects.get(pk=held.id).attempts > held.attempts, "the sweeper", STALLED_SECONDS)
+        wait_until(
+            lambda: Job.objects.get(pk=held.id).attempts > held.attempts, "the sweeper", STALLED_SECONDS, interval=0.25
+        )
         faults["kill -9 asr worker: its job back in the queue"] = time.monotonic() - killed_at
         faults["kill -9 asr worker: its job running again (behind the asr queue)"] = watch.recovered(
             held_before, killed_at, killed_wall
@@ -291,7 +285,7 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
         faults["Redis restart"] = watch.recovered(in_flight, restarted_at, restarted_wall)
         # What a load balancer asks: both web processes are healthy again once Redis is back.
         for port in webs:
-            wait_until(lambda port=port: health(port) == (200, "ok"), f"/health on web port {port}", 30)
+            wait_until(lambda port=port: health(port) == (200, "ok"), f"/health on web port {port}", 30, interval=0.25)
 
         # SIGTERM once to each other worker; each is started again at once.
         stop_times = {"burn": burn_stop}

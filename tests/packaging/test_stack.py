@@ -33,6 +33,7 @@ from harness.media_server import MediaServer
 from harness.processes import ROOT, free_port
 from harness.speaker_audio import clips, conversation
 from tests.e2e.conftest import _mux
+from tests.support import wait_until
 
 pytestmark = pytest.mark.stack
 
@@ -86,24 +87,28 @@ class Stack:
 
     def wait_for_database(self, timeout: float = 120) -> None:
         """docs/operating.md's wait: `until podman-compose exec -T postgres pg_isready ...`."""
-        deadline = time.monotonic() + timeout
         ready = ["exec", "-T", "postgres", "pg_isready", "-h", "127.0.0.1", "-U", "transcription", "-q"]
-        while subprocess.run([*self.command, *ready], cwd=ROOT, env=self.env, capture_output=True).returncode:
-            assert time.monotonic() < deadline, f"the database did not answer in {timeout} s"
-            time.sleep(2)
+        wait_until(
+            lambda: not subprocess.run([*self.command, *ready], cwd=ROOT, env=self.env, capture_output=True).returncode,
+            "answer of the database",
+            timeout,
+            interval=2,
+        )
 
     def up(self) -> None:
         self.compose("up", "-d")
-        deadline = time.monotonic() + 300
-        while time.monotonic() < deadline:
+
+        def healthy() -> bool:
             try:
                 with urllib.request.urlopen(self.base + "/health", timeout=5) as answer:
-                    if answer.status == 200:
-                        return
+                    return answer.status == 200
             except OSError:
-                pass
-            time.sleep(2)
-        raise AssertionError(f"the web never answered /health:\n{self.compose('logs', '--tail', '50')[-5000:]}")
+                return False
+
+        def unhealthy() -> str:
+            return f"answer of the web on /health:\n{self.compose('logs', '--tail', '50')[-5000:]}"
+
+        wait_until(healthy, unhealthy, 300, interval=2)
 
     def manage(self, *args: str) -> str:
         """A management command in the running web container; its output's last line."""
@@ -205,15 +210,16 @@ def stack(image, tmp_path_factory):
 def wait_for(
     stack: Stack, token: str, job_id: str, states: tuple[str, ...], timeout: float = 900, every: float = 3
 ) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def reached():
         status, body = stack.api("GET", f"/v1/api/transcription/{job_id}", token)
         assert status == 200, body
         assert isinstance(body, dict)
-        if body["state"] in states:
-            return body
-        time.sleep(every)
-    raise AssertionError(f"job {job_id} not {states} in {timeout} s:\n{stack.compose('logs', '--tail', '80')[-6000:]}")
+        return body if body["state"] in states else None
+
+    def where() -> str:
+        return f"job {job_id} in {states}:\n{stack.compose('logs', '--tail', '80')[-6000:]}"
+
+    return wait_until(reached, where, timeout, interval=every)
 
 
 def wait_done(stack: Stack, token: str, job_id: str) -> dict:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import socket
 import threading
 import urllib.parse
@@ -77,7 +78,10 @@ def test_check_url_refuses_private_addresses(host):
     "url", ["http://93.184.215.14/v.mp4", "https://[2606:4700::6810:84e5]/v", "HTTP://8.8.8.8:8080/x"]
 )
 def test_check_url_accepts_public_addresses(url):
-    fetch.check_url(url, allow_private=False)
+    fetch.check_url(url, allow_private=False)  # a refusal raises FetchError
+    _, host, _ = guard.AddressPolicy.split(url)
+    # the address itself is what the policy lets through, with no network allowed beside it
+    assert guard.AddressPolicy(allow_private=False).ip_allowed(ipaddress.ip_address(host))
 
 
 def test_check_url_refuses_a_name_that_resolves_to_loopback():

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness import speaker_audio as sa
+from tests.support import wait_until
 from transcription.pipeline import speakers as sp
 from transcription.pipeline.speakers import speech
 
@@ -18,12 +19,11 @@ from transcription.pipeline.speakers import speech
 def _nice_once_exec_done(pid: int) -> tuple[int, int]:
     # `chrt --idle 0 nice -n N python -m ...apart_child`: read (nice, policy) once that python runs (not
     # the forked copy of this process, nor chrt or nice, which set them before they exec)
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
+    def exec_done() -> bool:
         argv = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        if sp.apart.CHILD_MODULE.encode() in argv and Path(argv[0].decode()).name not in ("chrt", "nice"):
-            break
-        time.sleep(0.01)
+        return sp.apart.CHILD_MODULE.encode() in argv and Path(argv[0].decode()).name not in ("chrt", "nice")
+
+    wait_until(exec_done, "python of the child after chrt and nice", timeout=10, interval=0.01)
     stat = Path(f"/proc/{pid}/stat")
     return _nice(stat), _policy(stat)
 

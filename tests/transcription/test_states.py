@@ -72,3 +72,41 @@ def test_progress_ranges_cover_0_to_100_in_order(table):
     assert ranges[0] == (0, 0) and ranges[-1] == (100, 100)
     for (low, high), (next_low, _) in zip(ranges, ranges[1:]):
         assert low <= high < next_low
+
+
+def test_a_done_job_goes_back_only_for_work_made_again(job):
+    """The one way back from `done` (a re-burn) is open to the rework services alone."""
+    job = services.job_finish(job.id, txt="hello")
+    with pytest.raises(states.InvalidTransition):
+        services.job_move(job, states.BURNING)
+    with pytest.raises(states.InvalidTransition):  # no other way back, even for rework
+        services.job_move(job, states.TRANSLATING, rework=True)
+    services.job_move(job, states.BURNING, rework=True)
+    again = Job.objects.get(pk=job.id)
+    assert (again.state, again.progress) == ("burning", states.PROGRESS_RANGE[states.BURNING][0])
+    services.job_advance(job.id, states.DONE, 1.0)
+    assert [entry[0] for entry in Job.objects.get(pk=job.id).timeline][-3:] == ["done", "burning", "done"]
+
+
+def test_a_made_translation_is_reopened_only_for_work_made_again(job):
+    translation = job.translations.create(language="Spanish", language_code="es", state=states.TRANSLATION_DONE)
+    for state in (states.TRANSLATION_TRANSLATING, states.TRANSLATION_BURNING, states.TRANSLATION_DONE):
+        with pytest.raises(states.InvalidTransition):
+            services.translation_advance(translation.id, state)
+    services.translation_move(translation, states.TRANSLATION_TRANSLATING, rework=True, redo={"plan": []})
+    assert job.translations.get().state == "translating"
+    with pytest.raises(states.InvalidTransition):  # a failed one stays failed, rework or not
+        services.translation_move(
+            services.translation_move(translation, states.TRANSLATION_FAILED, rework=True),
+            states.TRANSLATION_TRANSLATING,
+            rework=True,
+        )
+
+
+def test_every_way_back_leaves_a_final_state_and_says_why():
+    for table, final in (
+        (states.JOB_REWORK, states.FINAL_STATES),
+        (states.TRANSLATION_REWORK, {states.TRANSLATION_DONE, states.TRANSLATION_FAILED}),
+    ):
+        for (current, _new), why in table.items():
+            assert current in final and len(why) > 40

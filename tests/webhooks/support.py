@@ -1,7 +1,7 @@
 """Helpers of the webhook tests: jobs that end through transcription.services (as the stages end
 them), and waiting for an event's delivery."""
 
-import time
+from tests.support import wait_until
 
 
 def new_job(account, **fields):
@@ -37,15 +37,18 @@ def wait_for_message(message_id, ready, what: str, timeout: float = 60):
     seconds saying what was awaited and where the message stood."""
     from webhooks.models import Message
 
-    deadline = time.monotonic() + timeout
-    while True:
-        message = Message.objects.get(pk=message_id)
-        if ready(message):
-            return message
-        if time.monotonic() > deadline:
-            outcomes = [attempt.outcome for attempt in message.attempts.all()]
-            raise AssertionError(
-                f"message {message.webhook_id}: no {what} after {timeout} s; it is {message.state}, "
-                f"claimed until {message.claimed_until}, attempts {outcomes}"
-            )
-        time.sleep(0.2)
+    last: list[Message] = []
+
+    def message_ready():
+        last[:] = [Message.objects.get(pk=message_id)]
+        return last[0] if ready(last[0]) else None
+
+    def where() -> str:
+        message = last[0]
+        outcomes = [attempt.outcome for attempt in message.attempts.all()]
+        return (
+            f"{what} of message {message.webhook_id}; it is {message.state}, "
+            f"claimed until {message.claimed_until}, attempts {outcomes}"
+        )
+
+    return wait_until(message_ready, where, timeout, interval=0.2)

@@ -4,11 +4,11 @@ two jobs of the batch end at the same moment."""
 
 import json
 import threading
-import time
 
 import pytest
 from django.db import connection, connections, transaction
 
+from tests.support import wait_until
 from tests.webhooks.support import fail_job, message_of, new_job
 from transcription import services as job_services
 from transcription.artifacts import unsign
@@ -164,10 +164,8 @@ def test_two_jobs_of_a_batch_ending_at_the_same_moment_send_batch_done_once(acco
     racer = threading.Thread(target=end, args=(second.id, False))
     racer.start()
     try:
-        deadline = time.monotonic() + 30
         # The second job's end runs until it waits for the batch row (or, without the lock, to its end).
-        while racer.is_alive() and not _blocked_on_a_lock() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: not racer.is_alive() or _blocked_on_a_lock(), "racer blocked or ended", timeout=30)
     finally:
         may_commit.set()
         holder.join(30), racer.join(30)

@@ -1,11 +1,19 @@
-"""The front door's protections for what bin/web serves outside Django's own request cycle (/mcp),
-and the request body of every path, read once here.
+"""The front door's protections for the three doors bin/web serves outside Django's own request
+cycle (/mcp, /v1/api/uploads, /v1/audio and /v1/models), and the request body of every path, read
+once here.
 
-- `protections(request)`: the Host check and Django's own middleware (the request's id, SecurityMiddleware: the HTTPS redirect, HSTS,
-  nosniff, Referrer-Policy, COOP; the body limit; the Content-Security-Policy; X-Frame-Options)
-  run on the request with an empty answer inside, so /mcp gets exactly the headers and redirects
-  every Django page gets, from the same settings, with nothing written twice. It answers either
-  the refusal to send (a 301 to HTTPS, a 413) or the headers to add to the door's own answer.
+- `protections(request)`: the Host check, then Django's whole middleware chain (settings.MIDDLEWARE,
+  loaded as Django's handler loads it: the request's id, SecurityMiddleware's HTTPS redirect, HSTS,
+  nosniff, Referrer-Policy and COOP, the body limit, the Content-Security-Policy, X-Frame-Options
+  and the rest) run on the request with an empty answer inside, so each door gets exactly the
+  headers and redirects every Django page gets, from the same settings, with nothing written
+  twice. It answers either the refusal to send (a 301 to HTTPS, a 413) or the headers to add to
+  the door's own answer.
+- `guarded(shape)`: the wrapper of each door's ASGI app. The request's id is fixed before anything
+  runs; an error nobody handled is raised inside that same chain, so it is handled as a view's is
+  (Django's got_request_exception, which the Sentry-compatible reporter hears; the django.request
+  log line with the request's id, mailed to ADMINS; error_bodies.json_server_error's 500 naming the
+  id, with every protective header), then answered in the door's own shape (`shape`).
 - `read_body(receive)`: the whole body, whether announced by Content-Length or sent chunked,
   refused with the JSON 413 once it passes MAX_REQUEST_BODY_BYTES (front_door.body_too_large).
   Django's WSGI side reads CONTENT_LENGTH bytes and nothing else, so a chunked body used to reach
@@ -14,17 +22,18 @@ and the request body of every path, read once here.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
+from collections.abc import Callable
 
+from asgiref.sync import sync_to_async
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.asgi import ASGIRequest
+from django.core.handlers.base import BaseHandler
 from django.http import HttpRequest, HttpResponse, HttpResponseBase, JsonResponse
-from django.middleware.clickjacking import XFrameOptionsMiddleware
-from django.middleware.security import SecurityMiddleware
 
-from config.error_reporting import RequestIdMiddleware
-from config.middleware import ContentSecurityPolicyMiddleware, RequestBodyLimitMiddleware
+from config.error_reporting import REQUEST_ID_HEADER, plain_request_id
 
 from . import front_door
 from .error_bodies import RequestBodyTooLarge
@@ -46,13 +55,7 @@ def protections(request: HttpRequest) -> tuple[HttpResponseBase | None, list[tup
     except DisallowedHost:
         return JsonResponse({"detail": "Invalid Host header."}, status=400), []
     empty = HttpResponse()
-    chain = RequestIdMiddleware(
-        SecurityMiddleware(
-            RequestBodyLimitMiddleware(ContentSecurityPolicyMiddleware(XFrameOptionsMiddleware(lambda request: empty)))
-        )
-    )
-    response = chain(request)
-    assert isinstance(response, HttpResponseBase)  # a synchronous chain: the innermost answer is a plain function's
+    response = through_chain(request, lambda request: empty)
     if response is not empty:
         return response, []
     headers = [
@@ -61,6 +64,86 @@ def protections(request: HttpRequest) -> tuple[HttpResponseBase | None, list[tup
         if name.lower() not in _OWN
     ]
     return None, headers
+
+
+class _Chain(BaseHandler):
+    """Django's handler with the door's answer where the view would be: settings.MIDDLEWARE, each
+    middleware inside Django's conversion of an exception to its answer, as every view runs."""
+
+    def _get_response(self, request):
+        return request.door_answer(request)
+
+
+@functools.lru_cache(maxsize=1)
+def _chain() -> _Chain:
+    handler = _Chain()
+    handler.load_middleware()  # synchronous: no thread hop, nothing in it waits (no database, no I/O)
+    return handler
+
+
+def through_chain(request: HttpRequest, answer: Callable[[HttpRequest], HttpResponseBase]) -> HttpResponseBase:
+    """`answer(request)` run inside the middleware chain of every Django path."""
+    request.door_answer = answer  # type: ignore[attr-defined]
+    response = _chain().get_response(request)
+    assert isinstance(response, HttpResponseBase)  # a synchronous chain: the answer is a plain function's
+    return response
+
+
+def server_error(request: HttpRequest, error: BaseException) -> HttpResponseBase:
+    """The 500 of an error nobody handled in a door (a bug), raised where a view's would be, so it
+    is reported as one is (the signal the error reporter hears, the log line mailed to ADMINS):
+    error_bodies.json_server_error's answer, with the request's id and every protective header.
+    It may mail: call it from a thread."""
+
+    def answer(request):
+        raise error
+
+    return through_chain(request, answer)
+
+
+def with_request_id(scope):
+    """The scope with the request's id in its X-Request-ID header (the client's when it is a plain
+    token, else a new one), so every Django request made from it (the protections', the error's,
+    an MCP tool's) names the same id."""
+    headers = list(scope.get("headers") or ())
+    name = REQUEST_ID_HEADER.lower().encode("latin-1")
+    sent = next((value.decode("latin-1") for key, value in headers if key.lower() == name), "")
+    request_id = plain_request_id(sent)
+    if request_id == sent:
+        return scope
+    return {**scope, "headers": [*(h for h in headers if h[0].lower() != name), (name, request_id.encode())]}
+
+
+def guarded(shape: Callable[[HttpResponseBase], HttpResponseBase] = lambda response: response):
+    """The wrapper of a door's ASGI app (see the module's docstring): its request id fixed first, and
+    an error that escapes it reported as a view's is and answered as server_error's 500 reshaped by
+    `shape` (the door's own error shape), unless the door had begun its answer (then the error is
+    still reported, and the server closes the connection)."""
+
+    def wrap(app):
+        @functools.wraps(app)
+        async def door(scope, receive, send):
+            if scope["type"] != "http":
+                return await app(scope, receive, send)
+            scope = with_request_id(scope)
+            started = False
+
+            async def watched(message):
+                nonlocal started
+                started = started or message["type"] == "http.response.start"
+                await send(message)
+
+            try:
+                return await app(scope, receive, watched)
+            except Exception as error:
+                response = await sync_to_async(server_error, thread_sensitive=False)(django_request(scope), error)
+                if started:
+                    raise
+                return await send_django_response(send, shape(response))
+
+        return door
+
+    return wrap
 
 
 async def read_body(receive) -> bytes:

@@ -6,10 +6,11 @@ one entry per offending field. DRF's own errors are translated here so no view h
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 
-from django.http import JsonResponse
+from django.http import HttpResponseBase, JsonResponse
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -285,3 +286,17 @@ def json_server_error(request):
     response = JsonResponse({"detail": f"Internal error (request id {request_id}); {told}."}, status=500)
     response.headers[REQUEST_ID_HEADER] = request_id
     return response
+
+
+def openai_server_error(response: HttpResponseBase) -> JsonResponse:
+    """json_server_error's answer (asgi_door.server_error's, for the OpenAI door) in OpenAI's error
+    shape, with its headers (the request id, the protective ones). The SDKs are told not to retry
+    (x-should-retry, as for a failed job): a bug fails again, and a retried speech request may
+    make and charge a second job."""
+    message = json.loads(response.content)["detail"]  # type: ignore[attr-defined]
+    error = {"message": message, "type": "server_error", "param": None, "code": "internal_error"}
+    shaped = JsonResponse({"error": error}, status=500, headers={"x-should-retry": "false"})
+    for name, value in response.items():
+        if name.lower() not in ("content-type", "content-length"):
+            shaped[name] = value
+    return shaped

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import json
 import logging
 import warnings
 from collections.abc import Callable
@@ -32,7 +33,7 @@ from mcp_types import CallToolResult, TextContent
 
 from billing import pricing
 
-from . import editing, front_door, operations, reburning, serializers
+from . import asgi_door, editing, front_door, operations, reburning, serializers
 from .caller import Operation
 from .mcp_gate import McpGate, database_threads
 from .mcp_schemas import (
@@ -83,9 +84,14 @@ def _validation_text(errors: list[dict]) -> str:
     return "Invalid arguments: " + "; ".join(parts)
 
 
-def _run(caller: front_door.Caller, operation: Operation, data: dict, summary: Callable[[Any], str]) -> CallToolResult:
+def _run(
+    caller: front_door.Caller, operation: Operation, data: dict, summary: Callable[[Any], str], scope: dict
+) -> CallToolResult:
     """Perform the operation through the front door (the count, then the arguments, as REST does)
-    in this worker thread; its body as structuredContent, or its refusal as a tool error."""
+    in this worker thread; its body as structuredContent, or its refusal as a tool error. A bug is
+    reported as a view's is (asgi_door.server_error: ADMINS, the error reporter, the log line with
+    the request's id, from the HTTP request's `scope`) and is a tool error naming that id: the SDK
+    would otherwise answer its own "Error executing tool" and tell nobody."""
     close_old_connections()
     try:
         try:
@@ -93,7 +99,9 @@ def _run(caller: front_door.Caller, operation: Operation, data: dict, summary: C
         except Exception as error:
             answer = front_door.error_answer(error)
             if answer is None:
-                raise
+                failure = asgi_door.server_error(asgi_door.django_request(scope), error)
+                detail = json.loads(failure.content)["detail"]  # type: ignore[attr-defined]
+                return _error(detail, detail)
             detail = answer.body["detail"]
             text = _validation_text(detail) if answer.status == 422 else str(detail)
             result = _error(text, detail)
@@ -117,7 +125,9 @@ async def _call(
     request = ctx.request_context.request
     assert request is not None  # the Streamable HTTP transport, the only one served, always has one
     caller = dataclasses.replace(request.state.caller, rate=None)
-    return await anyio.to_thread.run_sync(_run, caller, operation, data, summary, limiter=database_threads())
+    return await anyio.to_thread.run_sync(
+        _run, caller, operation, data, summary, request.scope, limiter=database_threads()
+    )
 
 
 # Each tool's parameters are the REST request's fields, untyped (see the module's docstring); its
@@ -423,4 +433,4 @@ def asgi_app():
         # Host and Origin are checked by McpGate against ALLOWED_HOSTS and this server's own origin.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
-    return app, McpGate(app)
+    return app, asgi_door.guarded()(McpGate(app))  # a bug past the tools: the 500 of every Django path

@@ -38,8 +38,9 @@ from transcription.pipeline import captions
 from transcription.pipeline.languages import UnknownLanguage, language_label
 from transcription.pipeline.speaker_names import name_webvtt
 
-from . import front_door, operations, ratelimit
+from . import asgi_door, front_door, operations, ratelimit
 from .bodies import BodyTooLarge, ClientGone, FileSink, MalformedBody, read_multipart
+from .error_bodies import openai_server_error
 from .fields import LanguageCodeField, StrictChoiceField, UrlField
 from .uploads import (
     create_upload,
@@ -353,6 +354,7 @@ def render(result: dict, response_format: str, granularities: list[str], transla
 # --- The ASGI app ------------------------------------------------------------------------------
 
 
+@asgi_door.guarded(openai_server_error)  # a bug: OpenAI's 500, naming the request id
 async def application(scope, receive, send):
     prelude = await door_prelude(scope, send)
     if prelude is None:

@@ -160,6 +160,7 @@ def declared_length(scope) -> int | None:
     return None
 
 
+@asgi_door.guarded()  # a bug: the 500 of every Django path, as is (the contract's {"detail"} shape)
 async def application(scope, receive, send):
     """The door: door_prelude, the Caller, the count, then the route. Refusals of the front door in
     the contract's shape."""

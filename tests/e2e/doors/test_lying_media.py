@@ -2,8 +2,6 @@
 speech, sent by upload (bin/web) and by link (the test's server on 127.0.0.1), run by a real
 worker. The job is charged for the audio it decoded, never for what the header says."""
 
-import time
-
 import pytest
 import requests
 
@@ -16,6 +14,7 @@ from harness.media_files import (
     make_lying_wav,
     media_duration,
 )
+from tests.support import job_ended
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -48,12 +47,7 @@ def transcribe(web, token, body, timeout=300) -> dict:
     headers = {"Authorization": f"Bearer {token}"}
     answer = requests.post(f"{web}/v1/api/transcribe", headers=headers, json=body, timeout=30)
     assert answer.status_code == 200, answer.text
-    deadline = time.monotonic() + timeout
-    while True:
-        job = requests.get(f"{web}/v1/api/transcription/{answer.json()['id']}", headers=headers, timeout=30).json()
-        if job["state"] in ("done", "failed") or time.monotonic() > deadline:
-            return job
-        time.sleep(0.5)
+    return job_ended(web, token, answer.json()["id"], timeout)
 
 
 def assert_charged_for_the_audio(account, job, seconds):

@@ -4,13 +4,12 @@ of this machine is refused at the upload door and fails its job when it comes as
 nothing it names is opened; a sentence whose speech reaches its last sample is transcribed."""
 
 import subprocess
-import time
 
 import pytest
 import requests
 
 from billing.selectors import account_balance
-from tests.support import REFERENCING_FILES, canary_pipes
+from tests.support import REFERENCING_FILES, canary_pipes, job_ended
 from transcription import files
 from transcription.pipeline import ffmpeg_commands
 
@@ -31,12 +30,7 @@ def auth(token) -> dict:
 
 
 def poll(web, token, job_id, timeout=300):
-    deadline = time.monotonic() + timeout
-    while True:
-        body = requests.get(f"{web}/v1/api/transcription/{job_id}", headers=auth(token), timeout=10).json()
-        if body["state"] in ("done", "failed") or time.monotonic() > deadline:
-            return body
-        time.sleep(0.5)
+    return job_ended(web, token, job_id, timeout)
 
 
 @pytest.mark.parametrize("kind", REFERENCING_FILES)

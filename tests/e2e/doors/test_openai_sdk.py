@@ -6,7 +6,6 @@ that goes away, and `curl -F` as the README shows it."""
 import asyncio
 import re
 import subprocess
-import time
 
 import openai
 import pytest
@@ -14,7 +13,7 @@ import requests
 
 from accounts.services import account_create, token_issue
 from harness.processes import running_web
-from tests.support import normalize, wait_until, wer
+from tests.support import job_ended, normalize, wait_for_job, wait_until, wer
 from transcription.api import ratelimit
 from transcription.models import Job
 
@@ -213,14 +212,7 @@ def test_a_client_that_goes_away_leaves_a_job_that_finishes(web, token, account,
             timeout=(30, 1.0),
         )
     job = wait_until(lambda: Job.objects.filter(account=account).first(), "the job of the request")
-    deadline = time.monotonic() + 300
-    while (
-        state := requests.get(
-            f"{web}/v1/api/transcription/{job.id}", headers={"Authorization": f"Bearer {token}"}
-        ).json()["state"]
-    ) not in ("done", "failed") and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert state == "done"
+    assert job_ended(web, token, job.id)["state"] == "done"
 
 
 def test_a_wait_past_the_setting_names_the_job_to_poll(django_db_setup, token, web, recordings, tmp_path):
@@ -230,7 +222,5 @@ def test_a_wait_past_the_setting_names_the_job_to_poll(django_db_setup, token, w
     job_id = waited.value.response.headers["X-Job-Id"]
     assert waited.value.status_code == 504 and waited.value.code == "job_still_running"
     assert f"/v1/api/transcription/{job_id}" in waited.value.message
-    deadline = time.monotonic() + 300
-    while Job.objects.get(pk=job_id).state not in ("done", "failed") and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert Job.objects.get(pk=job_id).state == "done", "the job went on without its client"
+    ended = wait_for_job(job_id, timeout=300)
+    assert ended.state == "done", "the job went on without its client"

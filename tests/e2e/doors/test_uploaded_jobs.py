@@ -1,26 +1,19 @@
 """A file uploaded with tus (tuspy) and transcribed through the native API, on bin/web and a real
 worker: the job reads the upload, leans on the client's prompt, and is charged like any other."""
 
-import time
-
 import pytest
 import requests
 from tusclient import client as tus
 
 from billing.selectors import account_balance
-from tests.support import wer
+from tests.support import job_ended, wer
 from transcription.models import JobSegments
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
 
 def poll(web, token, job_id, timeout=300):
-    deadline = time.monotonic() + timeout
-    while True:
-        body = requests.get(f"{web}/v1/api/transcription/{job_id}", headers={"Authorization": f"Bearer {token}"}).json()
-        if body["state"] in ("done", "failed") or time.monotonic() > deadline:
-            return body
-        time.sleep(0.5)
+    return job_ended(web, token, job_id, timeout)
 
 
 def test_an_uploaded_video_becomes_subtitles_spelled_as_the_prompt_asks(web, token, account, recordings):

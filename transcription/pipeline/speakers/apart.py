@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import IO
 
 from ..types import SpeakerTurn
+from . import weight_files
 from .weight_files import SpeakerWeightsMissing
 
 logger = logging.getLogger(__name__)
@@ -84,6 +85,7 @@ class DiarizationApart:
             {
                 "wav": os.fspath(wav_path),
                 "weights": os.fspath(weights) if weights else None,
+                "weights_dir": os.fspath(weight_files.weights_dir()),  # the child has no Django
                 "threads": threads,
                 "graphs": os.fspath(graphs) if graphs else None,
             }

@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import sys
 
-from . import default_encoder, diarize, graph_cache
+from . import default_encoder, diarize, graph_cache, weight_files
 
 
 def _main() -> None:
     setup = json.loads(sys.stdin.readline())
+    weight_files.use_weights_dir(setup["weights_dir"])
     graph_cache.keep_graphs_in(setup["graphs"])
     # loaded while the caller's VAD pass still runs (on one core): the second line comes after it
     encoder = default_encoder(setup["weights"])

