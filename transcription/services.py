@@ -59,6 +59,10 @@ def job_create(
     dispatch.check_broker()
     if upload is not None:
         url = upload_url(upload.id)
+        # the file's name is the job's title from the start, as a link's is its video's once probed
+        # (issue 56: the job page showed upload:<id> until a worker started it, and for good when
+        # it failed first)
+        options.setdefault("title", upload.filename[:500])
         # a job keeps its upload from the retention sweep for UPLOAD_RETENTION_HOURS from now
         Upload.objects.filter(pk=upload.pk).update(updated_at=timezone.now())
     job = Job.objects.create(
