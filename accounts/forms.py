@@ -1,8 +1,18 @@
 from django import forms
 from django.contrib.auth import get_user_model, password_validation
-from django.contrib.auth.forms import AuthenticationForm
+from django.contrib.auth.forms import AuthenticationForm, PasswordResetForm
 
 from .services import signup_pending_with
+
+
+class HolderPasswordResetForm(PasswordResetForm):
+    """Django's form, which also mails an active login that has no password yet (an account an
+    operator made with `create_account` and no --password): the mailbox's holder sets a first one,
+    without asking support for a shell. Deactivated logins still get nothing."""
+
+    def get_users(self, email):
+        active = get_user_model()._default_manager.filter(email__iexact=email, is_active=True)
+        return (user for user in active if user.email.casefold() == email.casefold())
 
 
 class EmailAuthenticationForm(AuthenticationForm):

@@ -1,9 +1,11 @@
 """Password reset by mail and password change while signed in: Django's own views
 (django.contrib.auth.views), with what this service adds around them.
 
-- Reset: the same page whether or not the address has a login (Django's form mails only an
-  existing, active login, and swallows a mail server's failure); mails limited per client address
-  and per recipient (accounts.password_services), counted for every address alike. The link is
+- Reset: the same page whether or not the address has a login, in the same time: the request
+  counts and queues, and the hooks worker mails (Django's form mails only an existing, active
+  login, and swallows a mail server's failure); the link built on PUBLIC_BASE_URL, not the
+  request's Host; mails limited per client address and per recipient
+  (accounts.password_services), counted for every address alike. The link is
   Django's token: single-use (it hashes the password and last sign-in) and expiring
   (PASSWORD_RESET_TIMEOUT). A new password ends every session of the login, this browser's too
   (Django's session auth hash): the holder signs in with it.
@@ -14,53 +16,34 @@
 """
 
 from django import forms
-from django.conf import settings
 from django.contrib import messages
-from django.contrib.auth import authenticate, get_user_model
+from django.contrib.auth import authenticate
 from django.contrib.auth import views as auth_views
-from django.contrib.auth.forms import PasswordChangeForm, PasswordResetForm
+from django.contrib.auth.forms import PasswordChangeForm
+from django.http import HttpResponseRedirect
 from django.urls import reverse_lazy
 
+from . import tasks
 from .client import client_address
+from .forms import HolderPasswordResetForm
 from .password_services import ResetRefused, password_reset_admit
-
-
-class HolderPasswordResetForm(PasswordResetForm):
-    """Django's form, which also mails an active login that has no password yet (an account an
-    operator made with `create_account` and no --password): the mailbox's holder sets a first one,
-    without asking support for a shell. Deactivated logins still get nothing."""
-
-    def get_users(self, email):
-        active = get_user_model()._default_manager.filter(email__iexact=email, is_active=True)
-        return (user for user in active if user.email.casefold() == email.casefold())
-
-
-def lifetime_words(seconds: int) -> str:
-    """'an hour', '2 hours', '45 minutes', '3 days': how long a mailed link works, for the mail."""
-    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
-        if seconds >= size and seconds % size == 0:
-            count = seconds // size
-            return f"{count} {unit}s" if count != 1 else ("an hour" if unit == "hour" else f"a {unit}")
-    return f"{seconds} seconds"
 
 
 class PasswordResetRequestView(auth_views.PasswordResetView):
     form_class = HolderPasswordResetForm
-    email_template_name = "registration/password_reset_email.txt"
-    subject_template_name = "registration/password_reset_subject.txt"
     success_url = reverse_lazy("accounts:password-reset-sent")
 
-    @property
-    def extra_email_context(self):
-        return {"lifetime": lifetime_words(settings.PASSWORD_RESET_TIMEOUT)}
-
     def form_valid(self, form):
+        """Count the request and queue its mail: the same work whether or not the address has a
+        login (the worker looks it up: accounts.password_services.password_reset_mail)."""
+        email = form.cleaned_data["email"]
         try:
-            password_reset_admit(form.cleaned_data["email"], client_address=client_address(self.request))
+            password_reset_admit(email, client_address=client_address(self.request))
         except ResetRefused as refused:
             form.add_error(None, str(refused))
             return self.render_to_response(self.get_context_data(form=form), status=429)
-        return super().form_valid(form)
+        tasks.mail_password_reset.delay(email)  # the worker looks the address up, after the count's commit
+        return HttpResponseRedirect(self.get_success_url())
 
 
 class PasswordResetSentView(auth_views.PasswordResetDoneView):

@@ -311,10 +311,15 @@ def ledger_charge(job: BilledJob) -> ChargeResult:
         return ChargeResult(ok=True, charged_seconds=cost, preview_minutes=preview_minutes)
 
 
-def ledger_settle(job: BilledJob, seconds: int) -> ChargeResult:
+_PICTURE = "the video (its picture, longer than its audio)"
+
+
+def ledger_settle(job: BilledJob, seconds: int, stream: str = "audio") -> ChargeResult:
     """Settle a charged job against `seconds`, the length of the audio actually decoded (whole
     seconds), where its charge came from the file's header: the difference is charged, or refunded
-    when shorter, as one entry of source LENGTH whose reason names both lengths (issue 41).
+    when shorter, as one entry of source LENGTH whose reason names both lengths (issue 41). With
+    `stream` "video", `seconds` is a burned job's picture, which runs longer than its audio and is
+    encoded to its end (issue 56); the messages say so.
 
     When the balance cannot pay the difference, the preview rule of ledger_charge holds over what
     the job paid and the balance together: a preview of the whole minutes they cover
@@ -331,6 +336,7 @@ def ledger_settle(job: BilledJob, seconds: int) -> ChargeResult:
         ):
             return ChargeResult(ok=True, preview_minutes=job.preview_minutes if job.is_preview else None)
         paid = -sum(e.seconds for e in entries)
+        measured, read = ("the audio", "the audio decoded") if stream == "audio" else (_PICTURE, _PICTURE)
         cost = pricing.job_cost(job.type, seconds, job.quality, translations)
         balance = account_balance(job.account_id)
         preview_minutes = None
@@ -340,7 +346,7 @@ def ledger_settle(job: BilledJob, seconds: int) -> ChargeResult:
                 return ChargeResult(
                     ok=False,
                     error=(
-                        f"Not enough minutes: the audio is {seconds} s long (its file said {job.duration} s), "
+                        f"Not enough minutes: {measured} is {seconds} s long (its file said {job.duration} s), "
                         f"so this job needs {pricing.format_minutes(cost)} and the account has "
                         f"{pricing.format_minutes(max(paid + balance, 0))} for it."
                     ),
@@ -353,7 +359,7 @@ def ledger_settle(job: BilledJob, seconds: int) -> ChargeResult:
                 source=LedgerEntry.Source.LENGTH,
                 seconds=paid - cost,
                 job_id=job.pk,
-                reason=f"{job.type}: the audio decoded is {seconds} s long, the file said {job.duration} s"
+                reason=f"{job.type}: {read} is {seconds} s long, the file said {job.duration} s"
                 + (f" (preview of {preview_minutes} min)" if preview_minutes else ""),
             )
         return ChargeResult(ok=True, charged_seconds=cost - paid, preview_minutes=preview_minutes)

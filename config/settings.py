@@ -267,6 +267,8 @@ CELERY_TASK_ROUTES = {
     "transcription.tasks.sweep_stalled_jobs": {"queue": "hooks"},
     "transcription.tasks.*": {"queue": "media"},
     "webhooks.tasks.*": {"queue": "hooks"},
+    # password-reset mails: an SMTP exchange, kept out of the web's answer (its timing told who has a login)
+    "accounts.tasks.*": {"queue": "hooks"},
 }
 
 # --- Requests -----------------------------------------------------------------------------------

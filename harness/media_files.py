@@ -157,10 +157,10 @@ def make_long_speech_wav(dest: Path, text: str = LONG_TEXT) -> Path:
 def make_lying_matroska(dest: Path, source: Path, claimed_ms: float = 1000.0) -> Path:
     """`source` as FLAC in Matroska, its Segment Duration claiming `claimed_ms` milliseconds."""
     _run(ffmpeg("-i", str(source), "-c:a", "flac", str(dest)))
-    return _claim_matroska_duration(dest, claimed_ms)
+    return claim_matroska_duration(dest, claimed_ms)
 
 
-def _claim_matroska_duration(path: Path, claimed_ms: float) -> Path:
+def claim_matroska_duration(path: Path, claimed_ms: float) -> Path:
     """Overwrite the Segment Duration (element 0x4489, an 8-byte float in milliseconds at the
     default TimecodeScale) of the Matroska file at `path`."""
     data = bytearray(path.read_bytes())
@@ -206,4 +206,4 @@ def make_hours_of_audio(dest: Path, speech: Path, seconds: int = 7200) -> Path:
     disk (silence packs to almost nothing), long to decode."""
     concat = ("-filter_complex", "[0][1]concat=n=2:v=0:a=1[a]", "-map", "[a]", "-t", str(seconds))
     _run(ffmpeg("-i", str(speech), "-f", "lavfi", "-i", "anullsrc=r=22050:cl=mono", *concat, "-c:a", "flac", str(dest)))
-    return _claim_matroska_duration(dest, 1000.0)
+    return claim_matroska_duration(dest, 1000.0)

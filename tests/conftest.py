@@ -63,6 +63,17 @@ def broker():
 
 
 @pytest.fixture
+def tasks_at_once():
+    """Celery tasks run where they are queued (the password-reset mail of the hooks worker), for the
+    tests that read what a task does in the same breath as the request that queued it."""
+    from config.celery import app
+
+    app.conf.task_always_eager = True
+    yield
+    app.conf.task_always_eager = False
+
+
+@pytest.fixture
 def account(db):
     from accounts.services import account_create
 

@@ -61,6 +61,10 @@ def job_create(
     dispatch.check_broker()
     if upload is not None:
         url = upload_url(upload.id)
+        # the file's name is the job's title from the start, as a link's is its video's once probed
+        # (issue 56: the job page showed upload:<id> until a worker started it, and for good when
+        # it failed first)
+        options.setdefault("title", upload.filename[:500])
         # a job keeps its upload from the retention sweep for UPLOAD_RETENTION_HOURS from now
         Upload.objects.filter(pk=upload.pk).update(updated_at=timezone.now())
     job = Job.objects.create(
@@ -178,14 +182,15 @@ def job_charge(job: Job) -> ChargeResult:
     return result
 
 
-def job_settle(job: Job, seconds: int) -> ChargeResult:
+def job_settle(job: Job, seconds: int, stream: str = "audio") -> ChargeResult:
     """Settle the charge of a job whose whole audio was decoded against its length, `seconds`
     (billing.services.ledger_settle), and record that length as the job's `duration`, with the
     preview the balance then allows (or none: the whole audio is processed). Not ok when the
-    balance cannot pay for a minute of it (the caller fails the job, which refunds it)."""
+    balance cannot pay for a minute of it (the caller fails the job, which refunds it). `stream`
+    says which was measured: "audio", or "video" for a burned job whose picture runs longer."""
     with transaction.atomic():
         job = _locked(job.id)
-        result = ledger_settle(job, seconds)
+        result = ledger_settle(job, seconds, stream)
         if result.ok:
             job.duration = seconds
             job.is_preview, job.preview_minutes = bool(result.preview_minutes), result.preview_minutes

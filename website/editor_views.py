@@ -120,6 +120,8 @@ def job_segments(request, job_id):
             body = json.loads(request.body or b"null")
         except (ValueError, UnicodeDecodeError) as error:
             return _malformed(f"Malformed JSON: {error}")
+        except RecursionError:  # a few KB of brackets pass Python's decoder limit (issue 56)
+            return _malformed("Malformed JSON: the JSON is nested too deeply.")
         if not isinstance(body, dict):
             return _malformed('The body must be a JSON object: {"edits": [...]}.')
         arguments = {**body, **arguments, "if_match": request.headers.get("If-Match")}

@@ -224,6 +224,8 @@ def job_detail(request, job_id):
         "website/job.html",
         {
             "job": job,
+            "title": job.title or (job.upload.filename if job.upload_id else job.url),
+            "uploaded": job.url.startswith("upload:"),
             "final": job.state in FINAL_STATES,
             "translations": translations,
             "paragraphs": paragraphs,

@@ -20,6 +20,12 @@ NEWER_PASSWORD = "granite-violin-meadow-31"
 browser_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 
 
+@pytest.fixture(autouse=True)
+def mails_from_here(settings, live_server, tasks_at_once):
+    """The reset mail sent where it is queued (the hooks worker's task), its link on the live server."""
+    settings.PUBLIC_BASE_URL = live_server.url
+
+
 def mailed_reset_link(email: str) -> str:
     """The reset link mailed to `email` (Django's outbox: the live server runs in this process)."""
     from django.core import mail

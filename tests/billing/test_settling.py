@@ -87,3 +87,19 @@ def test_a_job_never_charged_is_not_settled(account):
     job = JobFactory(account=account, duration=1)
     assert job_settle(job, 62).ok
     assert not LedgerEntry.objects.filter(job=job).exists()
+
+
+def test_a_burned_job_whose_picture_runs_longer_says_it_was_charged_for_the_picture(account):
+    """Issue 56: a burn encodes the whole picture, so a burned job's charge is settled against it
+    when it runs longer than the audio; the entry and the shortfall's message say so."""
+    job = charged_job(account, 2, type="burned")  # 3 x the length at 720p
+    assert job_settle(job, 6, stream="video").charged_seconds == 3 * 4
+    assert (
+        settlement(job).reason
+        == "burned: the video (its picture, longer than its audio) is 6 s long, the file said 2 s"
+    )
+    assert account_balance(account.pk) == 600 - 3 * 6
+    LedgerEntry.objects.create(account=account, kind="charge", source="staff", seconds=-500, reason="spent")
+    poor = charged_job(account, 2, type="burned")  # 82 s left: under a minute of a burn
+    assert not (result := job_settle(poor, 3600, stream="video")).ok
+    assert result.error.startswith("Not enough minutes: the video (its picture, longer than its audio) is 3600 s long")

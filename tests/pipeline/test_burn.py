@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.media_files import claim_matroska_duration
 from tests.support import font_families
 from transcription.pipeline.burn import (
     FONT_SCALE,
@@ -25,6 +26,7 @@ from transcription.pipeline.burn import (
     burn_command,
     encode,
     font_for,
+    picture_seconds,
     probe_video,
     write_ass,
 )
@@ -56,6 +58,7 @@ def media(tmp_path_factory) -> dict[str, Path]:
         "audio": d / "audio.m4a",
         "broken": d / "broken.mp4",
         "rotated": d / "rotated.mp4",
+        "long_picture": d / "long-picture.mp4",
     }
     enc = ["-c:v", "libx264", "-preset", "ultrafast", "-pix_fmt", "yuv420p"]
     _ffmpeg(
@@ -79,6 +82,10 @@ def media(tmp_path_factory) -> dict[str, Path]:
     m["broken"].write_text("This is not a video, only some text with an .mp4 name.\n" * 20)
     # a phone video held upright: 640x360 stored, shown 360x640 (display matrix, rotation 90)
     _ffmpeg("-i", str(m["short"]), "-c", "copy", "-metadata:s:v", "rotate=90", str(m["rotated"]))
+    # six seconds of picture over two of sound (issue 56): the audio track's length is what a probe reads
+    _ffmpeg(
+        "-f", "lavfi", "-i", "testsrc2=s=160x90:d=6:r=10", "-f", "lavfi", "-i", "sine=d=2", *enc, str(m["long_picture"])
+    )
     return m
 
 
@@ -227,6 +234,28 @@ def test_probe_video_broken(media):
     assert len(str(e.value)) > len("ffmpeg could not read this video: ") + 5
 
 
+def test_picture_seconds_reads_the_packets_not_the_header(media, tmp_path):
+    """Issue 56: a burn encodes every frame, so a burned job is charged for the picture's length as
+    its packets give it, whatever the header claims (here a Matroska claiming one second)."""
+    assert picture_seconds(media["long_picture"], max_seconds=60, timeout=60) == pytest.approx(5.9, abs=0.01)
+    lying = tmp_path / "lying.mkv"
+    _ffmpeg("-i", str(media["long_picture"]), "-c", "copy", str(lying))
+    claim_matroska_duration(lying, 1000.0)
+    assert probe_video(lying).duration == pytest.approx(1.0)
+    assert picture_seconds(lying, max_seconds=60, timeout=60) == pytest.approx(5.9, abs=0.05)
+    # read no further than asked: a lie of hours costs the limit's demux, not the hours'
+    assert picture_seconds(lying, max_seconds=3, timeout=60) == pytest.approx(2.9, abs=0.05)
+
+
+def test_picture_seconds_of_no_picture_or_no_video(media):
+    with pytest.raises(BurnError) as e:
+        picture_seconds(media["audio"], max_seconds=60, timeout=60)
+    assert str(e.value) == "The video has no picture to draw subtitles on."
+    with pytest.raises(BurnError) as e:
+        picture_seconds(media["broken"], max_seconds=60, timeout=60)
+    assert str(e.value).startswith("ffmpeg could not read this video: ")
+
+
 # --------------------------------------------------------------------------- ASS
 
 
@@ -299,6 +328,15 @@ def test_four_three_without_audio(burned):
     out = burned.get("blue43", source="blue43", quality="default")
     assert_mp4(out, 960, 720, 4.0, audio=False)
     assert changed(frame(out, T_ONE_LINE), frame(out, T_NONE)).sum() > 200
+
+
+def test_max_seconds_ends_picture_and_sound_there(burned):
+    """Issue 56: the burn stops at the length charged, however long the source's streams run."""
+    out = burned.get("cut", max_seconds=2.0)
+    assert_mp4(out, 1280, 720, 2.0, audio=True)
+    assert [float(s["duration"]) for s in streams(out, "video") + streams(out, "audio")] == [2.0, 2.0]
+    fractions = burned.progress["cut"]
+    assert fractions[-1] == 1.0 and len(fractions) >= 2, "progress counts the 2 s made, not the 6 s there"
 
 
 def test_progress(burned):

@@ -87,6 +87,9 @@ def test_burn_command():
     assert cmd[-1] == "/out/x.mp4"
     silent = burn_command("a.mp4", "s.ass", "o.mp4", width=2, height=2, has_audio=False, fonts_dir="/f")
     assert "-an" in silent and "-c:a" not in silent
+    assert "-t" not in cmd, "no length given, none kept"
+    cut = burn_command("a.mp4", "s.ass", "o.mp4", width=2, height=2, has_audio=True, max_seconds=62)
+    assert cut[cut.index("-t") + 1] == "62.000" and cut.index("-t") < cut.index("o.mp4"), "an output option"
     assert silent[silent.index("-vf") + 1].endswith("subtitles=filename=s.ass:fontsdir=/f")
 
 

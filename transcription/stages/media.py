@@ -3,7 +3,9 @@
 The video's length is charged as soon as it is known: from the metadata, or, for direct links
 that carry none, from the downloaded file before anything is converted. That charge rests on what
 the file's header claims; once the audio is decoded, the charge is settled against the length
-decoded (_decode), and the length limit applies to it too.
+decoded (_decode), and the length limit applies to it too. A burned job is charged for its picture
+when that runs longer than its audio (issue 56: the burn encodes every frame), and no stage works on
+more than the length settled (docs/decisions/jobs-and-billing.md).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from .. import files, services, states
 from ..models import FailureReason, Job
 from ..pipeline import audio, burn, fetch
 from ..pipeline import wav as pipeline_wav
-from ..pipeline.fetch.errors import decoded_too_long_message
+from ..pipeline.fetch.errors import decoded_too_long_message, picture_too_long_message
 from ..pipeline.speakers import voices
 from .runner import run_stage
 
@@ -132,6 +134,11 @@ def _decode(job: Job, source: Path, wav: Path, claimed: int) -> tuple[bool, int 
     charge so far came from the file's header, which the sender controls. The decode stops a second
     past MAX_VIDEO_SECONDS (or at a preview's end), so a header that lies costs no hours of work.
 
+    A burned job's picture is encoded to its last frame, so its length counts too (issue 56): read
+    from its packets (burn.picture_seconds, never decoded, stopped as the decode is), the charge is
+    settled against the longer of the two. Whatever is settled, the WAV is no longer than it and
+    the burn is cut there (reburning.draw_video): no stage works on more than was charged.
+
     Returns whether the job is paid for (else it failed for want of minutes), and the seconds it
     keeps (a preview's) or None for all of it."""
     job.refresh_from_db(fields=["is_preview", "preview_minutes"])
@@ -139,15 +146,25 @@ def _decode(job: Job, source: Path, wav: Path, claimed: int) -> tuple[bool, int 
     preview = job.preview_minutes * 60 if job.is_preview and job.preview_minutes is not None else None
     audio.to_wav(source, wav, timeout=settings.FFMPEG_TIMEOUT_SECONDS, max_seconds=preview or limit + 1)
     decoded = pipeline_wav.decoded_seconds(wav)
-    if preview is not None and decoded > preview - SETTLE_SLACK_SECONDS:
+    picture = 0.0
+    if job.type == "burned":
+        picture = burn.picture_seconds(
+            source, max_seconds=(preview or limit) + 1, timeout=settings.FFMPEG_TIMEOUT_SECONDS
+        )
+    measured = max(decoded, picture)
+    if preview is not None and measured > preview - SETTLE_SLACK_SECONDS:
         return True, preview  # at least the preview is there: what it was charged for
     if decoded > limit:
         raise fetch.FetchError(decoded_too_long_message(limit, claimed))
+    if picture > limit:
+        raise fetch.FetchError(picture_too_long_message(limit, claimed))
     if job.is_voice_sample:
         voices.check_sample_length(decoded)
-    if abs(decoded - claimed) < SETTLE_SLACK_SECONDS:
+    if abs(measured - claimed) < SETTLE_SLACK_SECONDS:
+        if decoded > claimed:  # the codec's padding past the whole seconds charged: not recognised
+            pipeline_wav.truncate(wav, claimed)
         return True, preview  # the codec's padding, not a lie
-    result = services.job_settle(job, math.ceil(decoded))
+    result = services.job_settle(job, math.ceil(measured), stream="video" if picture > decoded else "audio")
     if not result.ok:
         services.job_fail(job.id, result.error or "Not enough minutes.", FailureReason.BALANCE)
         return False, None

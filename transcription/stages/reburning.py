@@ -27,7 +27,7 @@ def draw_video(
     job: Job, source: Path, cues: list[captions.Cue], output: Path, language: str | None, on_progress
 ) -> None:
     """One of the job's videos drawn with `cues` in the job's style: the first burn's and a
-    re-burn's alike (burning.py)."""
+    re-burn's alike (burning.py), no longer than the job was charged for (issue 56)."""
     burn.burn(
         source,
         cues,
@@ -38,7 +38,18 @@ def draw_video(
         language=language,
         on_progress=on_progress,
         timeout=settings.BURN_TIMEOUT_SECONDS,
+        max_seconds=charged_seconds(job),
     )
+
+
+def charged_seconds(job: Job) -> int | None:
+    """The seconds of the job's media it was charged for: its settled `duration` (issue 41: the
+    longest stream the pipeline processes, issue 56), or its preview's when shorter. None only for a
+    job never charged, which no stage reaches."""
+    preview = job.preview_minutes * 60 if job.is_preview and job.preview_minutes is not None else None
+    if job.duration is None:
+        return preview
+    return min(job.duration, preview) if preview is not None else job.duration
 
 
 def reburn_stage(job: Job, directory: Path) -> bool:

@@ -31,7 +31,7 @@ from .ass import FONT_SCALE, MARGIN_H, ass_escape, write_ass
 from .encode import burn, burn_command, filter_escape
 from .errors import BurnError
 from .fonts import DEFAULT_FONT, fit_lines, font_for
-from .video import QUALITY_HEIGHT, VideoInfo, output_size, probe_video
+from .video import QUALITY_HEIGHT, VideoInfo, output_size, picture_seconds, probe_video
 
 __all__ = [
     "QUALITY_HEIGHT",
@@ -41,6 +41,7 @@ __all__ = [
     "BurnError",
     "VideoInfo",
     "probe_video",
+    "picture_seconds",
     "output_size",
     "font_for",
     "fit_lines",

@@ -44,10 +44,13 @@ def burn_command(
     has_audio: bool,
     fonts_dir: str | os.PathLike[str] | None = None,
     threads: int | None = None,
+    max_seconds: float | None = None,
 ) -> list[str]:
     """The ffmpeg command line: scale to ``width`` x ``height``, draw ``ass_path``, encode.
 
     ``threads`` (optional) limits the encoder's threads (``-threads N``); ffmpeg picks otherwise.
+    ``max_seconds`` (optional) ends the output there, picture and sound alike (``-t``, an output
+    option: the frames after it are never encoded): what the job was charged for (issue 56).
     """
     subtitles = f"subtitles=filename={filter_escape(ass_path)}"
     if fonts_dir is not None:
@@ -60,6 +63,8 @@ def burn_command(
     cmd += AUDIO_ARGS if has_audio else ["-an"]
     if threads:
         cmd += ["-threads", str(int(threads))]
+    if max_seconds is not None:
+        cmd += ["-t", f"{float(max_seconds):.3f}"]
     cmd += [
         "-sn",
         "-dn",
@@ -103,8 +108,12 @@ def burn(
     timeout: float = 3 * 3600,
     threads: int | None = None,
     fonts_dir: str | os.PathLike[str] | None = None,
+    max_seconds: float | None = None,
 ) -> Path:
     """Draw ``cues`` into ``source``, writing an MP4 to ``output``; return ``output``.
+
+    ``max_seconds`` keeps only the beginning, picture and sound: the length the job was charged for,
+    whatever the source's streams or header say.
 
     ``on_progress(fraction)`` is called with increasing fractions of the video done, from ffmpeg's
     progress lines, and with ``1.0`` at the end. Raises ``BurnError`` (a customer-readable sentence)
@@ -137,8 +146,10 @@ def burn(
             has_audio=info.has_audio,
             fonts_dir=fonts_dir,
             threads=threads,
+            max_seconds=max_seconds,
         )
-        _run_ffmpeg(cmd, info.duration, on_progress, timeout)
+        length = info.duration if max_seconds is None else min(info.duration or max_seconds, max_seconds)
+        _run_ffmpeg(cmd, length, on_progress, timeout)
         ok = True
         return output
     finally:

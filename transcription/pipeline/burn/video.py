@@ -1,5 +1,5 @@
 """The picture to draw on: its displayed size (rotation and non-square pixels applied), duration
-and sound, and the output size for a quality."""
+and sound, how long it really runs (picture_seconds), and the output size for a quality."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..ffmpeg_commands import ffprobe_media, refused_format
+from ..ffmpeg_commands import ffmpeg_media, ffprobe_media, refused_format
 from .errors import MSG_NO_FFMPEG, MSG_NO_PICTURE, MSG_UNREADABLE, BurnError, last_line
 
 QUALITY_HEIGHT = {"default": 720, "hd": 1080, "uhd": 2160}
@@ -101,6 +101,40 @@ def probe_video(path: str | os.PathLike[str], timeout: float = 60) -> VideoInfo:
             break
     has_audio = any(s.get("codec_type") == "audio" for s in streams)
     return VideoInfo(width=width, height=height, duration=max(duration, 0.0), has_audio=has_audio)
+
+
+def picture_seconds(path: str | os.PathLike[str], *, max_seconds: float, timeout: float) -> float:
+    """How long the picture of ``path`` runs, read from its packets (demuxed and copied to nothing,
+    never decoded), up to ``max_seconds``: its header's length is the sender's word, and a burn
+    encodes every frame there is (issue 56). The last frame's time, so a second-long picture at
+    10 frames a second reads 0.9 s; the charge rounds up to whole seconds.
+
+    Raises ``BurnError`` when the file has no picture or cannot be read.
+    """
+    cmd = ffmpeg_media(
+        path, "-map", "0:V:0", "-c", "copy", "-t", f"{float(max_seconds):.3f}", "-progress", "pipe:1", "-nostats"
+    )
+    cmd += ["-f", "null", "-"]
+    try:
+        res = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        raise BurnError(MSG_UNREADABLE.format(detail="reading it took too long.")) from None
+    except OSError as e:
+        raise BurnError(MSG_NO_FFMPEG) from e
+    stderr = res.stderr.decode("utf-8", "replace")
+    if res.returncode != 0:
+        if "matches no streams" in stderr:
+            raise BurnError(MSG_NO_PICTURE)
+        raise BurnError(refused_format(stderr) or MSG_UNREADABLE.format(detail=last_line(stderr)))
+    seconds = 0.0
+    for line in res.stdout.decode("ascii", "replace").splitlines():
+        key, _, value = line.strip().partition("=")
+        if key == "out_time_us":  # "N/A" before the first packet
+            try:
+                seconds = max(seconds, int(value) / 1_000_000)
+            except ValueError:
+                continue
+    return seconds
 
 
 def output_size(width: int, height: int, quality: str) -> tuple[int, int]:

@@ -89,6 +89,12 @@ def decoded_too_long_message(limit: float, claimed: float) -> str:
     return f"The audio runs longer than the limit of {_fmt_limit(limit)} (the file's header said {claimed:.0f} s)."
 
 
+def picture_too_long_message(limit: float, claimed: float) -> str:
+    """A burned job's picture ran past the limit (its audio may be shorter) although the file's
+    header claimed `claimed` seconds."""
+    return f"The video runs longer than the limit of {_fmt_limit(limit)} (the file's header said {claimed:.0f} s)."
+
+
 def too_big_message(limit: int) -> str:
     return f"The file is larger than the limit of {_fmt_bytes(limit)}."
 
