@@ -28,7 +28,7 @@ def token_version_key(digest: str) -> str:
 
 def encode_cached_token(account_id: int, checked_at, user_id: int) -> bytes:
     """The token cache's value: "<account id>:<unix ms of the last database check>:<user id>".
-    Plain text, so the poll path's Lua script (transcription.api.polls) reads it in Redis itself."""
+    Plain text, so the poll path's Lua script (transcription.api.front.polls) reads it in Redis itself."""
     return f"{account_id}:{int(checked_at.timestamp() * 1000)}:{user_id}".encode()
 
 
@@ -118,7 +118,7 @@ def token_holder_for_header(authorization: str | bytes | None) -> TokenHolder:
 
 class BearerTokenAuthentication(authentication.BaseAuthentication):
     """`Authorization: Bearer <token>`, for DRF views outside the v1 API's front door (which builds
-    its Caller itself, transcription.api.front_door; the v1 views name this class only for the
+    its Caller itself, transcription.api.front.front_door; the v1 views name this class only for the
     OpenAPI document). request.user is the Account."""
 
     keyword = "Bearer"

@@ -18,7 +18,7 @@ class Account(models.Model):
     # The client address a self-service sign-up came from (sign-ups per address are limited);
     # empty for accounts made by operators.
     signup_address = models.GenericIPAddressField(null=True, blank=True, editable=False)
-    # Signed file links (transcription.artifacts) made up to this moment no longer work: set when
+    # Signed file links (transcription.storage.artifacts) made up to this moment no longer work: set when
     # the token is revoked or replaced (accounts.services), so a leaked link dies with its token.
     file_links_revoked_at = models.DateTimeField(null=True, blank=True, editable=False)
     created_at = models.DateTimeField(auto_now_add=True)

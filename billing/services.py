@@ -254,7 +254,7 @@ class ChargeResult:
 
 
 def _known_duration(job: BilledJob) -> int:
-    """A job is priced once its duration is known (transcription.services.job_charge runs after the probe)."""
+    """A job is priced once its duration is known (transcription.writes.services.job_charge runs after the probe)."""
     if job.duration is None:
         raise ValueError(f"Job {job.pk} has no duration yet: it cannot be priced.")
     return job.duration
@@ -269,7 +269,7 @@ def billed_seconds(job: BilledJob) -> int:
 
 def ledger_charge(job: BilledJob) -> ChargeResult:
     """The ledger's charge for a job whose `duration` is known: in full, for the whole minutes of
-    a preview (ChargeResult.preview_minutes; transcription.services.job_charge records them on the
+    a preview (ChargeResult.preview_minutes; transcription.writes.services.job_charge records them on the
     job), or not at all.
 
     Runs in one transaction holding the account row lock. Idempotent: a job already charged

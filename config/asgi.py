@@ -1,7 +1,7 @@
 """The production web application (bin/web: gunicorn with uvicorn workers): /mcp goes to the MCP
-server (transcription.api.mcp_server, the official SDK's Streamable HTTP app), /v1/api/uploads to
-the uploads' app (transcription.api.uploads: bodies read in the event loop), /v1/audio/* and
-/v1/models to OpenAI's speech API (transcription.api.openai_compat), everything else to
+server (transcription.api.doors.mcp_server, the official SDK's Streamable HTTP app), /v1/api/uploads to
+the uploads' app (transcription.api.doors.uploads: bodies read in the event loop), /v1/audio/* and
+/v1/models to OpenAI's speech API (transcription.api.doors.openai_compat), everything else to
 Django's WSGI application in a thread pool (a2wsgi), which kept the poll path as fast as gunicorn's
 sync workers did (docs/decisions.md, "One server for /v1 and /mcp"). The lifespan events go to the
 SDK's app, which starts its session manager there.
@@ -19,10 +19,10 @@ from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
-from transcription.api import openai_compat, uploads  # noqa: E402
-from transcription.api.asgi_door import ChunkedBodies  # noqa: E402
-from transcription.api.mcp_server import MCP_PATH, asgi_app  # noqa: E402
-from transcription.api.poll_front import PollFront  # noqa: E402
+from transcription.api.doors import openai_compat, uploads  # noqa: E402
+from transcription.api.doors.asgi_door import ChunkedBodies  # noqa: E402
+from transcription.api.doors.mcp_server import MCP_PATH, asgi_app  # noqa: E402
+from transcription.api.doors.poll_front import PollFront  # noqa: E402
 
 django_wsgi_application = get_wsgi_application()
 # Polls the Redis script answers go through Django in the event loop; the rest to the thread pool.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.http import JsonResponse
 
-from transcription.api import front_door
+from transcription.api.front import front_door
 
 
 class RequestBodyLimitMiddleware:

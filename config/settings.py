@@ -275,7 +275,7 @@ CELERY_TASK_ROUTES = {
 # The largest request body read; a larger one is a JSON 413 (config.middleware). Django's default.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env.int("MAX_REQUEST_BODY_BYTES", default=2_621_440)
 
-# --- A transcript's corrections (transcription.api.editing; docs/decisions/api.md, issue 56) ------
+# --- A transcript's corrections (transcription.api.front.editing; docs/decisions/api.md, issue 56) ------
 # A document is bounded by its recording: at most this many words and characters a second of the
 # job's duration (a fast speaker says 3 to 4 words a second), and never fewer than the floor, so a
 # short clip can still be written out. An edit past it is a 422 naming the bound.
@@ -288,7 +288,7 @@ TRANSCRIPT_MIN_CHARS = env.int("TRANSCRIPT_MIN_CHARS", default=4000)
 EDITS_PER_SAVE = env.int("EDITS_PER_SAVE", default=1000)
 EDITS_MAX_BYTES = env.int("EDITS_MAX_BYTES", default=262_144)
 
-# --- Rate limits (per account, in any 60 seconds: transcription.api.ratelimit) ---------------------
+# --- Rate limits (per account, in any 60 seconds: transcription.api.front.ratelimit) ---------------------
 RATE_LIMIT_JOBS_PER_MINUTE = env.int("RATE_LIMIT_JOBS_PER_MINUTE", default=60)
 RATE_LIMIT_POLLS_PER_MINUTE = env.int("RATE_LIMIT_POLLS_PER_MINUTE", default=300)
 # API requests without a valid token, per client address.
@@ -333,7 +333,7 @@ if SPREAD_CHUNK_SECONDS <= 0:
 SPEAKER_ENCODER_WEIGHTS = env.str("SPEAKER_ENCODER_WEIGHTS", default="")
 # Where `transcription-models fetch` put the speaker models' weights (None: the Python
 # environment's own share/video-transcription/speaker-weights); handed down to
-# pipeline.speakers.weight_files by transcription.apps, and on to the diarization child.
+# pipeline.speakers.encoding.weight_files by transcription.apps, and on to the diarization child.
 _speaker_weights_dir = env.str("SPEAKER_WEIGHTS_DIR", default="").strip()
 SPEAKER_WEIGHTS_DIR = Path(_speaker_weights_dir) if _speaker_weights_dir else None
 SPEAKER_THREADS = env.int("SPEAKER_THREADS", default=0)
@@ -345,15 +345,15 @@ REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["accounts.authentication.BearerTokenAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["transcription.api.parsers.JSONParser"],
-    "DEFAULT_SCHEMA_CLASS": "transcription.api.schema.ContractAutoSchema",
-    "EXCEPTION_HANDLER": "transcription.api.error_bodies.exception_handler",
+    "DEFAULT_PARSER_CLASSES": ["transcription.api.doors.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "transcription.api.doors.schema.ContractAutoSchema",
+    "EXCEPTION_HANDLER": "transcription.api.wire.error_bodies.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "Video Transcription Service API",
-    # The description (prices, errors, polling) is written by transcription.api.schema.finish_document.
+    # The description (prices, errors, polling) is written by transcription.api.doors.schema.finish_document.
     "VERSION": "1.0.0",
     "OAS_VERSION": "3.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
@@ -367,11 +367,11 @@ SPECTACULAR_SETTINGS = {
         "FontSize": "transcription.models.FontSize",
         "SubtitleFormat": "transcription.models.SubtitleFormat",
         "VoiceState": "transcription.models.VoiceState",
-        "SegmentEditOp": "transcription.pipeline.transcript_edits.OPS",
+        "SegmentEditOp": "transcription.pipeline.transcripts.transcript_edits.OPS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "transcription.api.schema.finish_document",
+        "transcription.api.doors.schema.finish_document",
     ],
     "SCHEMA_PATH_PREFIX": "/v1/api",
     # Swagger UI from drf-spectacular-sidecar's static files: the docs page needs no internet.
@@ -409,7 +409,7 @@ if SENTRY_DSN:
 ARTIFACT_LINK_SECONDS = env.int("ARTIFACT_LINK_SECONDS", default=7 * 24 * 3600)
 ARTIFACT_RETENTION_DAYS = env.int("ARTIFACT_RETENTION_DAYS", default=30)
 
-# --- Uploads (transcription.api.uploads) and the OpenAI-compatible door (transcription.api.openai_compat) ---
+# --- Uploads (transcription.api.doors.uploads) and the OpenAI-compatible door (transcription.api.doors.openai_compat) ---
 # The largest file one upload may carry (a JSON 413 above it), by any route: plain POST, tus or
 # the OpenAI-compatible endpoints.
 UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=2 * 1024**3)

@@ -101,7 +101,7 @@ def set(key: str, value, timeout: int) -> None:  # noqa: A001 - mirrors the cach
 
 
 def full_key(key: str) -> str:
-    """The Redis key behind `key` (for a Lua script that reads it: transcription.api.polls)."""
+    """The Redis key behind `key` (for a Lua script that reads it: transcription.api.front.polls)."""
     return f"cache:{key}"
 
 

@@ -8,7 +8,7 @@ admin.site.site_title = "Video transcription support"
 admin.site.index_title = "Accounts, minutes and jobs"
 
 urlpatterns = [
-    path("v1/api/", include("transcription.api.urls")),
+    path("v1/api/", include("transcription.api.doors.urls")),
     path("v1/files/<str:token>", artifact, name="artifact"),
     path("account/", include("accounts.urls")),
     path("account/api/webhook/", include("webhooks.urls")),
@@ -18,4 +18,4 @@ urlpatterns = [
 ]
 
 handler404 = "website.views.not_found"
-handler500 = "transcription.api.error_bodies.json_server_error"
+handler500 = "transcription.api.wire.error_bodies.json_server_error"

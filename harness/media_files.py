@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from transcription.pipeline.ffmpeg_commands import ffmpeg
+from transcription.pipeline.media.ffmpeg_commands import ffmpeg
 
 SPEECH_TEXT = (
     "Hello and welcome. This is a short test of the transcription service. The quick brown fox jumps over the lazy dog."

@@ -1,11 +1,11 @@
 """Resemblyzer's voice encoder in numpy (mel features, librosa's re-done, and the 3-layer LSTM), for
-the comparison only: the service runs CAM++ (``speakers.campplus``), which alone tells close voices
+the comparison only: the service runs CAM++ (``speakers.encoding.campplus``), which alone tells close voices
 apart on the channel-matched bench (docs/decisions/speech-and-text.md). Its legacy-format checkpoint
 (the ``pretrained.pt`` of the ``resemblyzer`` wheel, installed without its dependencies with the
 test extra) is read here with the service's unpickler, without torch.
 
 :func:`encoder_named` gives the benches and tests either encoder by name; windows of speech are
-embedded by ``speakers.embedding`` as the service embeds them.
+embedded by ``speakers.encoding.embedding`` as the service embeds them.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ import numpy as np
 import numpy.typing as npt
 
 from transcription.pipeline.speakers.clustering import BETWEEN_SIMILARITY, MERGE_SIMILARITY, SMALL_SPLIT_SIMILARITY
-from transcription.pipeline.speakers.encoders import SpeakerEncoder, default_encoder
+from transcription.pipeline.speakers.encoding.encoders import SpeakerEncoder, default_encoder
+from transcription.pipeline.speakers.encoding.weights import StorageRef, TorchUnpickler, file_in_package, state_dict_of
 from transcription.pipeline.speakers.speech import SAMPLE_RATE
-from transcription.pipeline.speakers.weights import StorageRef, TorchUnpickler, file_in_package, state_dict_of
 
 # Resemblyzer's hparams.py
 N_FFT = 400  # 25 ms window
@@ -64,7 +64,7 @@ def find_encoder_weights() -> Path:
 def load_legacy_state_dict(path: str | os.PathLike[str]) -> dict[str, Any]:
     """A torch checkpoint of the legacy format (what resemblyzer ships: magic number, protocol, system
     info, the pickle, then each storage's element count and little-endian bytes) into numpy arrays;
-    only plain containers and tensors are accepted (``speakers.weights.TorchUnpickler``)."""
+    only plain containers and tensors are accepted (``speakers.encoding.weights.TorchUnpickler``)."""
     checkpoint = Path(path)
     storages: dict[str, StorageRef] = {}
     with open(checkpoint, "rb") as f:

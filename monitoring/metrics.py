@@ -13,7 +13,7 @@ series stay bounded however many customers there are, and an idle account has no
 |---|---|---|
 | transcription_queue_messages | gauge | queue: messages waiting in the Celery queue (Redis) |
 | transcription_broker_up | gauge | 1 when the broker answered this scrape |
-| transcription_waiting_jobs | gauge | queue: jobs waiting in the queue's fair line (transcription.lines) |
+| transcription_waiting_jobs | gauge | queue: jobs waiting in the queue's fair line (transcription.scheduling.lines) |
 | transcription_waiting_seconds | gauge | queue: how long the job waiting longest has waited |
 | transcription_account_waiting_jobs | gauge | queue, account: the same for the TOP_ACCOUNTS accounts with most jobs waiting |
 | transcription_account_waiting_seconds | gauge | queue, account: their longest waits |
@@ -40,8 +40,9 @@ from django.utils import timezone
 from prometheus_client.core import CollectorRegistry, CounterMetricFamily, GaugeMetricFamily
 
 from config import shared_cache
-from transcription import lines, states
+from transcription import states
 from transcription.models import FailureReason, Job, JobState, JobType, Translation
+from transcription.scheduling import lines
 from webhooks.models import Attempt, Message
 
 STAGE_WINDOW = timedelta(hours=1)

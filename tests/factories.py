@@ -9,10 +9,10 @@ from django.contrib.auth import get_user_model
 from factory.django import DjangoModelFactory
 
 from accounts.models import Account
-from transcription import services
 from transcription.models import Job, Translation, Upload
-from transcription.pipeline.results import build_results
+from transcription.pipeline.transcripts.results import build_results
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
+from transcription.writes import services
 
 
 class UserFactory(DjangoModelFactory):

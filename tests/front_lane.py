@@ -1,11 +1,11 @@
-"""The poll fast lane under test: transcription.api.poll_front's PollFront over Django's WSGI
+"""The poll fast lane under test: transcription.api.doors.poll_front's PollFront over Django's WSGI
 application, driven as uvicorn drives it, in an event loop."""
 
 import asyncio
 
 from django.core.wsgi import get_wsgi_application
 
-from transcription.api.poll_front import PollFront
+from transcription.api.doors.poll_front import PollFront
 
 
 class Front:

@@ -1,5 +1,5 @@
 """docs/architecture.md is the map a newcomer trusts: every file or folder it names exists, every
-dotted name it gives (`services.job_create`, `transcription.signals.job_ended`) is a module or
+dotted name it gives (`services.job_create`, `transcription.events.signals.job_ended`) is a module or
 something a module defines, and every app of INSTALLED_APPS has its room in it."""
 
 from __future__ import annotations
@@ -86,13 +86,13 @@ def test_every_app_has_its_room_in_the_map():
 
 def test_the_checks_catch_a_stale_map():
     modules = project_modules(project_paths())
-    assert not resolves("transcription.api.views.parse_body", modules)
-    assert not resolves("api.views.parse_body", modules)
-    assert resolves("transcription.signals.job_ended", modules)
+    assert not resolves("transcription.api.doors.views.parse_body", modules)
+    assert not resolves("api.doors.views.parse_body", modules)
+    assert resolves("transcription.events.signals.job_ended", modules)
     assert resolves("services.job_create", modules)
-    stale = "nowhere/ `transcription.api.views.parse_body` gone.py, see /v1/api/subtitles and docs/x.md"
+    stale = "nowhere/ `transcription.api.doors.views.parse_body` gone.py, see /v1/api/subtitles and docs/x.md"
     assert set(PATH.findall(stale)) == {"nowhere/", "gone.py"}
-    assert dotted_names(stale) == ["transcription.api.views.parse_body"]
+    assert dotted_names(stale) == ["transcription.api.doors.views.parse_body"]
 
 
 def test_the_decisions_index_lists_every_topic_and_every_decision():

@@ -1,7 +1,7 @@
 """No stage reads the service's own output (issue 56, issue 55's "segments as the one source"): a
 job's cues are made from its kept segments (transcript_edits.cues) and a translation's are kept with
 it (Translation.cues). Reading subtitles back is left to the tests and benchmarks: no module of the
-service but the one that holds those readers (pipeline.captions) names them, or parses SRT/WebVTT."""
+service but the one that holds those readers (pipeline.transcripts.captions) names them, or parses SRT/WebVTT."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("accounts", "audit", "billing", "config", "transcription", "webhooks", "website", "monitoring")
-READERS = {"from_srt", "with_voices", "webvtt_voices"}  # pipeline.captions' readers, for the tests
+READERS = {"from_srt", "with_voices", "webvtt_voices"}  # pipeline.transcripts.captions' readers, for the tests
 # a subtitle library's readers: pysubs2.load, SSAFile.from_string, srt.parse, webvtt.read, ...
 LIBRARIES = {"pysubs2", "SSAFile", "srt", "webvtt"}
 LIBRARY_READERS = {"load", "from_string", "from_file", "parse", "read", "read_buffer", "from_srt"}

@@ -70,22 +70,25 @@ def test_every_listed_exception_still_exists():
 # One path for each kind of write (issue 55): a record's state field is written by one module,
 # which applies its rules, and nowhere else (not by a `.save()` after an attribute write, an
 # `.update(state=...)`, a `create(state=...)` or a setattr). Jobs' and translations' `state` (and
-# uploads') is written by transcription/services.py under transcription/states.py's rules, the
+# uploads') is written by transcription/writes/services.py under transcription/states.py's rules, the
 # rework paths included (job_move / translation_move with rework=True); a recognition chunk's
 # state is `done` with its claim's `lease_until`, compare-and-set in chunk_services.py (a job's
 # claim, in services.py). Every module that ships or runs beside it is walked; tests build their
 # rows as they need.
 STATE_WRITERS = {
-    "state": {"transcription/services.py"},
-    "done": {"transcription/chunk_services.py"},
-    "lease_until": {"transcription/services.py", "transcription/chunk_services.py"},
+    "state": {"transcription/writes/services.py"},
+    "done": {"transcription/writes/chunk_services.py"},
+    "lease_until": {"transcription/writes/services.py", "transcription/writes/chunk_services.py"},
 }
 # (file, field) -> why another module writes it: not a job's, translation's or chunk's state
 # changing, or rows made in a state as the tests' factories make them
 OTHER_WRITERS = {
     ("webhooks/services.py", "state"): "a webhook message's delivery (the outbox): its own machine, one writer",
-    ("transcription/pipeline/speakers/campplus.py", "state"): "a graph builder's state dict of weights, no model",
-    ("transcription/api/error_bodies.py", "state"): "a 429's rate-limit window, no model",
+    (
+        "transcription/pipeline/speakers/encoding/campplus.py",
+        "state",
+    ): "a graph builder's state dict of weights, no model",
+    ("transcription/api/wire/error_bodies.py", "state"): "a 429's rate-limit window, no model",
     ("bench/edits/patch.py", "state"): "a benchmark's fixture: a done job made to be edited, never run",
     ("bench/polls/fixture.py", "state"): "a benchmark's fixture: jobs and translations made to be polled, never run",
 }

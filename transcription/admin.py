@@ -1,7 +1,7 @@
 """Jobs, batches and translations for support staff: read-only pages, plus two actions on jobs.
 
 Retry queues a fresh job with the same options (the failed one stays failed); cancel fails a
-waiting or running job and refunds it. Both go through transcription.services and are audited.
+waiting or running job and refunds it. Both go through transcription.writes.services and are audited.
 Nothing is added, edited or deleted by hand here: a job's fields are written by the pipeline.
 """
 
@@ -21,8 +21,10 @@ from django_celery_results.models import TaskResult
 from billing.models import LedgerEntry
 from billing.pricing import format_minutes
 from config.admin import ReadOnlyAdminMixin
+from transcription import states
+from transcription.scheduling import dispatch
+from transcription.writes import reburn_services, services
 
-from . import dispatch, reburn_services, services, states
 from .job_options import OPTIONS
 from .models import Batch, Job, Translation
 

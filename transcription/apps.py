@@ -10,8 +10,9 @@ class TranscriptionConfig(AppConfig):
         from django.core import checks as django_checks
         from django.core.signals import setting_changed
 
-        from . import checks, poll_cache  # imports the models: only once the app registry is ready
-        from .pipeline.speakers import weight_files
+        from transcription import checks
+        from transcription.events import poll_cache  # imports the models: only once the app registry is ready
+        from transcription.pipeline.speakers.encoding import weight_files
 
         poll_cache.connect()
         django_checks.register(checks.speaker_weights)
@@ -23,6 +24,6 @@ class TranscriptionConfig(AppConfig):
 
 def _weights_dir_changed(*, setting, value, **kwargs):
     if setting == "SPEAKER_WEIGHTS_DIR":
-        from .pipeline.speakers import weight_files
+        from transcription.pipeline.speakers.encoding import weight_files
 
         weight_files.use_weights_dir(value)

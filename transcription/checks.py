@@ -14,7 +14,7 @@ def speaker_weights(app_configs=None, **kwargs) -> list[checks.CheckMessage]:
     """Registered by TranscriptionConfig.ready. The speakers package is imported here, not at the
     module's top: importing it loads numpy, which web processes never load (tests/test_web_processes.py);
     checks run in `manage.py check`, not in a web process."""
-    from .pipeline.speakers import weight_files
+    from transcription.pipeline.speakers.encoding import weight_files
 
     fix = (
         f"Run `{weight_files.FETCH_COMMAND}` in this installation's environment (offline: add --find-links DIR "

@@ -9,7 +9,7 @@ door; tests/transcription/test_job_options.py adds a dummy one and follows it th
 
 Plain data: nothing of DRF, Django forms or the MCP SDK is imported here (a choice's values are its
 model's TextChoices); each door turns a
-declaration into its own kind of field (api/serializers.py, api/mcp_server.py, website/forms.py,
+declaration into its own kind of field (api/wire/serializers.py, api/doors/mcp_server.py, website/forms.py,
 admin.py).
 """
 

@@ -71,7 +71,7 @@ class UploadState(models.TextChoices):
 
 
 class Upload(models.Model):
-    """A file an account sent us instead of a link (transcription.api.uploads): the media stage reads
+    """A file an account sent us instead of a link (transcription.api.doors.uploads): the media stage reads
     it from storage where it would download a URL. Deleted by the retention sweep (retention.py)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
@@ -170,7 +170,7 @@ class Job(JobOptions):
     webvtt = models.TextField(null=True, blank=True)
     burned_video = models.CharField(max_length=500, null=True, blank=True, help_text="Storage name of the video.")
     # {"1": "Alice"}: names of "Speaker N", given by the account holder or an enrolled voice; the text
-    # above keeps "Speaker N" and the names are laid over it when read (pipeline.speaker_names).
+    # above keeps "Speaker N" and the names are laid over it when read (pipeline.transcripts.speaker_names).
     speaker_names = models.JSONField(default=dict, blank=True)
     # The job reads a voice sample for an enrolled Voice: no recognition, no text; shown with the voice.
     is_voice_sample = models.BooleanField(default=False, editable=False)
@@ -211,7 +211,7 @@ class JobSegments(models.Model):
     language = models.CharField(max_length=12, blank=True)
     duration = models.FloatField(default=0.0, help_text="Seconds of audio recognised.")
     segments = models.JSONField(default=list, help_text="[{start, end, text, speaker, words: [{start, end, word}]}]")
-    # The owner's corrections (api.editing): the recognition as the speech stage kept it, copied at
+    # The owner's corrections (api.front.editing): the recognition as the speech stage kept it, copied at
     # the first edit (null until then); the document's version, which its ETag names (each edit adds
     # one, so two editors never overwrite each other); and every edit's who, when and what.
     original = models.JSONField(null=True, blank=True, help_text="The segments as recognised, before any edit.")
@@ -277,7 +277,7 @@ class Translation(models.Model):
     burned_video = models.CharField(max_length=500, null=True, blank=True)
     error = models.TextField(null=True, blank=True)
     # After an edit of a done job (issue 46): the new cues, each with the translated lines it keeps
-    # or null to translate again (pipeline.retranslation), and the seconds charged for them; null
+    # or null to translate again (pipeline.transcripts.retranslation), and the seconds charged for them; null
     # when the translation is up to date with its transcript.
     redo = models.JSONField(null=True, blank=True, editable=False, help_text="{plan, charged}")
     # The cues `srt` and `webvtt` were written from (captions.cue_records: times, lines, voices),

@@ -28,7 +28,9 @@ from celery import shared_task
 from celery.signals import worker_shutting_down
 from django.conf import settings
 
-from . import dispatch, retention, sweeper
+from transcription.scheduling import dispatch
+from transcription.upkeep import retention, sweeper
+
 from .stages import burning, media, retranslating, spreading, transcribing
 
 logger = logging.getLogger(__name__)

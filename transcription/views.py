@@ -6,8 +6,9 @@ from django.core.files.storage import default_storage
 from django.http import FileResponse, HttpResponse, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from django.utils.http import content_disposition_header
 
-from . import files
-from .artifacts import unsign
+from transcription.storage import files
+from transcription.storage.artifacts import unsign
+
 from .models import Job
 
 _CHUNK = 64 * 1024

@@ -7,7 +7,7 @@ class WebhooksConfig(AppConfig):
 
     def ready(self):
         # Imported here: the services import the models, which need the app registry.
-        from transcription.signals import job_ended
+        from transcription.events.signals import job_ended
 
         from . import services
 

@@ -1,7 +1,7 @@
 """The only place that writes webhook endpoints, messages (the outbox) and attempts.
 
 An event is recorded in the database transaction that ends its job (`message_record_job_end`,
-which receives transcription.signals.job_ended from job_finish / job_fail), and its delivery task is sent once that
+which receives transcription.events.signals.job_ended from job_finish / job_fail), and its delivery task is sent once that
 transaction has committed. A crash between the commit and the send, a broker that lost the task,
 or a worker killed mid-delivery only delays it: `messages_sweep` (beat, every 30 s) sends again
 what is due and that no live worker holds.
@@ -29,7 +29,7 @@ from accounts.models import Account
 from audit.models import AuditEvent
 from audit.services import Actor, audit_record
 from transcription import states
-from transcription.api.presenters import batch_payload, job_document, with_links
+from transcription.api.wire.presenters import batch_payload, job_document, with_links
 from transcription.models import Batch, Job
 from transcription.pipeline.fetch import FetchError, check_url
 
@@ -195,7 +195,7 @@ def _batch_ended(batch_id: UUID) -> Batch | None:
 
 def message_record_job_end(job: Job, **signal: object) -> None:
     """Record job.done or job.failed for a job that has just ended, and batch.done when it was the
-    last of its batch to end. Receives transcription.signals.job_ended, inside the transaction that
+    last of its batch to end. Receives transcription.events.signals.job_ended, inside the transaction that
     ends the job."""
     endpoint = Endpoint.objects.filter(account_id=job.account_id, disabled_at__isnull=True).first()
     if endpoint is None:

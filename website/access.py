@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.http import Http404
 from rest_framework import exceptions
 
-from transcription.api import front_door, operations, ratelimit
+from transcription.api.front import front_door, operations, ratelimit
 from transcription.models import Job
 
 

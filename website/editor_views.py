@@ -1,6 +1,6 @@
 """The job page's transcript editor (issue 46): the job's media for its player, and its transcript
 as segments, read and corrected through the front door exactly as the API's
-`GET`/`PATCH /v1/api/transcription/{id}/segments` are (api.editing's operations: the same
+`GET`/`PATCH /v1/api/transcription/{id}/segments` are (api.front.editing's operations: the same
 validation, If-Match and 412, ownership, limits). The page's script is
 website/static/website/editor.js; the rules it marks cues by are the subtitle renderer's own
 (`editor_limits`).
@@ -18,12 +18,13 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods
 from rest_framework import exceptions
 
-from transcription import files, retranslation_services
-from transcription.api import editing, front_door
-from transcription.api.error_bodies import RequestValidationError
+from transcription.api.front import editing, front_door
+from transcription.api.wire.error_bodies import RequestValidationError
 from transcription.models import Job, JobSegments, Translation, UploadState
-from transcription.pipeline import captions, linebreaks
+from transcription.pipeline.transcripts import captions, linebreaks
+from transcription.storage import files
 from transcription.views import ranged_file
+from transcription.writes import retranslation_services
 
 from .access import caller as session_caller
 from .access import job_or_404

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from django import forms
 
-from transcription.api import operations
-from transcription.api.caller import Operation
+from transcription.api.front import operations
+from transcription.api.front.caller import Operation
 from transcription.job_options import OPTIONS, JobOption, Kind, options_for, playlist_options
 from transcription.models import JobType
-from transcription.pipeline.languages import speech_language_choices
+from transcription.pipeline.recognition.languages import speech_language_choices
 
 TYPE_CHOICES = [
     (JobType.TRANSCRIPT, "Transcript: text with timestamps and speakers"),
@@ -80,7 +80,7 @@ class JobForm(forms.Form):
         return [(self[option.name], " ".join(option.types), option.kind is Kind.BOOLEAN) for option in self.options]
 
     def api_request(self) -> tuple[Operation, dict]:
-        """The front door's operation for this request (one of transcription.api.operations)
+        """The front door's operation for this request (one of transcription.api.front.operations)
         and the JSON body the API would have received: the chosen type's options, as sent (a blank
         text option is left out, for the API's default)."""
         data = self.cleaned_data

@@ -1,6 +1,6 @@
 """The website: the landing page, and the account holder's jobs (list, one job, a batch, the form
 that queues one). Views parse and answer. The website is a door of the front door
-(transcription.api.front_door): the signed-in person's Caller, the job form performed as the API's
+(transcription.api.front.front_door): the signed-in person's Caller, the job form performed as the API's
 operation of the same name (counted in the same limits, checked by the same serializers, queued by
 the same services), the progress poller counted as a poll; so a job queued here is the job the API
 would have queued, and refusals are shown on the form in the website's own shape.
@@ -30,15 +30,15 @@ from rest_framework import exceptions
 from accounts.models import Account
 from billing import pricing
 from billing.selectors import account_balance, charged_seconds
-from transcription.api import front_door, operations, ratelimit
-from transcription.api.error_bodies import Busy, RequestValidationError, json_not_found
-from transcription.artifacts import signed_path
-from transcription.dispatch import QueueUnavailable
+from transcription.api.front import front_door, operations, ratelimit
+from transcription.api.wire.error_bodies import Busy, RequestValidationError, json_not_found
 from transcription.models import Batch, Job, JobType, Quality, Translation
 from transcription.pipeline.burn import QUALITY_HEIGHT
-from transcription.pipeline.languages import language_label
-from transcription.pipeline.speaker_names import name_txt, name_webvtt
+from transcription.pipeline.recognition.languages import language_label
+from transcription.pipeline.transcripts.speaker_names import name_txt, name_webvtt
+from transcription.scheduling.dispatch import QueueUnavailable
 from transcription.states import FINAL_STATES
+from transcription.storage.artifacts import signed_path
 
 from . import access
 from .access import job_or_404, owned_or_404

@@ -48,9 +48,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from rtf import abba, wer, without_paragraph_heads  # noqa: E402
 
-from transcription.pipeline import asr, audio, speakers, whisper_model  # noqa: E402
-from transcription.pipeline.results import build_results  # noqa: E402
-from transcription.pipeline.wav import wav_duration  # noqa: E402
+from transcription.pipeline import speakers  # noqa: E402
+from transcription.pipeline.media import audio  # noqa: E402
+from transcription.pipeline.media.wav import wav_duration  # noqa: E402
+from transcription.pipeline.recognition import asr, whisper_model  # noqa: E402
+from transcription.pipeline.transcripts.results import build_results  # noqa: E402
 
 CHUNK_SECONDS = 600.0  # settings.RECOGNITION_CHUNK_SECONDS' default
 GRAPHS = ROOT / "var" / "models" / "speakers"  # settings.MODEL_CACHE_DIR / "speakers", as the stage

@@ -36,9 +36,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from multilingual_set import CHARACTER_LANGUAGES, NUMBER_WORDS, build  # noqa: E402
 from rtf import token_error_rate  # noqa: E402
 
-from transcription.pipeline import asr, language_id  # noqa: E402
-from transcription.pipeline.wav import SAMPLE_RATE, read_slice  # noqa: E402
-from transcription.pipeline.whisper_model import load_model  # noqa: E402
+from transcription.pipeline.media.wav import SAMPLE_RATE, read_slice  # noqa: E402
+from transcription.pipeline.recognition import asr, language_id  # noqa: E402
+from transcription.pipeline.recognition.whisper_model import load_model  # noqa: E402
 
 # mode: (batched, recover_dropped), asr.transcribe's two options that the modes vary
 MODES = {

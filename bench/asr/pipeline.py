@@ -188,9 +188,11 @@ def main() -> None:
     from harness.media_server import MediaServer
     from harness.processes import running_worker
     from transcription.models import Job
-    from transcription.pipeline import asr, audio, speakers, whisper_model
-    from transcription.pipeline.results import build_results
-    from transcription.pipeline.wav import wav_duration
+    from transcription.pipeline import speakers
+    from transcription.pipeline.media import audio
+    from transcription.pipeline.media.wav import wav_duration
+    from transcription.pipeline.recognition import asr, whisper_model
+    from transcription.pipeline.transcripts.results import build_results
 
     t0 = time.perf_counter()
     call_command("migrate", verbosity=0)

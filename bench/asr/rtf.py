@@ -30,8 +30,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from transcription.pipeline.wav import read_slice  # noqa: E402
-from transcription.pipeline.whisper_model import load_model  # noqa: E402
+from transcription.pipeline.media.wav import read_slice  # noqa: E402
+from transcription.pipeline.recognition.whisper_model import load_model  # noqa: E402
 
 LIBRIVOX = "/usr/share/pocketsphinx/test/data/librivox"
 

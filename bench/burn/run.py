@@ -35,7 +35,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from transcription.pipeline import burn as burn_stage  # noqa: E402
-from transcription.pipeline.captions import Cue  # noqa: E402
+from transcription.pipeline.transcripts.captions import Cue  # noqa: E402
 
 SECONDS = 60
 SOURCE_SIZE = "1280x720"

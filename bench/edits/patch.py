@@ -49,8 +49,8 @@ def setup(hours: float):
     from django.test import Client
 
     from accounts.services import account_create, token_issue
-    from transcription import services
     from transcription.models import Job
+    from transcription.writes import services
 
     account = account_create(f"bench-edits-{secrets.token_hex(4)}@example.com")
     document = transcript(hours)
@@ -99,9 +99,10 @@ def collections() -> list[float]:
 
 
 def time_steps() -> None:
-    from transcription import edit_services
-    from transcription.api import editing, views
+    from transcription.api.doors import views
+    from transcription.api.front import editing
     from transcription.models import Job
+    from transcription.writes import edit_services
 
     timed(editing, "_editable", "read the job and its version")
     timed(editing, "edited", "apply the edit and render")
@@ -121,7 +122,7 @@ def main() -> None:
     client, job, document = setup(args.hours)
     time_steps()
     pauses = collections()
-    from transcription.api import edit_renders
+    from transcription.api.front import edit_renders
 
     url = f"/v1/api/transcription/{job.id}/segments"
     etag = client.get(url)["ETag"]

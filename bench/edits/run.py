@@ -1,6 +1,6 @@
 """bench/edits: how long one cue's correction takes on a 2-hour transcript (issue 46, item 6: the
 goal is p95 < 100 ms for the whole PATCH; bench/edits/patch.py times the whole PATCH). Measures the
-edit applied to the segments document (pipeline.transcript_edits.apply_edits) and txt, srt and
+edit applied to the segments document (pipeline.transcripts.transcript_edits.apply_edits) and txt, srt and
 webvtt made again from it, rounds alternating:
   A "whole": transcript_edits.render, everything from the whole document (what every PATCH did);
   B "incremental": rerender.after_edit, from the previous edit's render, only where the edit reached.
@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from transcription.pipeline import rerender, transcript_edits  # noqa: E402
+from transcription.pipeline.transcripts import rerender, transcript_edits  # noqa: E402
 
 VOCABULARY = (
     "the quick brown fox jumps over a lazy dog and then we talk about many things today really "

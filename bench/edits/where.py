@@ -1,6 +1,6 @@
 """bench/edits/where.py: where the 1.2 s of a whole render of a 2-hour transcript goes, and how far
 an edit reaches into the subtitles (the measurements behind README.md's "Before this work" section,
-which led to pipeline.rerender; nothing is committed from a run).
+which led to pipeline.transcripts.rerender; nothing is committed from a run).
 
     .venv/bin/python bench/edits/where.py [--hours 2] [--edits 12]
 
@@ -22,8 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.edits.run import transcript  # noqa: E402
-from transcription.pipeline import captions, linebreaks, paragraphs, transcript_edits  # noqa: E402
-from transcription.pipeline.words import guess_language  # noqa: E402
+from transcription.pipeline.recognition.words import guess_language  # noqa: E402
+from transcription.pipeline.transcripts import captions, linebreaks, paragraphs, transcript_edits  # noqa: E402
 
 
 def ms(began: float) -> float:

@@ -174,7 +174,10 @@ def _status_kb(pid: int | str, field: str) -> int:
 
 
 def child(wav: str, model_name: str, cache_dir: str) -> None:
-    from transcription.pipeline import asr, audio, captions, cleaning, paragraphs, speakers, whisper_model
+    from transcription.pipeline import speakers
+    from transcription.pipeline.media import audio
+    from transcription.pipeline.recognition import asr, cleaning, whisper_model
+    from transcription.pipeline.transcripts import captions, paragraphs
 
     can_reset = True
 

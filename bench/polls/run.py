@@ -59,7 +59,7 @@ def poll_answer_bytes(fixture: dict) -> int:
     """The size of the poll's answer (the cached body), for the bare ASGI answer of the same size."""
     import uuid
 
-    from transcription.api.polls import cached_poll
+    from transcription.api.front.polls import cached_poll
 
     cached = cached_poll(uuid.UUID(fixture["job_id"]))
     assert cached, f"no job {fixture['job_id']}"

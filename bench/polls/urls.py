@@ -19,5 +19,5 @@ urlpatterns = [
     path("", include("config.urls")),
 ]
 
-handler404 = "transcription.api.error_bodies.json_not_found"
-handler500 = "transcription.api.error_bodies.json_server_error"
+handler404 = "transcription.api.wire.error_bodies.json_not_found"
+handler500 = "transcription.api.wire.error_bodies.json_server_error"

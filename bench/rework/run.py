@@ -1,7 +1,7 @@
 """bench/rework: what keeping a job's translations in step with an edit costs (issue 46, item 2).
 
 1. In the PATCH, per translation, on a long transcript: the cues read back (the job's old and new
-   SRT and WebVTT, the translation's SRT) and the plan (pipeline.retranslation.plan): what the
+   SRT and WebVTT, the translation's SRT) and the plan (pipeline.transcripts.retranslation.plan): what the
    edit adds to a job with translations (a job without any reads and parses nothing more).
 2. On the asr worker: translating the one cue an edit changed (retranslation.complete, Apertium
    en->es) against translating every cue again (translate_cues over the whole transcript: the
@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from bench.edits.run import transcript  # noqa: E402
-from transcription.pipeline import captions, retranslation, transcript_edits, translate  # noqa: E402
+from transcription.pipeline import translate  # noqa: E402
+from transcription.pipeline.transcripts import captions, retranslation, transcript_edits  # noqa: E402
 
 
 def rendered(document: list[dict]) -> tuple[list[captions.Cue], str, str]:

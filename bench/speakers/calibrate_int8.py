@@ -29,8 +29,8 @@ sys.path.insert(0, str(HERE.parents[1]))
 from bench.speakers.dataset import build  # noqa: E402
 from bench.speakers.meeting import build_meeting  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
-from transcription.pipeline.speakers import campplus  # noqa: E402
-from transcription.pipeline.speakers.weights import load_torch_state_dict  # noqa: E402
+from transcription.pipeline.speakers.encoding import campplus  # noqa: E402
+from transcription.pipeline.speakers.encoding.weights import load_torch_state_dict  # noqa: E402
 
 KEEP_EVERY = 4  # of the batches the encoder is given, the ones calibrated on
 

@@ -44,9 +44,9 @@ from bench.speakers.run import annotation  # noqa: E402
 from harness.resemblyzer_encoder import DEFAULT_ENCODER, ENCODER_NAMES, encoder_named  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers import local as local_speakers  # noqa: E402
-from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.clustering import between, centroids, kmeans  # noqa: E402
-from transcription.pipeline.speakers.encoders import default_encoder  # noqa: E402
+from transcription.pipeline.speakers.encoding.blas import single_threaded_blas  # noqa: E402
+from transcription.pipeline.speakers.encoding.encoders import default_encoder  # noqa: E402
 
 MERGE_SWEEP = [round(float(m), 3) for m in np.arange(0.30, 0.951, 0.025)] + [1.01]
 # how local speakers are read (local_speakers.LocalReading): swept on the calibration half at the service's

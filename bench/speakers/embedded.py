@@ -18,11 +18,11 @@ from bench.speakers.dataset import build  # noqa: E402
 from harness.resemblyzer_encoder import ENCODER_NAMES, encoder_named  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers import local as local_speakers  # noqa: E402
-from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.closer import HOP_FRAMES as CLOSER_HOP  # noqa: E402
 from transcription.pipeline.speakers.closer import SIZE_FRAMES as CLOSER_SIZE  # noqa: E402
 from transcription.pipeline.speakers.closer import turn_centroids  # noqa: E402
-from transcription.pipeline.speakers.embedding import centred_in, embed_regions  # noqa: E402
+from transcription.pipeline.speakers.encoding.blas import single_threaded_blas  # noqa: E402
+from transcription.pipeline.speakers.encoding.embedding import centred_in, embed_regions  # noqa: E402
 from transcription.pipeline.speakers.segmentation import default_segmentation  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 

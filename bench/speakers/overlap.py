@@ -43,10 +43,10 @@ from pyannote.metrics.diarization import DiarizationErrorRate  # noqa: E402
 from bench.speakers.dataset import CONDITIONS, TWO_SPEAKER_CONDITIONS, Item, build  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
-from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.changes import SHIPPED, Reading  # noqa: E402
-from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402
-from transcription.pipeline.speakers.encoders import default_encoder  # noqa: E402
+from transcription.pipeline.speakers.encoding.blas import single_threaded_blas  # noqa: E402
+from transcription.pipeline.speakers.encoding.embedding import embed_regions  # noqa: E402
+from transcription.pipeline.speakers.encoding.encoders import default_encoder  # noqa: E402
 from transcription.pipeline.speakers.segmentation import FrameClasses, Segmentation  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 from transcription.pipeline.types import SpeakerTurn  # noqa: E402

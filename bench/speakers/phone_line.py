@@ -32,9 +32,9 @@ from bench.speakers.recorded_voices import read_wav  # noqa: E402
 from harness import speaker_audio as sa  # noqa: E402
 from harness.resemblyzer_encoder import DEFAULT_ENCODER  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
-from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
-from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402
-from transcription.pipeline.speakers.encoders import default_encoder  # noqa: E402
+from transcription.pipeline.speakers.encoding.blas import single_threaded_blas  # noqa: E402
+from transcription.pipeline.speakers.encoding.embedding import embed_regions  # noqa: E402
+from transcription.pipeline.speakers.encoding.encoders import default_encoder  # noqa: E402
 from transcription.pipeline.speakers.speech import find_speech  # noqa: E402
 
 HERE = Path(__file__).resolve().parent

@@ -26,10 +26,10 @@ if str(ROOT) not in sys.path:
 from transcription.pipeline import speakers  # noqa: E402
 from transcription.pipeline.speakers import closer  # noqa: E402
 from transcription.pipeline.speakers import local as local_speakers  # noqa: E402
-from transcription.pipeline.speakers.blas import single_threaded_blas  # noqa: E402
 from transcription.pipeline.speakers.closer import closer_turns, turn_centroids, unsure_spans  # noqa: E402
-from transcription.pipeline.speakers.embedding import embed_regions  # noqa: E402
-from transcription.pipeline.speakers.encoders import SpeakerEncoder  # noqa: E402
+from transcription.pipeline.speakers.encoding.blas import single_threaded_blas  # noqa: E402
+from transcription.pipeline.speakers.encoding.embedding import embed_regions  # noqa: E402
+from transcription.pipeline.speakers.encoding.encoders import SpeakerEncoder  # noqa: E402
 from transcription.pipeline.speakers.segmentation import (  # noqa: E402
     POWERSET_SPEAKERS,
     SpeakerActivity,

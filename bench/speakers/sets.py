@@ -37,7 +37,7 @@ from bench.speakers.meeting import build_meeting  # noqa: E402
 from bench.speakers.readings import overlap_frames, read  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
 from transcription.pipeline.speakers.clustering import MANY_VOICES  # noqa: E402
-from transcription.pipeline.speakers.encoders import default_encoder  # noqa: E402
+from transcription.pipeline.speakers.encoding.encoders import default_encoder  # noqa: E402
 from transcription.pipeline.speakers.local import OVERLAP_SHARE  # noqa: E402
 from transcription.pipeline.types import SpeakerTurn  # noqa: E402
 

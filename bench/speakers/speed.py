@@ -35,7 +35,8 @@ from bench.speakers.dataset import Item, build  # noqa: E402
 from bench.speakers.meeting import build_meeting  # noqa: E402
 from bench.speakers.run import annotation  # noqa: E402
 from transcription.pipeline import speakers  # noqa: E402
-from transcription.pipeline.speakers import campplus, segmentation  # noqa: E402
+from transcription.pipeline.speakers import segmentation  # noqa: E402
+from transcription.pipeline.speakers.encoding import campplus  # noqa: E402
 
 STAGES: dict[str, float] = defaultdict(float)
 _lock = threading.Lock()

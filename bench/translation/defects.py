@@ -35,8 +35,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from transcription.pipeline.captions import Cue, build_cues  # noqa: E402
-from transcription.pipeline.linebreaks import line_limit  # noqa: E402
+from transcription.pipeline.recognition.words import ends_sentence  # noqa: E402
+from transcription.pipeline.transcripts.captions import Cue, build_cues  # noqa: E402
+from transcription.pipeline.transcripts.linebreaks import line_limit  # noqa: E402
 from transcription.pipeline.translate import (  # noqa: E402
     PIVOT,
     ApertiumTranslator,
@@ -45,7 +46,6 @@ from transcription.pipeline.translate import (  # noqa: E402
     translate_cues,
 )
 from transcription.pipeline.types import Segment, Word  # noqa: E402
-from transcription.pipeline.words import ends_sentence  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox/transcription")

@@ -2,7 +2,7 @@
 no checks and no rows, that reads one request's Content-Length bytes and writes them to a file as
 they come (blocking recv and write in one thread). bench/uploads/run.py sends it the same file with
 the same curl command, so the upload's figure can be read against what this machine allows. Like
-the upload's writer (transcription/api/bodies.py), it starts the writeback of what it wrote every
+the upload's writer (transcription/api/doors/bodies.py), it starts the writeback of what it wrote every
 4 MB (sync_file_range), so the floor writes to the disk the way the server does.
 
     python bench/uploads/bare_receiver.py PORT FILE     # answers one request per connection, forever

@@ -12,7 +12,7 @@ from accounts.services import account_create, token_issue
 from accounts.tokens import token_digest
 from audit.models import AuditEvent
 from billing.services import grant_staff_minutes
-from transcription import services
+from transcription.writes import services
 
 pytestmark = pytest.mark.django_db
 

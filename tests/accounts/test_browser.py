@@ -139,8 +139,9 @@ def test_support_grants_minutes_and_the_holder_sees_them(live_server, new_page):
     from accounts.services import account_create
     from audit.models import AuditEvent
     from tests.staff import make_support_user
-    from transcription import services, states
+    from transcription import states
     from transcription.models import Job
+    from transcription.writes import services
 
     holder = account_create("holder@example.com", password=PASSWORD)
     staff = make_support_user(password=STAFF_PASSWORD)

@@ -1,4 +1,4 @@
-"""The body readers of the doors that take files (transcription.api.bodies), driven as uvicorn
+"""The body readers of the doors that take files (transcription.api.doors.bodies), driven as uvicorn
 drives them: ASGI messages of any size, the multipart parser the service uses, a real file."""
 
 import asyncio
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transcription.api import bodies
+from transcription.api.doors import bodies
 
 BOUNDARY = b"----boundary7MA4YWxkTrZu0gW"
 

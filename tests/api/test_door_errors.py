@@ -102,7 +102,7 @@ def _protected(headers: dict, request_id: str) -> None:
 @live
 @override_settings(ADMINS=[("Ops", "ops@example.org")])
 def test_a_bug_in_the_uploads_door_is_its_json_500_and_is_reported(token, monkeypatch, sentry_receiver):  # noqa: F811
-    from transcription.api import uploads
+    from transcription.api.doors import uploads
 
     monkeypatch.setattr(uploads, "_route", _async_bug)
     headers = [(b"authorization", f"Bearer {token}".encode()), (b"x-request-id", b"req-uploads-1")]
@@ -116,7 +116,7 @@ def test_a_bug_in_the_uploads_door_is_its_json_500_and_is_reported(token, monkey
 @live
 @override_settings(ADMINS=[("Ops", "ops@example.org")])
 def test_a_bug_in_the_openai_door_is_openais_500_and_is_reported(token, monkeypatch, sentry_receiver):  # noqa: F811
-    from transcription.api import openai_compat
+    from transcription.api.doors import openai_compat
 
     monkeypatch.setattr(openai_compat, "_models", _async_bug)
     status, answer, body = asyncio.run(
@@ -140,7 +140,8 @@ def test_a_bug_in_the_openai_door_is_openais_500_and_is_reported(token, monkeypa
 @live
 @override_settings(ADMINS=[("Ops", "ops@example.org")])
 def test_a_bug_in_an_mcp_tool_is_a_tool_error_naming_the_request_and_is_reported(token, monkeypatch, sentry_receiver):  # noqa: F811
-    from transcription.api import front_door, mcp_server
+    from transcription.api.doors import mcp_server
+    from transcription.api.front import front_door
 
     monkeypatch.setattr(front_door, "perform", _bug)
     sdk, door = mcp_server.asgi_app()  # a server of its own: the SDK's lifespan runs once per app
@@ -164,7 +165,7 @@ def test_a_bug_in_an_mcp_tool_is_a_tool_error_naming_the_request_and_is_reported
 
 def test_config_asgi_serves_the_guarded_doors():
     from config import asgi
-    from transcription.api.mcp_gate import McpGate
+    from transcription.api.doors.mcp_gate import McpGate
 
     assert isinstance(asgi.mcp_application.__wrapped__, McpGate)
     for door in (asgi.uploads.application, asgi.openai_compat.application):

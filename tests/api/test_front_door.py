@@ -1,4 +1,4 @@
-"""The front door (transcription.api.front_door): one Caller per request, one place for each rule,
+"""The front door (transcription.api.front.front_door): one Caller per request, one place for each rule,
 every door an adapter. Here: deactivation closing the doors at once, and the fast lane's
 defects the hostile-client probe found (ids counted twice, %66ormat)."""
 
@@ -13,8 +13,9 @@ from django.test import Client
 from accounts.services import account_deactivate, account_reactivate
 from audit.models import AuditEvent
 from tests.front_lane import Front
-from transcription import services, states
-from transcription.api import ratelimit
+from transcription import states
+from transcription.api.front import ratelimit
+from transcription.writes import services
 
 
 def queue(api) -> str:

@@ -6,7 +6,7 @@ import json
 import pytest
 from django.test import override_settings
 
-from transcription.api.fields import TargetLanguageField
+from transcription.api.wire.fields import TargetLanguageField
 
 JOB_PATHS = ["/v1/api/transcribe", "/v1/api/subtitles", "/v1/api/burn-subtitles", "/v1/api/transcribe-playlist"]
 

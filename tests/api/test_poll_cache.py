@@ -3,8 +3,9 @@
 import json
 
 from accounts.services import token_revoke
-from transcription import services, states
+from transcription import states
 from transcription.models import Job
+from transcription.writes import services
 
 
 def queue(api):
@@ -57,7 +58,7 @@ def test_a_poll_that_read_the_job_before_a_write_cannot_cache_the_old_answer(api
     """The race bench/asr/pipeline.py met: a poll read the row (`aligning`), the job ended and its
     cached answer was deleted, then the poll cached what it had read: later polls saw `aligning`
     for ten minutes. Here the write lands between the poll's read of the row and its cache write."""
-    from transcription.api import polls
+    from transcription.api.front import polls
 
     job_id = queue(api)
     services.job_advance(job_id, states.PROCESSING)
@@ -76,7 +77,7 @@ def test_a_poll_that_read_the_job_before_a_write_cannot_cache_the_old_answer(api
 
 
 def test_an_unchanged_job_is_cached(api):
-    from transcription import poll_cache
+    from transcription.events import poll_cache
 
     job_id = queue(api)
     assert poll_cache.get(job_id)[0] is None

@@ -1,4 +1,4 @@
-"""The poll fast lane (transcription.api.polls and poll_front: a Lua script in Redis, answered in
+"""The poll fast lane (transcription.api.front.polls and poll_front: a Lua script in Redis, answered in
 the event loop or before DRF) serves only what the front door would answer. Random tokens (valid,
 revoked, unknown, of a deactivated login, malformed), ids (own, foreign, unknown, every spelling
 a UUID parser accepts, malformed), query strings, Accept headers and rate-limit states go through
@@ -26,8 +26,9 @@ from accounts.services import account_create, account_deactivate, token_issue
 from accounts.tokens import token_digest
 from config import shared_cache
 from tests.front_lane import Front
-from transcription import services, states
-from transcription.api import ratelimit
+from transcription import states
+from transcription.api.front import ratelimit
+from transcription.writes import services
 
 POLL_LIMIT = 4
 ANONYMOUS_LIMIT = 3
@@ -212,7 +213,7 @@ def test_the_fast_lane_answers_exactly_what_the_front_door_answers(
     if accept is not None:
         headers["HTTP_ACCEPT"] = accept
     if cached:  # the job's answers in the poll cache (a poll of its owner put them there)
-        from transcription.api.polls import cached_poll
+        from transcription.api.front.polls import cached_poll
 
         for name in ("own done", "own waiting", "foreign"):
             cached_poll(uuid.UUID(world["jobs"][name]))
@@ -231,7 +232,7 @@ def test_the_fast_lane_answers_exactly_what_the_front_door_answers(
 def test_the_fast_lane_answers_most_plain_polls_itself(world, settings):
     """Not a vacuous equivalence: the plain poll of a cached job by its owner is the fast lane's."""
     prepare(world, 0, 0, warm=True)
-    from transcription.api.polls import cached_poll
+    from transcription.api.front.polls import cached_poll
 
     cached_poll(uuid.UUID(world["jobs"]["own done"]))
     front = Front()

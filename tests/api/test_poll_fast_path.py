@@ -1,4 +1,4 @@
-"""Polls of a cached job are answered in one Redis round trip (transcription.api.polls), in front
+"""Polls of a cached job are answered in one Redis round trip (transcription.api.front.polls), in front
 of the DRF view. What a client sees must not tell the two apart: same bytes, same headers, one
 count per poll, the same refusals."""
 
@@ -12,9 +12,10 @@ from rest_framework.views import APIView
 
 from accounts.models import ApiToken
 from accounts.services import token_issue, token_revoke
-from transcription import services, states
-from transcription.artifacts import unsign
+from transcription import states
 from transcription.models import Job
+from transcription.storage.artifacts import unsign
+from transcription.writes import services
 
 
 def queue(api):

@@ -1,5 +1,5 @@
 """Under the production server, polls the Redis script can answer are answered in the event loop
-(transcription.api.poll_front), Django running inline with the script's answer. A client must
+(transcription.api.doors.poll_front), Django running inline with the script's answer. A client must
 not tell it from the thread-pool path: same bytes, same headers, one count per answered poll,
 the same refusals; and it must never touch PostgreSQL (Django refuses database calls made from a
 running event loop, so a poll that tried would not be a 200 here)."""
@@ -13,8 +13,10 @@ import redis
 from accounts.services import token_issue, token_revoke
 from harness.processes import running_web
 from tests.front_lane import Front
-from transcription import poll_cache, services, states
-from transcription.api import ratelimit
+from transcription import states
+from transcription.api.front import ratelimit
+from transcription.events import poll_cache
+from transcription.writes import services
 
 
 def queue(api) -> str:

@@ -10,7 +10,7 @@ from unittest import mock
 import pytest
 from django.core.servers.basehttp import ThreadedWSGIServer
 
-from transcription.api import ratelimit
+from transcription.api.front import ratelimit
 
 # The live server's listen backlog must hold 100 simultaneous connections.
 ThreadedWSGIServer.request_queue_size = 128
@@ -53,7 +53,7 @@ def test_the_61st_job_request_in_a_minute_is_a_429(api):
 
 def test_the_301st_poll_is_a_429_and_comes_before_validation(api):
     # 300 polls take seconds on a busy machine: the clock stands still so they share one window.
-    with mock.patch("transcription.api.ratelimit.time.time", return_value=time.time()):
+    with mock.patch("transcription.api.front.ratelimit.time.time", return_value=time.time()):
         for _ in range(300):
             assert poll(api).status_code == 404
         assert poll(api).status_code == 429
@@ -125,14 +125,14 @@ def _at(seconds_into_a_minute: float) -> float:
 def test_no_double_burst_across_a_minute_boundary(api, settings):
     settings.RATE_LIMIT_JOBS_PER_MINUTE = 5
     late = _at(59.5)
-    with mock.patch("transcription.api.ratelimit.time.time", return_value=late):
+    with mock.patch("transcription.api.front.ratelimit.time.time", return_value=late):
         assert [queue(api).status_code for _ in range(5)] == [200] * 5
     # One second later, in the next calendar minute: the five are still within 60 seconds.
-    with mock.patch("transcription.api.ratelimit.time.time", return_value=late + 1):
+    with mock.patch("transcription.api.front.ratelimit.time.time", return_value=late + 1):
         refused = queue(api)
     assert refused.status_code == 429
     assert int(refused["Retry-After"]) == 59
-    with mock.patch("transcription.api.ratelimit.time.time", return_value=late + 60.01):
+    with mock.patch("transcription.api.front.ratelimit.time.time", return_value=late + 60.01):
         assert queue(api).status_code == 200
 
 

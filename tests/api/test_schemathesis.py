@@ -90,7 +90,7 @@ parameters = {{ "path.id" = {{ dictionary = "batches", probability = 0.5 }} }}
 def test_schemathesis_with_every_check_and_phase_finds_nothing(
     live_server, media_server, token, account, broker, tmp_path
 ):
-    from transcription import services
+    from transcription.writes import services
 
     videos = [(f"Talk {n}", media_server.url("/files/speech.mp4"), 9) for n in range(3)]
     media_server.routes["/feeds/schemathesis.xml"] = lambda req: req.send_bytes(

@@ -12,8 +12,8 @@ from django.conf import settings
 
 from billing.selectors import account_balance
 from tests.factories import JobFactory
-from transcription.pipeline import captions
-from transcription.pipeline.results import build_results
+from transcription.pipeline.transcripts import captions
+from transcription.pipeline.transcripts.results import build_results
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
 

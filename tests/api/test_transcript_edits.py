@@ -15,7 +15,7 @@ from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from tests.factories import done_job_with_segments
 from transcription.models import JobSegments, Translation
-from transcription.pipeline import captions, transcript_edits
+from transcription.pipeline.transcripts import captions, transcript_edits
 
 
 def make_done_job(account, **fields):
@@ -177,7 +177,7 @@ def test_a_job_not_done_cannot_be_edited(api, account, state):
 
 
 def test_the_openai_doors_formats_answer_from_the_corrected_segments(api, done_job):
-    from transcription.api import openai_compat
+    from transcription.api.doors import openai_compat
     from transcription.models import Job
 
     edits = [
@@ -208,10 +208,10 @@ def test_a_long_transcripts_edits_write_only_their_parts_and_every_output_follow
     from django.test.utils import CaptureQueriesContext
 
     from tests.pipeline.test_rerender import random_edit, transcript
-    from transcription import services
-    from transcription.api import edit_renders
+    from transcription.api.front import edit_renders
     from transcription.models import Job
-    from transcription.pipeline import transcript_edits as te
+    from transcription.pipeline.transcripts import transcript_edits as te
+    from transcription.writes import services
 
     original = transcript(14, 7)
     job = make_done_job(account, duration=900)
@@ -259,11 +259,11 @@ def test_a_voice_heard_under_another_is_a_segment_of_its_own_in_the_segments_and
     wrote speaker 1's words): the segments and diarized_json overlap in time, the text and the
     subtitles do not, and the document can still be edited around it."""
     from tests.factories import JobFactory, _spoken
-    from transcription import services
-    from transcription.api import openai_compat
+    from transcription.api.doors import openai_compat
     from transcription.models import Job
-    from transcription.pipeline.results import build_results
+    from transcription.pipeline.transcripts.results import build_results
     from transcription.pipeline.types import SpeakerTurn
+    from transcription.writes import services
 
     segments = [_spoken("Good morning, how are you today?", 3.0), _spoken("Glad to hear it.", 11.0)]
     turns = [SpeakerTurn(3.0, 6.5, 1), SpeakerTurn(4.0, 5.5, 2), SpeakerTurn(11.0, 13.0, 3)]

@@ -13,8 +13,8 @@ import requests
 
 from billing.models import Plan
 from harness.processes import running_web
-from transcription import files
 from transcription.models import Upload
+from transcription.storage import files
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,8 +16,8 @@ from tusclient.exceptions import TusCommunicationError
 
 from harness.processes import running_web
 from tests.support import wait_until
-from transcription import files
 from transcription.models import Upload
+from transcription.storage import files
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

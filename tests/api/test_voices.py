@@ -9,9 +9,9 @@ from django.conf import settings
 
 from billing.selectors import account_balance
 from tests.support import queued
-from transcription import services
 from transcription.models import Job, Voice
 from transcription.pipeline.voice_print_model import VOICE_PRINT_MODEL
+from transcription.writes import services
 
 
 def post(api, path, body):

@@ -9,9 +9,9 @@ from billing.models import AppendOnlyError, LedgerEntry
 from billing.selectors import account_balance
 from billing.services import job_refund, translation_refund
 from tests.factories import JobFactory
-from transcription import services
 from transcription.models import Job
-from transcription.services import job_charge
+from transcription.writes import services
+from transcription.writes.services import job_charge
 
 
 def make_job(account, seconds, **options):

@@ -7,8 +7,8 @@ import pytest
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from tests.factories import JobFactory
-from transcription import services
-from transcription.services import job_charge, job_settle
+from transcription.writes import services
+from transcription.writes.services import job_charge, job_settle
 
 pytestmark = pytest.mark.django_db
 

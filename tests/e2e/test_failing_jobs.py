@@ -6,8 +6,8 @@ import pytest
 from billing.selectors import account_balance
 from harness.processes import running_worker
 from tests.support import submit, wait_for_job
-from transcription.pipeline import audio
 from transcription.pipeline.fetch import errors as fetch_errors
+from transcription.pipeline.media import audio
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

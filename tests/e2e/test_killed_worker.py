@@ -22,7 +22,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 def test_a_killed_worker_does_not_leave_its_job_stuck(
     django_db_setup, django_db_blocker, api, videos, tmp_path_factory
 ):
-    from transcription import sweeper
+    from transcription.upkeep import sweeper
 
     log = tmp_path_factory.mktemp("killed") / "worker.log"
     with running_worker(log, **FAST_HEARTBEAT) as process:
@@ -53,8 +53,8 @@ def test_a_killed_worker_does_not_leave_its_job_stuck(
 def test_a_worker_killed_while_burning_leaves_the_rest_to_the_next(
     django_db_setup, django_db_blocker, api, videos, tmp_path_factory
 ):
-    from transcription import sweeper
     from transcription.models import Job
+    from transcription.upkeep import sweeper
 
     with running_worker(tmp_path_factory.mktemp("killed") / "worker.log", **FAST_HEARTBEAT) as process:
         job_id = submit(api, "/v1/api/burn-subtitles", {"url": videos["librivox"], "target_languages": ["ca"]})

@@ -16,10 +16,11 @@ from billing.services import grant_staff_minutes
 from harness.processes import running_worker
 from tests.factories import done_job_with_segments
 from tests.support import wait_for
-from transcription import files
 from transcription.models import Job, Translation
-from transcription.pipeline import captions, translate
+from transcription.pipeline import translate
+from transcription.pipeline.transcripts import captions
 from transcription.stages.translation import job_cues
+from transcription.storage import files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -13,9 +13,9 @@ from accounts.services import account_create, token_issue
 from harness.processes import running_worker
 from tests.browser import DESKTOP, Shots
 from tests.support import poll_until_done, submit
-from transcription import files
 from transcription.models import Job, JobSegments
-from transcription.pipeline import transcript_edits
+from transcription.pipeline.transcripts import transcript_edits
+from transcription.storage import files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

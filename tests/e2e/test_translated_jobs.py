@@ -13,9 +13,8 @@ from billing.selectors import account_balance
 from harness.processes import running_worker
 from tests.pipeline.tiny_marian import build_argos_package, build_tiny_marian, package_index
 from tests.support import poll_until_done, submit
-from transcription.pipeline import translation_packages
-from transcription.pipeline.captions import from_srt, to_srt
-from transcription.pipeline.translate import CT2Translator, translate_cues
+from transcription.pipeline.transcripts.captions import from_srt, to_srt
+from transcription.pipeline.translate import CT2Translator, translate_cues, translation_packages
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -199,8 +199,8 @@ def test_the_fleet_survives_its_faults(django_db_setup, media_server, tmp_path_f
     from billing.models import LedgerEntry
     from billing.services import billed_seconds, grant_staff_minutes
     from tests.support import feed
-    from transcription import files
     from transcription.models import Job
+    from transcription.storage import files
 
     began = time.monotonic()
     folder = tmp_path_factory.mktemp("fleet")

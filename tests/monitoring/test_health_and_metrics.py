@@ -104,7 +104,7 @@ def test_metrics_still_answer_from_postgresql_when_the_broker_is_down(client):
 @pytest.mark.django_db
 def test_metrics_show_each_lines_depth_and_wait_and_its_busiest_accounts(client, broker):
     from monitoring import metrics
-    from transcription import lines
+    from transcription.scheduling import lines
 
     first = JobFactory(state="waiting")
     playlist = [first, *JobFactory.create_batch(2, state="waiting", account=first.account)]

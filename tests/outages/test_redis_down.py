@@ -20,7 +20,7 @@ REDIS_TIMEOUTS = shared_cache.CONNECT_TIMEOUT_SECONDS + shared_cache.READ_TIMEOU
 def sweep(redis_url: str) -> None:
     """One run of the sweeper (what beat runs every minute), with no wait for stalled jobs."""
     env = {**os.environ, "DATABASE_URL": database_url(), "REDIS_URL": redis_url, "STALLED_AFTER_SECONDS": "0"}
-    code = "import django; django.setup(); from transcription.sweeper import sweep_stalled_jobs as s; print(s())"
+    code = "import django; django.setup(); from transcription.upkeep.sweeper import sweep_stalled_jobs as s; print(s())"
     subprocess.run(
         [sys.executable, "-c", code],
         cwd=ROOT,

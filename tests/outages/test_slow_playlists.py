@@ -49,8 +49,8 @@ def silent_host():
 @pytest.mark.django_db(transaction=True)
 def test_listings_of_a_silent_host_end_in_time_and_never_block_polls(token, silent_host, tmp_path):
     from accounts.models import Account
-    from transcription import services
     from transcription.models import JobType
+    from transcription.writes import services
 
     job = services.job_create(Account.objects.get(), url="https://example.com/v.mp4", type=JobType.TRANSCRIPT)
     env = {

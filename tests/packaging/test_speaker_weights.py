@@ -17,7 +17,8 @@ from harness.processes import ROOT, service_env, worker_command
 from tests.factories import JobFactory
 from transcription import states
 from transcription.models import FailureReason
-from transcription.pipeline.speakers import DiarizationApart, weight_files
+from transcription.pipeline.speakers import DiarizationApart
+from transcription.pipeline.speakers.encoding import weight_files
 from transcription.stages.runner import run_stage
 
 FIX = "transcription-models fetch"

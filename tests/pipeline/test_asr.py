@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 from tests.support import normalize, wer
-from transcription.pipeline.asr import DEFAULT_BATCHED, transcribe
-from transcription.pipeline.languages import WHISPER_LANGUAGES as SUPPORTED_LANGUAGES
-from transcription.pipeline.languages import whisper_language
+from transcription.pipeline.media.wav import read_slice as read_wav_slice
+from transcription.pipeline.recognition.asr import DEFAULT_BATCHED, transcribe
+from transcription.pipeline.recognition.languages import WHISPER_LANGUAGES as SUPPORTED_LANGUAGES
+from transcription.pipeline.recognition.languages import whisper_language
+from transcription.pipeline.recognition.whisper_model import load_model
 from transcription.pipeline.types import Transcript
-from transcription.pipeline.wav import read_slice as read_wav_slice
-from transcription.pipeline.whisper_model import load_model
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 
@@ -220,7 +220,7 @@ def test_batched_segments_are_sentences(model, two_clips):
 
 
 def test_split_sentences_keeps_abbreviations():
-    from transcription.pipeline.asr import _split_sentences
+    from transcription.pipeline.recognition.asr import _split_sentences
     from transcription.pipeline.types import Segment, Word
 
     texts = [" Mr.", " J.", " Smith", " left.", " Then", " what?", " Nothing"]
@@ -253,7 +253,7 @@ def test_speech_found_by_the_jobs_vad_pass_is_all_that_is_read(model, two_clips)
 
 
 def test_speech_is_read_in_clips_of_at_most_one_whisper_window():
-    from transcription.pipeline.asr import MAX_CLIP_SECONDS, _speech_clips
+    from transcription.pipeline.recognition.asr import MAX_CLIP_SECONDS, _speech_clips
 
     regions = [(10.0, 12.0), (12.5, 20.0), (25.0, 95.0), (96.0, 97.0), (130.0, 131.0)]
     clips = _speech_clips(regions, offset=5.0, duration=100.0)

@@ -11,9 +11,9 @@ import pytest
 
 from harness.media_files import media_duration, write_wav
 from tests.support import ends_within
-from transcription.pipeline import audio
-from transcription.pipeline.audio import AudioError
-from transcription.pipeline.wav import wav_duration
+from transcription.pipeline.media import audio
+from transcription.pipeline.media.audio import AudioError
+from transcription.pipeline.media.wav import wav_duration
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,7 @@ from transcription.pipeline.burn import (
     probe_video,
     write_ass,
 )
-from transcription.pipeline.captions import Cue
+from transcription.pipeline.transcripts.captions import Cue
 
 GREY = 0xC0  # light grey source: 192, 192, 192
 

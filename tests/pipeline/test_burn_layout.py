@@ -22,7 +22,7 @@ from transcription.pipeline.burn import (
     output_size,
     write_ass,
 )
-from transcription.pipeline.captions import Cue
+from transcription.pipeline.transcripts.captions import Cue
 
 
 def test_output_size():

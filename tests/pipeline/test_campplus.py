@@ -16,7 +16,7 @@ import pytest
 from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
 from transcription.pipeline import voice_print_model
-from transcription.pipeline.speakers import campplus, weights
+from transcription.pipeline.speakers.encoding import campplus, weights
 
 from . import campplus_reference
 

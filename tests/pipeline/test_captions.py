@@ -1,4 +1,4 @@
-"""Tests for transcription.pipeline.captions: cleaning, transcript text, cues, SRT and WebVTT.
+"""Tests for transcription.pipeline.transcripts.captions: cleaning, transcript text, cues, SRT and WebVTT.
 
 Every subtitle rule is checked on the SRT and WebVTT text after parsing it back with pysubs2, and
 ffmpeg must read both files without a word on stderr.
@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from transcription.pipeline.captions import Cue, build_cues, to_srt, to_webvtt, webvtt_voices, with_voices
-from transcription.pipeline.paragraphs import transcript_text
+from transcription.pipeline.recognition.words import ends_sentence
+from transcription.pipeline.transcripts.captions import Cue, build_cues, to_srt, to_webvtt, webvtt_voices, with_voices
+from transcription.pipeline.transcripts.paragraphs import transcript_text
 from transcription.pipeline.types import Segment, Word
-from transcription.pipeline.words import ends_sentence
 
 from .synth import ARTICLES_ETC, seg, transcript
 
@@ -347,7 +347,7 @@ class TestCues:
         check_voices(vtt, expected_words(segments))
         shared = to_webvtt([Cue(0.0, 1.5, ["- Coming?", "- Yes & no."], [2, 1])])
         assert "<v Speaker 2>- Coming?</v>\n<v Speaker 1>- Yes &amp; no.</v>" in shared
-        from transcription.pipeline.captions import from_srt
+        from transcription.pipeline.transcripts.captions import from_srt
 
         read_back = with_voices(from_srt(to_srt(cues)), vtt)
         assert [cue.speakers for cue in read_back] == [cue.speakers for cue in cues]

@@ -1,4 +1,4 @@
-"""Tests for transcription.pipeline.cleaning.clean_words: fillers, stutters, repetitions, events."""
+"""Tests for transcription.pipeline.recognition.cleaning.clean_words: fillers, stutters, repetitions, events."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from transcription.pipeline.cleaning import clean_words
+from transcription.pipeline.recognition.cleaning import clean_words
 from transcription.pipeline.types import Segment, Word
 
 from .synth import seg, texts

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from harness import resemblyzer_encoder
 from transcription.pipeline import speakers as sp
 from transcription.pipeline.speakers import clustering
-from transcription.pipeline.speakers.embedding import Piece, Window
+from transcription.pipeline.speakers.encoding.embedding import Piece, Window
 
 SETTINGS = settings(max_examples=150, deadline=None)
 

@@ -18,9 +18,9 @@ import webvtt
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from transcription.pipeline import captions, rerender, retranslation
-from transcription.pipeline import transcript_edits as te
 from transcription.pipeline.burn.ass import write_ass
+from transcription.pipeline.transcripts import captions, rerender, retranslation
+from transcription.pipeline.transcripts import transcript_edits as te
 
 WJ = "\u2060"  # the word joiner SubRip's escapes insert (captions.srt_line)
 

@@ -12,8 +12,9 @@ import pytest
 
 from harness.media_files import media_duration
 from tests.support import ends_within
-from transcription.pipeline import audio, fetch
+from transcription.pipeline import fetch
 from transcription.pipeline.fetch import FetchError, guard
+from transcription.pipeline.media import audio
 
 LOOPBACK = ["127.0.0.1/32"]  # "trust the test server" for the redirect tests
 

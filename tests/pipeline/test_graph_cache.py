@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transcription.pipeline.speakers import campplus, graph_cache
 from transcription.pipeline.speakers import segmentation as seg
+from transcription.pipeline.speakers.encoding import campplus, graph_cache
 
 
 @pytest.fixture

@@ -10,7 +10,8 @@ import pytest
 
 import transcription
 from tests.support import REFERENCING_FILES, canary_pipes, wait_until
-from transcription.pipeline import audio, burn, ffmpeg_commands, media_probe
+from transcription.pipeline import burn
+from transcription.pipeline.media import audio, ffmpeg_commands, media_probe
 
 
 def _pointing_at(media_server, tmp_path, name: str, text: str):

@@ -116,10 +116,10 @@ def test_a_voice_heard_over_a_line_shows_in_the_segments_and_diarized_json_not_i
     """Real voices and the real speech model: where v talks over m's line, the job's segments and
     the OpenAI door's diarized_json hold two segments overlapping in time; `txt` and the subtitles
     give every word one speaker."""
-    from transcription.api.openai_compat import render
-    from transcription.pipeline.asr import transcribe
-    from transcription.pipeline.results import build_results
-    from transcription.pipeline.whisper_model import load_model
+    from transcription.api.doors.openai_compat import render
+    from transcription.pipeline.recognition.asr import transcribe
+    from transcription.pipeline.recognition.whisper_model import load_model
+    from transcription.pipeline.transcripts.results import build_results
 
     _, _, at, length = _over_a_line(audio_cache)
     wav = audio_cache / "over-a-line.wav"

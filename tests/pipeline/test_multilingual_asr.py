@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from transcription.pipeline import asr, language_id
+from transcription.pipeline.media.wav import read_slice
+from transcription.pipeline.recognition import asr, language_id
+from transcription.pipeline.recognition.whisper_model import load_model
 from transcription.pipeline.types import Segment, Word
-from transcription.pipeline.wav import read_slice
-from transcription.pipeline.whisper_model import load_model
 
 FILLETS = Path("/usr/share/games/fillets-ng/sound/airplane/nl")
 # Three sentences read by espeak-ng's Japanese voice (kana: it reads no kanji). Whisper `base`

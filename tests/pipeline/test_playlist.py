@@ -3,7 +3,7 @@
 import pytest
 
 from tests.support import feed
-from transcription.pipeline.playlist import PlaylistError, channel_tab, channel_tab_url, list_playlist
+from transcription.pipeline.fetch.playlist import PlaylistError, channel_tab, channel_tab_url, list_playlist
 
 
 @pytest.fixture

@@ -1,4 +1,4 @@
-"""pipeline.rerender: an edited transcript's txt, srt and webvtt made again only where the edit
+"""pipeline.transcripts.rerender: an edited transcript's txt, srt and webvtt made again only where the edit
 reached are byte for byte the whole render (transcript_edits.render), after every edit of a long
 random sequence (text, speaker, split, merge, times, restore) on a transcript shaped as the speech
 model writes them; and the cues it says changed are the only ones that differ."""
@@ -9,8 +9,8 @@ import random
 
 import pytest
 
-from transcription.pipeline import captions, rerender
-from transcription.pipeline import transcript_edits as te
+from transcription.pipeline.transcripts import captions, rerender
+from transcription.pipeline.transcripts import transcript_edits as te
 
 # what Whisper writes besides plain words: punctuation of its own, quotes and dashes, numbers,
 # audio-event tags, a web address longer than a subtitle line, function words a line must not end on

@@ -1,8 +1,8 @@
-"""The plan of what an edit translates again (pipeline.retranslation): only cues whose text changed,
+"""The plan of what an edit translates again (pipeline.transcripts.retranslation): only cues whose text changed,
 kept translations moved to their new times, an earlier plan's marks kept and not counted twice."""
 
-from transcription.pipeline import retranslation
-from transcription.pipeline.captions import Cue
+from transcription.pipeline.transcripts import retranslation
+from transcription.pipeline.transcripts.captions import Cue
 
 
 def cues(*texts, start=0.0):

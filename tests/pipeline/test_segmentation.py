@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from harness import speaker_audio as sa
+from transcription.pipeline.media.wav import read_slice
 from transcription.pipeline.speakers import segmentation as seg
-from transcription.pipeline.speakers import weights
-from transcription.pipeline.wav import read_slice
+from transcription.pipeline.speakers.encoding import weights
 
 from . import segmentation_reference
 

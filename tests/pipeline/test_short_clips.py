@@ -13,10 +13,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from transcription.pipeline import asr, audio
+from transcription.pipeline.media import audio
+from transcription.pipeline.media.wav import SAMPLE_RATE, read_slice
+from transcription.pipeline.recognition import asr
+from transcription.pipeline.recognition.whisper_model import load_model
 from transcription.pipeline.speakers.speech import find_speech
-from transcription.pipeline.wav import SAMPLE_RATE, read_slice
-from transcription.pipeline.whisper_model import load_model
 
 SENTENCE = "Thank you. I think the budget is too small, and we need more people for the project."
 CLIPS = 16

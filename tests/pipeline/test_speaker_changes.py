@@ -91,7 +91,7 @@ def test_a_voice_heard_only_under_another_gets_an_empty_segment_there():
 
 
 def test_the_results_show_a_voice_under_another_in_the_segments_only():
-    from transcription.pipeline.results import build_results
+    from transcription.pipeline.transcripts.results import build_results
 
     turns = [SpeakerTurn(0.0, 6.1, 1), SpeakerTurn(2.0, 3.5, 2), SpeakerTurn(9.0, 12.0, 3)]
     words = [Word(0.5, 1.0, " One"), Word(2.2, 2.8, " two"), Word(3.0, 5.8, " three.")]

@@ -12,7 +12,7 @@ import pytest
 from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
 from transcription.pipeline.speakers import closer
-from transcription.pipeline.speakers.embedding import centred_in, embed_regions
+from transcription.pipeline.speakers.encoding.embedding import centred_in, embed_regions
 from transcription.pipeline.speakers.speech import find_speech
 
 

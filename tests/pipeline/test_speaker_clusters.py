@@ -11,7 +11,7 @@ import numpy as np
 from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
 from transcription.pipeline.speakers import clustering
-from transcription.pipeline.speakers.embedding import embed_regions
+from transcription.pipeline.speakers.encoding.embedding import embed_regions
 from transcription.pipeline.speakers.speech import find_speech
 
 

@@ -8,8 +8,9 @@ import pytest
 
 from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
-from transcription.pipeline.speakers import changes, embedding
+from transcription.pipeline.speakers import changes
 from transcription.pipeline.speakers import segmentation as seg
+from transcription.pipeline.speakers.encoding import embedding
 
 NL = {"m": lambda: sa.clips("nl", "m"), "v": lambda: sa.clips("nl", "v")}
 

@@ -11,8 +11,9 @@ import pytest
 
 from harness import speaker_audio as sa
 from transcription.pipeline import speakers as sp
-from transcription.pipeline.speakers import clustering, embedding, speech, weights
+from transcription.pipeline.speakers import clustering, speech
 from transcription.pipeline.speakers import turns as speaker_turns
+from transcription.pipeline.speakers.encoding import embedding, weights
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
 # The recordings and tools come from Debian packages that `make test` installs
@@ -77,7 +78,7 @@ def test_long_regions_are_read_in_pieces():
 def test_wav_is_read_in_blocks(tmp_path):
     path = tmp_path / "a.wav"
     sa.write_wav(path, np.zeros(16000 * 3, dtype=np.float32))
-    from transcription.pipeline import wav
+    from transcription.pipeline.media import wav
 
     blocks = list(wav.read_blocks(path, 16000))
     assert [len(b) for b in blocks] == [16000, 16000, 16000]
@@ -316,7 +317,7 @@ def test_a_turn_inside_a_segment_splits_it_at_the_word_where_the_voice_changes()
 
 
 def test_a_subtitle_cue_with_two_voices_has_one_dashed_line_per_voice():
-    from transcription.pipeline.captions import build_cues
+    from transcription.pipeline.transcripts.captions import build_cues
 
     # a quick exchange heard as one segment: too fast for a cue per turn
     segment = _spoken("Ready? Yes. Then go now. Okay.", 0.0)

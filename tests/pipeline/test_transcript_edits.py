@@ -1,9 +1,9 @@
-"""pipeline.transcript_edits: edits applied to a segments document, checked, and the text and
+"""pipeline.transcripts.transcript_edits: edits applied to a segments document, checked, and the text and
 subtitles made again from it."""
 
 import pytest
 
-from transcription.pipeline import transcript_edits as te
+from transcription.pipeline.transcripts import transcript_edits as te
 
 
 def _seg(text, start, speaker, step=0.5):

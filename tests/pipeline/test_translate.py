@@ -12,9 +12,9 @@ import shutil
 
 import pytest
 
-from transcription.pipeline.captions import Cue, from_srt, to_srt
-from transcription.pipeline.languages import language_label
-from transcription.pipeline.linebreaks import wrap_lines
+from transcription.pipeline.recognition.languages import language_label
+from transcription.pipeline.transcripts.captions import Cue, from_srt, to_srt
+from transcription.pipeline.transcripts.linebreaks import wrap_lines
 from transcription.pipeline.translate import (
     ApertiumTranslator,
     CT2Translator,

@@ -8,10 +8,10 @@ import pytest
 
 from harness.speaker_audio import clips, conversation, have_ffmpeg
 from transcription.pipeline import speakers
-from transcription.pipeline.results import build_results
-from transcription.pipeline.speaker_names import name_txt, name_webvtt, speakers_in
 from transcription.pipeline.speakers import voices
 from transcription.pipeline.speakers.voices import match_voices, speaker_regions
+from transcription.pipeline.transcripts.results import build_results
+from transcription.pipeline.transcripts.speaker_names import name_txt, name_webvtt, speakers_in
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
 pytestmark = pytest.mark.skipif(not have_ffmpeg(), reason="needs ffmpeg")

@@ -6,7 +6,7 @@ import struct
 import numpy as np
 
 from harness.media_files import write_wav
-from transcription.pipeline import wav
+from transcription.pipeline.media import wav
 
 
 def test_the_length_is_the_samples_in_the_file_whatever_the_header_says(tmp_path):

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from transcription.pipeline import whisper_model as wm
-from transcription.pipeline.whisper_model import (
+from transcription.pipeline.recognition import whisper_model as wm
+from transcription.pipeline.recognition.whisper_model import (
     BASE_MODEL_BIN_SHA256,
     BASE_MODEL_BIN_SIZE,
     ModelUnavailable,

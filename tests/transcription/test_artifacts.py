@@ -15,9 +15,11 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from tests.factories import JobFactory, TranslationFactory
-from transcription import files, retention, services
-from transcription.artifacts import absolute_url
 from transcription.models import Job
+from transcription.storage import files
+from transcription.storage.artifacts import absolute_url
+from transcription.upkeep import retention
+from transcription.writes import services
 
 pytestmark = pytest.mark.django_db
 

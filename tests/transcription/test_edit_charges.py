@@ -13,7 +13,7 @@ from django.test import Client
 from billing.models import LedgerEntry
 from tests.factories import done_job_with_segments
 from transcription.models import Translation
-from transcription.pipeline import captions, retranslation
+from transcription.pipeline.transcripts import captions, retranslation
 
 pytestmark = pytest.mark.django_db
 

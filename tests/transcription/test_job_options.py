@@ -26,7 +26,7 @@ WITH_DUMMY = (*OPTIONS, DUMMY)
 
 
 def _rest(job_type: str) -> set[str]:
-    from transcription.api import serializers
+    from transcription.api.wire import serializers
 
     if job_type == "playlist":
         return set(serializers.playlist_request_serializer(WITH_DUMMY)().fields)
@@ -34,15 +34,15 @@ def _rest(job_type: str) -> set[str]:
 
 
 def _mcp(job_type: str) -> set[str]:
-    from transcription.api import serializers
-    from transcription.api.mcp_server import request_tool
+    from transcription.api.doors.mcp_server import request_tool
+    from transcription.api.wire import serializers
 
     serializer = (
         serializers.playlist_request_serializer(WITH_DUMMY)
         if job_type == "playlist"
         else serializers.job_request_serializer("Dummy", job_type, WITH_DUMMY)
     )
-    from transcription.api import operations
+    from transcription.api.front import operations
 
     tool = request_tool(operations.transcribe, serializer, str)
     return set(inspect.signature(tool).parameters) - {"ctx"}
@@ -84,7 +84,7 @@ def test_a_new_option_reaches_every_door(db, job_type):
 def test_an_option_of_another_type_stays_out_of_its_requests():
     only_burned = JobOption("dummy_only_burned", Kind.BOOLEAN, ("burned",), label="x", default=False)
     options = (*OPTIONS, only_burned)
-    from transcription.api import serializers
+    from transcription.api.wire import serializers
 
     assert "dummy_only_burned" in serializers.job_request_serializer("A", "burned", options)().fields
     assert "dummy_only_burned" not in serializers.job_request_serializer("B", "subtitles", options)().fields
@@ -103,7 +103,7 @@ def test_every_declared_option_is_kept_on_the_job_and_shown_to_support():
 
 def test_the_published_requests_are_the_declarations(db):
     """The OpenAPI document (and so the MCP tools' schemas) lists exactly each type's options."""
-    from transcription.api.mcp_schemas import component
+    from transcription.api.doors.mcp_schemas import component
 
     for schema, job_type in [
         ("TranscribeRequest", "transcript"),

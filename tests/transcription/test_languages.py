@@ -1,6 +1,6 @@
 import pytest
 
-from transcription.pipeline.languages import UnknownLanguage, normalize_language, whisper_language
+from transcription.pipeline.recognition.languages import UnknownLanguage, normalize_language, whisper_language
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
-"""The waiting lines (transcription.lines): every account served in turn, places and counts in Redis."""
+"""The waiting lines (transcription.scheduling.lines): every account served in turn, places and counts in Redis."""
 
-from transcription import lines
+from transcription.scheduling import lines
 
 
 def take_all(queue: str) -> list[str]:

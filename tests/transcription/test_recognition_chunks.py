@@ -10,11 +10,12 @@ from django.utils import timezone
 
 from tests.factories import JobFactory
 from tests.support import wait_until
-from transcription import chunk_services, dispatch, lines
-from transcription.claims import ChunkClaim
 from transcription.models import RecognitionChunk
 from transcription.pipeline.types import Segment, Transcript, Word, transcript_from_dict, transcript_to_dict
+from transcription.scheduling import dispatch, lines
 from transcription.stages import spreading
+from transcription.writes import chunk_services
+from transcription.writes.claims import ChunkClaim
 
 pytestmark = pytest.mark.django_db
 

@@ -1,8 +1,9 @@
 import pytest
 
 from tests.factories import JobFactory
-from transcription import services, states
+from transcription import states
 from transcription.models import Job
+from transcription.writes import services
 
 
 @pytest.fixture

@@ -13,9 +13,12 @@ from django.utils import timezone
 
 from billing.models import Plan
 from tests.factories import JobFactory, done_job_with_segments
-from transcription import files, quota, reburn_services, retention, services, states
+from transcription import states
 from transcription.models import Job
 from transcription.stages.runner import run_stage
+from transcription.storage import files, quota
+from transcription.upkeep import retention
+from transcription.writes import reburn_services, services
 
 pytestmark = pytest.mark.django_db
 

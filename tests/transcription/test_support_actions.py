@@ -10,10 +10,11 @@ from audit.models import AuditEvent
 from billing.models import LedgerEntry
 from billing.selectors import account_balance
 from tests.support import queued
-from transcription import services, states
+from transcription import states
 from transcription.admin import format_duration, stage_durations
 from transcription.models import Job, Translation
-from transcription.services import job_charge
+from transcription.writes import services
+from transcription.writes.services import job_charge
 
 pytestmark = pytest.mark.django_db
 
@@ -198,7 +199,7 @@ def test_the_job_list_filters_by_state_type_account_and_date(support_client, acc
 
 def test_cancelling_a_reburn_ends_the_reburn_not_the_job(support_client, account):
     from tests.factories import done_job_with_segments
-    from transcription import reburn_services
+    from transcription.writes import reburn_services
 
     job = done_job_with_segments(
         account, type="burned", burned_video="burned/x/video.mp4", timeline=[["done", "2026-01-01T00:00:00+00:00"]]

@@ -14,10 +14,11 @@ from django.utils import timezone
 
 from tests.factories import JobFactory
 from tests.support import queued, wait_until
-from transcription import services, sweeper
-from transcription.claims import JobClaim
 from transcription.models import Job
 from transcription.stages import burning
+from transcription.upkeep import sweeper
+from transcription.writes import services
+from transcription.writes.claims import JobClaim
 
 pytestmark = pytest.mark.django_db
 
@@ -161,7 +162,7 @@ def test_beat_sends_the_sweep_to_a_queue_no_download_holds_up(broker):
 
 
 def test_a_job_a_lost_redis_forgot_is_put_back_in_its_line_and_a_turn_takes_it(account, broker):
-    from transcription import dispatch, lines
+    from transcription.scheduling import dispatch, lines
 
     waiting = _job(account, "waiting", minutes_ago=30)  # its line entry and its turn are gone
     assert lines.place(waiting.id) is None
@@ -173,7 +174,7 @@ def test_a_job_a_lost_redis_forgot_is_put_back_in_its_line_and_a_turn_takes_it(a
 
 
 def test_a_turn_drops_jobs_that_ended_or_run_elsewhere_and_takes_the_next(account, broker):
-    from transcription import dispatch, lines
+    from transcription.scheduling import dispatch, lines
 
     ended = _job(account, "failed")
     running = _job(account, "waiting", lease=timezone.now() + timedelta(seconds=90))
@@ -189,7 +190,7 @@ def test_a_reburn_given_up_ends_the_reburn_with_a_refund_never_the_job(account, 
     from billing.models import LedgerEntry
     from billing.selectors import account_balance
     from tests.factories import done_job_with_segments
-    from transcription import reburn_services
+    from transcription.writes import reburn_services
 
     job = done_job_with_segments(
         account, type="burned", burned_video="burned/x/video.mp4", timeline=[["done", "2026-01-01T00:00:00+00:00"]]

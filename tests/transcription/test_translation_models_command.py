@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from tests.pipeline.tiny_marian import build_argos_package, build_tiny_marian, package_index
-from transcription.pipeline.captions import Cue
+from transcription.pipeline.transcripts.captions import Cue
 from transcription.pipeline.translate import ChainTranslator, CT2Translator, find_translator, translate_cues
 from transcription.stages.translation import translation_models
 

@@ -12,8 +12,9 @@ from django.core.files.storage import default_storage
 from django.utils import timezone
 
 from tests.factories import JobFactory, UploadFactory
-from transcription import files, retention
 from transcription.models import Job, Upload
+from transcription.storage import files
+from transcription.upkeep import retention
 
 pytestmark = pytest.mark.django_db
 

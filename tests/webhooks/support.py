@@ -1,4 +1,4 @@
-"""Helpers of the webhook tests: jobs that end through transcription.services (as the stages end
+"""Helpers of the webhook tests: jobs that end through transcription.writes.services (as the stages end
 them), and waiting for an event's delivery."""
 
 from tests.support import wait_until
@@ -20,7 +20,7 @@ def new_job(account, **fields):
 
 def fail_job(account, error="The page was not found (HTTP 404).", **fields):
     """A job that has just failed, through the service the runner uses."""
-    from transcription import services
+    from transcription.writes import services
 
     return services.job_fail(new_job(account, **fields).id, error)
 

@@ -10,9 +10,9 @@ from django.db import connection, connections, transaction
 
 from tests.support import wait_until
 from tests.webhooks.support import fail_job, message_of, new_job
-from transcription import services as job_services
-from transcription.artifacts import unsign
 from transcription.models import Batch, Translation
+from transcription.storage.artifacts import unsign
+from transcription.writes import services as job_services
 from webhooks.models import Message
 
 TEXT_FIELDS = {"txt", "srt", "webvtt"}

@@ -14,9 +14,10 @@ from django.test import Client
 from django.utils import timezone
 
 from tests.factories import JobFactory, UploadFactory, done_job_with_segments
-from transcription import files, retention
 from transcription.models import Job
-from transcription.pipeline import captions
+from transcription.pipeline.transcripts import captions
+from transcription.storage import files
+from transcription.upkeep import retention
 
 AUDIO = b"RIFF" + bytes(range(256)) * 40  # 10,244 bytes: what is served is compared, not decoded
 

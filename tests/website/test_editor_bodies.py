@@ -1,6 +1,6 @@
 """Issue 56: a body nested too deeply for Python's JSON decoder, sent to the website editor's save
 (PATCH /jobs/<id>/segments), is the contract's 422 on `body`, as the REST door's parser answers it
-(transcription.api.parsers), never a RecursionError's 500; and one just shallow enough to decode is
+(transcription.api.doors.parsers), never a RecursionError's 500; and one just shallow enough to decode is
 refused as a bad edit, nothing saved."""
 
 import pytest

@@ -13,9 +13,9 @@ from django.test import Client
 
 from tests.browser import DESKTOP, PHONE, Shots
 from tests.factories import done_job_with_segments
-from transcription import services
 from transcription.models import Job
-from transcription.pipeline.speaker_names import name_txt
+from transcription.pipeline.transcripts.speaker_names import name_txt
+from transcription.writes import services
 
 browser_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)
 

@@ -10,7 +10,7 @@ from accounts.services import account_create
 from billing import pricing
 from billing.services import ledger_charge
 from tests.factories import JobFactory
-from transcription import services
+from transcription.writes import services
 
 pytestmark = pytest.mark.django_db
 
@@ -157,7 +157,7 @@ def test_the_status_endpoint_answers_the_accounts_jobs_and_counts_as_a_poll(clie
             }
         ]
     }
-    from transcription.api import ratelimit
+    from transcription.api.front import ratelimit
 
     assert ratelimit.hit(holder.pk, ratelimit.POLLS).remaining == ratelimit.limit_for(ratelimit.POLLS) - 2
 

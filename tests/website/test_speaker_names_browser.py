@@ -9,7 +9,7 @@ from django.test import Client
 
 from tests.browser import Shots
 from tests.factories import JobFactory
-from transcription.pipeline.results import build_results
+from transcription.pipeline.transcripts.results import build_results
 from transcription.pipeline.types import Segment, SpeakerTurn, Word
 
 browser_db = pytest.mark.django_db(transaction=True, serialized_rollback=True)

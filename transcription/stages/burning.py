@@ -10,9 +10,12 @@ from pathlib import Path
 
 from django.core.files.storage import default_storage
 
-from .. import files, reburn_services, services, states
+from transcription import states
+from transcription.pipeline.transcripts import captions
+from transcription.storage import files
+from transcription.writes import reburn_services, services
+
 from ..models import Job, Translation
-from ..pipeline import captions
 from .reburning import draw_video, reburn_stage
 from .runner import Throttled, run_stage
 from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR, job_cues

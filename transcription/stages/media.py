@@ -15,10 +15,14 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .. import files, services, states
+from transcription import states
+from transcription.pipeline import burn, fetch
+from transcription.pipeline.media import audio
+from transcription.pipeline.media import wav as pipeline_wav
+from transcription.storage import files
+from transcription.writes import services
+
 from ..models import FailureReason, Job
-from ..pipeline import audio, burn, fetch
-from ..pipeline import wav as pipeline_wav
 from ..pipeline.fetch.errors import decoded_too_long_message, picture_too_long_message
 from ..pipeline.speakers import voices
 from .runner import run_stage

@@ -12,9 +12,13 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .. import files, reburn_services, services, states
+from transcription import states
+from transcription.pipeline import burn
+from transcription.pipeline.transcripts import captions
+from transcription.storage import files
+from transcription.writes import reburn_services, services
+
 from ..models import Job, Translation
-from ..pipeline import burn, captions
 from .runner import Throttled
 from .translation import job_cues
 

@@ -14,9 +14,12 @@ import logging
 
 from django.conf import settings
 
-from .. import retranslation_services, states
+from transcription import states
+from transcription.pipeline import translate
+from transcription.pipeline.transcripts import captions, retranslation
+from transcription.writes import retranslation_services
+
 from ..models import Job
-from ..pipeline import captions, retranslation, translate
 from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR, subtitles, translation_models
 
 logger = logging.getLogger(__name__)

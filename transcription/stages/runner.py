@@ -27,12 +27,17 @@ from pathlib import Path
 from django.conf import settings
 from django.core.files.storage import default_storage
 
-from .. import files, services, states
-from ..claims import JobClaim
+from transcription import states
+from transcription.pipeline import burn, fetch
+from transcription.pipeline.media import audio
+from transcription.pipeline.recognition import whisper_model
+from transcription.pipeline.speakers.encoding.weight_files import SpeakerWeightsMissing
+from transcription.storage import files
+from transcription.writes import services
+from transcription.writes.claims import JobClaim
+
 from ..models import FailureReason, Job
-from ..pipeline import audio, burn, fetch, whisper_model
 from ..pipeline.speakers import DiarizationFailed, voices
-from ..pipeline.speakers.weight_files import SpeakerWeightsMissing
 
 logger = logging.getLogger(__name__)
 

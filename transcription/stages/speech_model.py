@@ -4,7 +4,7 @@ with room for ASR_JOBS_AT_ONCE jobs at once."""
 
 from django.conf import settings
 
-from ..pipeline import whisper_model
+from transcription.pipeline.recognition import whisper_model
 
 
 def speech_model():

@@ -38,10 +38,15 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .. import chunk_services, dispatch, files, services, states
-from ..claims import ChunkClaim, worker_name
+from transcription import states
+from transcription.pipeline.media import audio
+from transcription.pipeline.recognition import asr
+from transcription.scheduling import dispatch
+from transcription.storage import files
+from transcription.writes import chunk_services, services
+from transcription.writes.claims import ChunkClaim, worker_name
+
 from ..models import Job, RecognitionChunk
-from ..pipeline import asr, audio
 from ..pipeline.types import Transcript, transcript_from_dict, transcript_to_dict
 from .speech_model import speech_model
 

@@ -12,10 +12,15 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 
-from .. import files, services, states
+from transcription import states
+from transcription.pipeline import speakers
+from transcription.pipeline.media import audio
+from transcription.pipeline.recognition import asr
+from transcription.pipeline.transcripts.results import build_results
+from transcription.storage import files
+from transcription.writes import services
+
 from ..models import Job, Voice
-from ..pipeline import asr, audio, speakers
-from ..pipeline.results import build_results
 from ..pipeline.speakers import voices
 from ..pipeline.types import Transcript
 from . import spreading, translation

@@ -11,9 +11,15 @@ from typing import Any
 
 from django.conf import settings
 
-from .. import services, states
+from transcription import states
+from transcription.pipeline import burn, translate
+from transcription.pipeline.media import audio
+from transcription.pipeline.recognition import asr
+from transcription.pipeline.transcripts import captions, transcript_edits
+from transcription.pipeline.translate import translation_packages
+from transcription.writes import services
+
 from ..models import Job, JobSegments
-from ..pipeline import asr, audio, burn, captions, transcript_edits, translate, translation_packages
 from .speech_model import speech_model
 
 logger = logging.getLogger(__name__)

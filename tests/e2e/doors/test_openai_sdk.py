@@ -14,7 +14,7 @@ import requests
 from accounts.services import account_create, token_issue
 from harness.processes import running_web
 from tests.support import job_ended, normalize, wait_for_job, wait_until, wer
-from transcription.api import ratelimit
+from transcription.api.front import ratelimit
 from transcription.models import Job
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]

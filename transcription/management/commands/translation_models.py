@@ -11,8 +11,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from transcription.pipeline import translate, translation_packages
-from transcription.pipeline.languages import language_label
+from transcription.pipeline import translate
+from transcription.pipeline.recognition.languages import language_label
+from transcription.pipeline.translate import translation_packages
 from transcription.stages.translation import translation_models
 
 QUALITY = {

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pysubs2
 
-from ..captions import Cue
+from transcription.pipeline.transcripts.captions import Cue
+
 from .fonts import FIT_SAFETY, fit_lines, font_for
 
 # Text height (the ASS font size: ascender to descender) as a fraction of the output height.

@@ -11,8 +11,9 @@ import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from ..captions import Cue
-from ..ffmpeg_commands import ffmpeg_media, refused_format
+from transcription.pipeline.media.ffmpeg_commands import ffmpeg_media, refused_format
+from transcription.pipeline.transcripts.captions import Cue
+
 from .ass import FONT_SCALE, write_ass
 from .errors import MSG_FAILED, MSG_NO_FFMPEG, MSG_TIMEOUT, BurnError, last_line
 from .video import QUALITY_HEIGHT, output_size, probe_video

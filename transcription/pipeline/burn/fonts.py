@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import langcodes
 
-from ..linebreaks import MAX_LINES, wrap_lines
+from transcription.pipeline.transcripts.linebreaks import MAX_LINES, wrap_lines
 
 DEFAULT_FONT = "DejaVu Sans"  # Latin, Greek, Cyrillic (fonts-dejavu-core)
 

@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
-from ..ffmpeg_commands import ffmpeg_media, ffprobe_media, refused_format
+from transcription.pipeline.media.ffmpeg_commands import ffmpeg_media, ffprobe_media, refused_format
+
 from .errors import MSG_NO_FFMPEG, MSG_NO_PICTURE, MSG_UNREADABLE, BurnError, last_line
 
 QUALITY_HEIGHT = {"default": 720, "hd": 1080, "uhd": 2160}

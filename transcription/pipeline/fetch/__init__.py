@@ -46,7 +46,8 @@ import yt_dlp
 from yt_dlp.networking import Request
 from yt_dlp.networking.exceptions import HTTPError as YtHTTPError
 
-from ..ffmpeg_commands import ffprobe_relayed
+from transcription.pipeline.media.ffmpeg_commands import ffprobe_relayed
+
 from ..types import MediaInfo
 from .errors import (  # noqa: F401 - the messages callers compare errors with
     MSG_AGE,

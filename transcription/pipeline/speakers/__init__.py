@@ -46,10 +46,19 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from transcription.pipeline.speakers.encoding.blas import single_threaded_blas
+from transcription.pipeline.speakers.encoding.embedding import (
+    FIRST_LOOK_MIN_SPEECH_S,
+    FIRST_LOOK_STRIDE,
+    Piece,
+    Window,
+    embed_regions,
+)
+from transcription.pipeline.speakers.encoding.encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
+
 from ..types import SpeakerTurn
 from . import local
 from .apart import DiarizationApart, DiarizationFailed, diarization_timeout
-from .blas import single_threaded_blas
 from .changes import change_times, redraw_changes
 from .closer import HOP_FRAMES as CLOSER_HOP_FRAMES
 from .closer import SIZE_FRAMES as CLOSER_SIZE_FRAMES
@@ -62,8 +71,6 @@ from .clustering import (
     centroids,
     cluster_embeddings,
 )
-from .embedding import FIRST_LOOK_MIN_SPEECH_S, FIRST_LOOK_STRIDE, Piece, Window, embed_regions
-from .encoders import VOICE_PRINT_MODEL, SpeakerEncoder, default_encoder
 from .segmentation import default_segmentation
 from .speech import find_speech
 from .turns import (

@@ -37,9 +37,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO
 
+from transcription.pipeline.speakers.encoding import weight_files
+from transcription.pipeline.speakers.encoding.weight_files import SpeakerWeightsMissing
+
 from ..types import SpeakerTurn
-from . import weight_files
-from .weight_files import SpeakerWeightsMissing
 
 logger = logging.getLogger(__name__)
 # The child's entry point: a module of its own, since it imports the package, which imports this one.

@@ -7,7 +7,8 @@ from __future__ import annotations
 import json
 import sys
 
-from . import default_encoder, diarize, graph_cache, weight_files
+from transcription.pipeline.speakers import default_encoder, diarize
+from transcription.pipeline.speakers.encoding import graph_cache, weight_files
 
 
 def _main() -> None:

@@ -32,9 +32,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from transcription.pipeline.speakers.encoding.embedding import Piece, Window
+
 from ..types import SpeakerTurn
 from .clustering import centroids
-from .embedding import Piece, Window
 from .turns import fit_to_regions, renumber, switch_costs, viterbi
 
 SIZE_FRAMES = 75  # 0.75 s windows ...

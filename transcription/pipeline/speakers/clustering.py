@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
-from .blas import single_threaded_blas
+from transcription.pipeline.speakers.encoding.blas import single_threaded_blas
 
 MAX_CLUSTER_WINDOWS = 1000  # the affinity matrix is at most this many rows
 # clusters whose centroids are this alike are one voice; the figures are Resemblyzer's (bench/speakers,

@@ -39,13 +39,14 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 
+from transcription.pipeline.speakers.encoding.blas import diarization_threads
+from transcription.pipeline.speakers.encoding.embedding import Window
+from transcription.pipeline.speakers.encoding.encoders import SpeakerEncoder
+
 from ..types import SpeakerTurn
-from .blas import diarization_threads
 from .changes import merge_each_speaker, redraw_changes
 from .closer import turn_centroids
 from .clustering import MANY_VOICES
-from .embedding import Window
-from .encoders import SpeakerEncoder
 from .segmentation import (
     FRAME_SAMPLES,
     FRAME_STEP_SAMPLES,

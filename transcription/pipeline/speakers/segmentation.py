@@ -24,11 +24,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from . import graph_cache
-from .blas import BatchPool, diarization_threads
+from transcription.pipeline.speakers.encoding import graph_cache
+from transcription.pipeline.speakers.encoding.blas import BatchPool, diarization_threads
+from transcription.pipeline.speakers.encoding.weight_files import SEGMENTATION, weight_path
+from transcription.pipeline.speakers.encoding.weights import load_torch_state_dict
+
 from .speech import SAMPLE_RATE, open_wav, read_span, wav_duration
-from .weight_files import SEGMENTATION, weight_path
-from .weights import load_torch_state_dict
 
 OPSET = 17
 WINDOW_SAMPLES = 10 * SAMPLE_RATE  # the model's training chunks

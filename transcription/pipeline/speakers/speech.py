@@ -13,7 +13,7 @@ from typing import TypedDict, Unpack
 import numpy as np
 import numpy.typing as npt
 
-from ..wav import SAMPLE_RATE, open_wav, read_blocks, read_span, wav_duration
+from transcription.pipeline.media.wav import SAMPLE_RATE, open_wav, read_blocks, read_span, wav_duration
 
 # The WAV helpers are the pipeline's one WAV module's; the encoder and embedding import them from here.
 __all__ = [

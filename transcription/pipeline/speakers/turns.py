@@ -10,8 +10,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
+from transcription.pipeline.speakers.encoding.embedding import Piece, Window
+
 from ..types import Segment, SpeakerTurn, Word
-from .embedding import Piece, Window
 
 SWITCH_COST_CONTINUOUS = 0.1  # in cosine-similarity units, per change inside speech
 SWITCH_COST_PAUSE = 0.02  # per change across a pause

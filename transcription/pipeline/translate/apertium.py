@@ -13,8 +13,9 @@ import shutil
 import signal
 import subprocess
 
-from ..languages import short_code
-from ..words import ends_sentence
+from transcription.pipeline.recognition.languages import short_code
+from transcription.pipeline.recognition.words import ends_sentence
+
 from .backend import DEFAULT_TIMEOUT, TranslationFailed, failed_message, pair_label
 
 log = logging.getLogger(__name__)

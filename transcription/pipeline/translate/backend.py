@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..languages import language_label, short_code
+from transcription.pipeline.recognition.languages import language_label, short_code
 
 DEFAULT_TIMEOUT = 300.0  # seconds for one backend call over all of a job's cues
 

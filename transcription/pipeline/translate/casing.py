@@ -3,7 +3,7 @@ in lower case, unless its first word always has a capital (a name, a German noun
 
 from __future__ import annotations
 
-from ..words import ends_sentence, language_key
+from transcription.pipeline.recognition.words import ends_sentence, language_key
 
 LEADING_PUNCT = "\"'“‘«¿¡([—–-"
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from ..languages import short_code
+from transcription.pipeline.recognition.languages import short_code
+
 from .apertium import PIVOT, ApertiumTranslator, apertium_modes
 from .backend import DEFAULT_TIMEOUT, Translator
 from .ctranslate import CT2Translator, nllb_code

@@ -12,7 +12,8 @@ from typing import Any
 
 import langcodes
 
-from ..languages import short_code
+from transcription.pipeline.recognition.languages import short_code
+
 from .backend import TranslationFailed, failed_message, unavailable_message
 
 log = logging.getLogger(__name__)

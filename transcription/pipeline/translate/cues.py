@@ -8,9 +8,10 @@ import logging
 import re
 from dataclasses import replace
 
-from ..captions import Cue
-from ..linebreaks import MAX_LINES, fits, line_limit, wrap_lines
-from ..words import ends_sentence
+from transcription.pipeline.recognition.words import ends_sentence
+from transcription.pipeline.transcripts.captions import Cue
+from transcription.pipeline.transcripts.linebreaks import MAX_LINES, fits, line_limit, wrap_lines
+
 from .backend import TranslationFailed, Translator
 from .casing import capitalised_like, continue_lowercase
 from .sharing import distribute

@@ -7,8 +7,9 @@ import re
 from bisect import bisect_right
 from dataclasses import replace
 
-from ..captions import Cue
-from ..linebreaks import MAX_LINE_CHARS, MAX_LINES, wrap_lines
+from transcription.pipeline.transcripts.captions import Cue
+from transcription.pipeline.transcripts.linebreaks import MAX_LINE_CHARS, MAX_LINES, wrap_lines
+
 from ..types import Word
 
 

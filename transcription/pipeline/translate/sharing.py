@@ -7,8 +7,17 @@ from __future__ import annotations
 import functools
 import math
 
-from ..linebreaks import MAX_LINES, ends_on, fits, function_words, line_limit, wrap_lines, wrap_tokens
-from ..words import CLAUSE_END, ends_sentence
+from transcription.pipeline.recognition.words import CLAUSE_END, ends_sentence
+from transcription.pipeline.transcripts.linebreaks import (
+    MAX_LINES,
+    ends_on,
+    fits,
+    function_words,
+    line_limit,
+    wrap_lines,
+    wrap_tokens,
+)
+
 from .casing import LEADING_PUNCT
 
 # What a part that does not fit costs, per character over: far more than any shift of words.

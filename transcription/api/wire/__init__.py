@@ -1,0 +1,1 @@
+"""The wire shapes: serializers, strict fields, response bodies, error bodies."""

@@ -1,0 +1,1 @@
+"""Recognition: the speech model, ASR, the spoken language, words, cleaning."""

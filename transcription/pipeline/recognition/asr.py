@@ -1,0 +1,365 @@
+"""Speech recognition with faster-whisper: a slice of a 16 kHz mono WAV -> Transcript.
+
+Nothing here knows about Django. Get the model from
+``transcription.pipeline.recognition.whisper_model.load_model``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import zlib
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from transcription.pipeline.media.wav import SAMPLE_RATE, read_slice
+from transcription.pipeline.recognition import language_id
+from transcription.pipeline.recognition.languages import whisper_language
+from transcription.pipeline.recognition.words import ends_sentence
+from transcription.pipeline.types import Segment, Transcript, Word
+
+if TYPE_CHECKING:  # pragma: no cover
+    from faster_whisper import WhisperModel
+
+__all__ = [
+    "DEFAULT_BATCHED",
+    "VERBATIM_PROMPT",
+    "merge",
+    "transcribe",
+]
+
+# Chosen by bench/asr/rtf.py (base, int8, 2-core CPU, 5.4 min of speech): batched
+# RTF 0.087 vs plain 0.219 (CPU s/audio s 0.082 vs 0.121), same WER. See bench/asr/README.md.
+DEFAULT_BATCHED = True
+DEFAULT_BATCH_SIZE = 8
+
+# Prompt that makes Whisper keep fillers and disfluencies instead of cleaning them up.
+VERBATIM_PROMPT = "Umm, let me think like, hmm... Okay, here's what I'm, like, thinking."
+
+ProgressCallback = Callable[[float], None]
+
+logger = logging.getLogger(__name__)
+
+# Recovery of dropped speech (bench/asr/multilingual.py): a stretch of VAD speech this long with no
+# recognised word in it (words widened by WORD_PAD_S each side), or a segment whose text compresses
+# better than Whisper's own repetition limit, is decoded again plainly.
+MIN_UNCOVERED_S = 1.0
+WORD_PAD_S = 0.4
+MAX_COMPRESSION_RATIO = 2.4
+# a lost stretch is decoded again with this much of the audio around it, and only the words inside
+# it are kept: a second of speech alone often gives Whisper too little to read anything
+RECOVERY_CONTEXT_S = 1.0
+
+
+def _convert(seg: Any, offset: float) -> Segment:
+    words = []
+    last = None
+    for w in seg.words or []:
+        ws = round(float(w.start) + offset, 3)
+        we = round(float(w.end) + offset, 3)
+        if last is not None and ws < last:  # keep words monotonic
+            ws = last
+        we = max(we, ws)
+        words.append(Word(start=ws, end=we, text=w.word, probability=round(float(w.probability), 4)))
+        last = we
+    s = round(float(seg.start) + offset, 3)
+    e = round(float(seg.end) + offset, 3)
+    if words:  # make the segment cover its words
+        s = min(s, words[0].start)
+        e = max(e, words[-1].end)
+    return Segment(start=s, end=e, text=seg.text.strip(), words=words)
+
+
+def _split_sentences(seg: Segment) -> list[Segment]:
+    """Split a long segment after words that end a sentence (using word timestamps)."""
+    pieces: list[list[Word]] = [[]]
+    for i, w in enumerate(seg.words):
+        pieces[-1].append(w)
+        if ends_sentence(w.text) and i < len(seg.words) - 1:
+            pieces.append([])
+    if len(pieces) < 2:
+        return [seg]
+    return [
+        Segment(start=ws[0].start, end=ws[-1].end, text="".join(w.text for w in ws).strip(), words=ws) for ws in pieces
+    ]
+
+
+# Speech handed in (``transcribe(speech=...)``) is read in clips of at most one Whisper window; a
+# clip runs on over pauses shorter than faster-whisper's own min_silence_duration_ms (2 s).
+MAX_CLIP_SECONDS = 29.9
+MAX_CLIP_PAUSE = 2.0
+
+
+def _speech_clips(speech: Sequence[tuple[float, float]], offset: float, duration: float) -> list[tuple[float, float]]:
+    """The speech regions (absolute seconds) that fall in the slice, relative to it, joined over
+    short pauses into clips of at most MAX_CLIP_SECONDS (a longer region is cut evenly)."""
+    clips: list[tuple[float, float]] = []
+    for region_start, region_end in sorted(speech):
+        start, end = max(0.0, region_start - offset, clips[-1][1] if clips else 0.0), min(duration, region_end - offset)
+        if end <= start:
+            continue
+        if clips and start - clips[-1][1] <= MAX_CLIP_PAUSE and end - clips[-1][0] <= MAX_CLIP_SECONDS:
+            clips[-1] = (clips[-1][0], end)
+            continue
+        pieces = math.ceil((end - start) / MAX_CLIP_SECONDS)
+        step = (end - start) / pieces
+        clips.extend((start + k * step, start + (k + 1) * step) for k in range(pieces))
+    # To the millisecond, never past the slice's last whole millisecond nor overlapping: faster-whisper
+    # 1.2.1's BatchedInferencePipeline logs "VAD filter removed %s of audio" with
+    # format_timestamp(duration - the clips' summed lengths), which asserts that it is not negative,
+    # so a clip ending 0.4 ms after the audio (4.8646 s rounded up to 4.865) failed the job with an
+    # AssertionError (issue 41). For upstream (faster_whisper/transcribe.py, both transcribe
+    # methods): that log line should clamp at zero, or sum the audio each clip actually holds.
+    last = math.floor(duration * 1000) / 1000
+    rounded = [(min(round(s, 3), last), min(round(e, 3), last)) for s, e in clips]
+    return [(s, e) for s, e in rounded if e > s]
+
+
+def transcribe(
+    model: WhisperModel,
+    wav_path: str | os.PathLike[str],
+    *,
+    start: float = 0.0,
+    end: float | None = None,
+    language: str | None = None,
+    verbatim: bool = False,
+    task: str = "transcribe",
+    batched: bool = DEFAULT_BATCHED,
+    batch_size: int = DEFAULT_BATCH_SIZE,
+    beam_size: int = 5,
+    on_progress: ProgressCallback | None = None,
+    recover_dropped: bool = True,
+    speech: Sequence[tuple[float, float]] | None = None,
+    prompt: str = "",
+) -> Transcript:
+    """Transcribe (or, with ``task="translate"``, translate to English) part of a WAV.
+
+    ``wav_path`` must be 16 kHz mono s16le. Only ``[start, end)`` seconds are read;
+    timestamps in the result are absolute (relative to the start of the file).
+    ``language`` is None (detect), or an ISO 639-1/639-3 code (see
+    ``languages.whisper_language``). ``verbatim`` asks Whisper to keep fillers ("um", "uh").
+    ``on_progress(fraction)`` is called as segments arrive with the fraction of the
+    slice covered so far, and with 1.0 at the end.
+
+    ``speech`` is where the job's one VAD pass found speech in the whole file (absolute seconds,
+    ``speakers.speech.SpeechActivity.for_recognition``): only that is read, and Whisper's own VAD
+    does not run again. None: Whisper's VAD finds the speech in the slice.
+
+    ``Transcript.language`` is the language used (detected or given, Whisper code), with
+    ``Transcript.language_probability`` when detected (``language_id.detect_language``: an unsure
+    first look is followed by several windows); ``Transcript.duration`` is the length of the slice
+    actually read, in seconds.
+
+    ``prompt`` is the client's text the recogniser should lean towards (names, jargon, spellings):
+    Whisper's initial prompt, after the verbatim prompt when both are given.
+
+    ``recover_dropped`` decodes again, plainly, any stretch of speech that came back without words
+    and any segment caught in a repetition loop: batched decoding reads each VAD chunk once, and
+    when Whisper ends a chunk early (or loops) the rest of its speech is lost without a trace.
+    """
+    if task not in ("transcribe", "translate"):
+        raise ValueError(f"task must be 'transcribe' or 'translate', not {task!r}")
+    lang = whisper_language(language) if language else None
+
+    audio = read_slice(wav_path, start, end)
+    offset = round(max(0.0, start) * SAMPLE_RATE) / SAMPLE_RATE  # as read_slice
+    duration = len(audio) / SAMPLE_RATE
+    clips = None if speech is None else _speech_clips(speech, offset, duration)
+    if len(audio) == 0 or clips == []:
+        if on_progress:
+            on_progress(1.0)
+        return Transcript(language=lang or "", duration=round(duration, 3), segments=[])
+
+    probability = None
+    if speech is not None:  # the job's one VAD pass already found the speech: its regions in this slice
+        regions = [
+            (round(max(0.0, s - offset) * SAMPLE_RATE), round(min(duration, e - offset) * SAMPLE_RATE))
+            for s, e in speech
+            if min(duration, e - offset) > max(0.0, s - offset)
+        ]
+    else:
+        regions = language_id.speech_regions(audio) if (recover_dropped or not lang) else []
+    if not lang and model.model.is_multilingual:
+        detection = language_id.detect_language(model, audio, regions=regions)
+        lang, probability = detection.language, detection.probability
+        logger.info(
+            "Spoken language %s (probability %.2f) decided over %d window(s)", lang, probability, detection.windows
+        )
+
+    options: dict[str, Any] = dict(
+        language=lang,
+        task=task,
+        beam_size=beam_size,
+        word_timestamps=True,
+        vad_filter=True,
+        initial_prompt=" ".join(part for part in (VERBATIM_PROMPT if verbatim else "", prompt.strip()) if part) or None,
+    )
+    if clips is not None:
+        options["vad_filter"] = False
+        if batched:
+            options["clip_timestamps"] = [{"start": start, "end": end} for start, end in clips]
+        else:
+            options["clip_timestamps"] = [t for clip in clips for t in clip]
+    if batched:
+        from faster_whisper import BatchedInferencePipeline
+
+        # Batched mode yields one segment per VAD chunk (up to 30 s); we split those
+        # at sentence ends below. Do NOT pass without_timestamps=False here: with
+        # faster-whisper 1.2.1 it silently drops the last sentence of every chunk.
+        segments_iter, info = BatchedInferencePipeline(model).transcribe(audio, batch_size=batch_size, **options)
+    else:
+        segments_iter, info = model.transcribe(audio, **options)
+
+    segments: list[Segment] = []
+    done = 0.0
+    for seg in segments_iter:
+        converted = _convert(seg, offset)
+        segments.extend(_split_sentences(converted) if batched else [converted])
+        if on_progress:
+            done = max(done, min(1.0, float(seg.end) / duration))
+            on_progress(done)
+    if recover_dropped:  # twice: a plain decoding of a lost stretch can itself leave a gap
+        for _ in range(2):
+            segments = _recover_dropped(model, audio, offset, segments, regions, options)
+    if on_progress:
+        on_progress(1.0)
+
+    return Transcript(
+        language=info.language or lang or "",
+        duration=round(duration, 3),
+        segments=segments,
+        language_probability=probability,
+    )
+
+
+def _compression_ratio(text: str) -> float:
+    data = text.encode("utf-8")
+    return len(data) / len(zlib.compress(data)) if data else 0.0
+
+
+def uncovered_speech(
+    regions: list[tuple[float, float]], segments: list[Segment], pad: float = WORD_PAD_S
+) -> list[tuple[float, float]]:
+    """Stretches of speech (seconds) that no recognised word, widened by ``pad``, touches."""
+    words = sorted((w.start - pad, w.end + pad) for seg in segments for w in seg.words)
+    gaps = []
+    for start, end in regions:
+        cursor = start
+        for ws, we in words:
+            if we <= cursor or ws >= end:
+                continue
+            if ws > cursor:
+                gaps.append((cursor, ws))
+            cursor = max(cursor, we)
+        if cursor < end:
+            gaps.append((cursor, end))
+    return gaps
+
+
+def _recover_dropped(
+    model: Any, audio: Any, offset: float, segments: list[Segment], regions: Any, options: dict[str, Any]
+) -> list[Segment]:
+    """Decode again, plainly, the speech that came back without words or in a repetition loop."""
+    speech = [(s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset) for s, e in regions]
+    spans = [(a, b) for a, b in uncovered_speech(speech, segments) if b - a >= MIN_UNCOVERED_S]
+    looping = [seg for seg in segments if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO]
+    spans += [(seg.start, seg.end) for seg in looping]
+    if not spans:
+        return segments
+    merged: list[list[float]] = []
+    for start, end in sorted(spans):
+        if merged and start <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], end)
+        else:
+            merged.append([start, end])
+
+    logger.info("Decoding again without batching: %s", ", ".join(f"{a:.1f}-{b:.1f} s" for a, b in merged))
+    kept = list(segments)
+    for start, end in merged:
+        if end - start < 0.25:
+            continue
+        first = max(0, round((start - RECOVERY_CONTEXT_S - offset) * SAMPLE_RATE))
+        last = min(len(audio), round((end + RECOVERY_CONTEXT_S - offset) * SAMPLE_RATE))
+        # a short gap is all speech (VAD said so); a looping chunk may hold pauses
+        vad = end - start > 5
+        # the stretch and its surroundings, from their start: not the clips the first decoding was
+        # given. No three tokens twice: a loop is cut where it starts, at temperature 0, instead of
+        # falling back to sampling, whose random draws left a lost second in one decoding of eight
+        # (tests/pipeline/test_multilingual_asr.py)
+        plain = {name: value for name, value in options.items() if name != "clip_timestamps"}
+        found, _ = model.transcribe(audio[first:last], **{**plain, "vad_filter": vad, "no_repeat_ngram_size": 3})
+        new = [_words_within(_convert(seg, offset + first / SAMPLE_RATE), start, end) for seg in found]
+        fresh = [seg for seg in new if seg and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
+        if fresh:  # a looping segment gives way to the new decoding; never fewer words than before
+            kept = [seg for seg in kept if not (seg in looping and start <= seg.start and seg.end <= end)] + fresh
+    # what still loops (Whisper loops there in every mode) keeps one turn of each repetition
+    kept = [_without_repetition(seg) if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO else seg for seg in kept]
+    return sorted((seg for seg in kept if seg.words or seg.text), key=lambda seg: seg.start)
+
+
+def _words_within(seg: Segment, start: float, end: float) -> Segment | None:
+    """The part of ``seg`` whose words have their middle in [start, end]; None if no word has."""
+    words = [w for w in seg.words if start <= (w.start + w.end) / 2 <= end]
+    if not words:
+        return None
+    if len(words) == len(seg.words):
+        return seg
+    text = "".join(w.text for w in words).strip()
+    return Segment(start=words[0].start, end=words[-1].end, text=text, words=words, speaker=seg.speaker)
+
+
+LOOP_TURNS = 3  # a run of words said this many times over in a row is a repetition loop
+LOOP_UNIT_WORDS = 6  # longest run of words looked for
+
+
+def _without_repetition(seg: Segment) -> Segment:
+    """The segment with each run of words that comes back LOOP_TURNS times or more in a row cut
+    to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5"): a transcript must not carry a
+    hundred copies of what Whisper could not read."""
+    words, kept, i = seg.words, [], 0
+    key = [w.text.strip(" ,.、。!?").lower() for w in words]
+    while i < len(words):
+        unit = next(
+            (
+                k
+                for k in range(1, LOOP_UNIT_WORDS + 1)
+                if i + LOOP_TURNS * k <= len(words)
+                and all(key[i + t * k : i + (t + 1) * k] == key[i : i + k] for t in range(1, LOOP_TURNS))
+            ),
+            0,
+        )
+        if not unit:
+            kept.append(words[i])
+            i += 1
+            continue
+        kept.extend(words[i : i + unit])
+        i += unit
+        while key[i : i + unit] == key[i - unit : i] and i + unit <= len(words):
+            i += unit
+    if not kept:
+        return seg
+    text = "".join(w.text for w in kept).strip()
+    return Segment(start=seg.start, end=max(kept[-1].end, seg.start), text=text, words=kept, speaker=seg.speaker)
+
+
+def merge(parts: list[Transcript]) -> Transcript:
+    """Join the transcripts of consecutive chunks of one file (timestamps are already absolute).
+
+    The language is the one detected for most of the audio.
+    """
+    if not parts:
+        return Transcript(language="", duration=0.0, segments=[])
+    by_language: dict[str, float] = {}
+    for part in parts:
+        by_language[part.language] = by_language.get(part.language, 0.0) + part.duration
+    language = max(by_language, key=lambda code: by_language[code])
+    # its probability: the mean over the chunks that found it, weighted by their length
+    found = [(p.language_probability, p.duration) for p in parts if p.language == language and p.language_probability]
+    weight = sum(d for _, d in found)
+    return Transcript(
+        language=language,
+        duration=round(sum(part.duration for part in parts), 3),
+        segments=[segment for part in parts for segment in part.segments],
+        language_probability=round(sum(p * d for p, d in found) / weight, 4) if weight else None,
+    )

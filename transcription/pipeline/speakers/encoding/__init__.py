@@ -1,0 +1,1 @@
+"""The speaker encoder: weights, ONNX graphs (CAM++), their cache, voice-print embeddings."""

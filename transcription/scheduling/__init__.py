@@ -1,0 +1,1 @@
+"""The scheduling: which Celery task runs a job's next stage, and the fair lines jobs wait in."""

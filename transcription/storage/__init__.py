@@ -1,0 +1,1 @@
+"""The storage: names of the files handed between workers, signed links, the upload quota."""

@@ -1,0 +1,1 @@
+"""What beat runs: the sweeper (jobs whose worker died) and retention (expired files)."""
