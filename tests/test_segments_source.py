@@ -14,7 +14,7 @@ READERS = {"from_srt", "with_voices", "webvtt_voices"}  # pipeline.transcripts.c
 # a subtitle library's readers: pysubs2.load, SSAFile.from_string, srt.parse, webvtt.read, ...
 LIBRARIES = {"pysubs2", "SSAFile", "srt", "webvtt"}
 LIBRARY_READERS = {"load", "from_string", "from_file", "parse", "read", "read_buffer", "from_srt"}
-HOME = ROOT / "transcription" / "pipeline" / "captions.py"
+HOME = ROOT / "transcription" / "pipeline" / "transcripts" / "captions.py"
 
 
 def service_modules() -> list[Path]:

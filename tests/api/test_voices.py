@@ -11,7 +11,7 @@ from billing.selectors import account_balance
 from tests.support import queued
 from transcription.models import Job, Voice
 from transcription.pipeline.voice_print_model import VOICE_PRINT_MODEL
-from transcription.writes import services
+from transcription.writes import services, voice_services
 
 
 def post(api, path, body):
@@ -48,14 +48,14 @@ def test_a_voice_is_queued_as_a_sample_job_and_listed_while_it_is_read(
 
 
 def test_the_list_says_ready_or_failed_with_the_reason(api, account, broker):
-    ready = services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
+    ready = voice_services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
     Job.objects.filter(pk=ready.job_id).update(duration=31)
-    services.voice_store(ready.job_id, np.ones(192, dtype=np.float32).tobytes(), VOICE_PRINT_MODEL)
+    voice_services.voice_store(ready.job_id, np.ones(192, dtype=np.float32).tobytes(), VOICE_PRINT_MODEL)
     services.job_finish(ready.job_id)
-    failed = services.voice_create(account, name="Bob", url="https://example.com/b.mp4")
+    failed = voice_services.voice_create(account, name="Bob", url="https://example.com/b.mp4")
     services.job_fail(failed.job_id, "The sample holds 2 voices; a voice sample must hold one person's voice alone.")
-    earlier = services.voice_create(account, name="Carol", url="https://example.com/c.mp4")
-    services.voice_store(earlier.job_id, np.ones(256, dtype=np.float32).tobytes(), "resemblyzer-0.1.4")
+    earlier = voice_services.voice_create(account, name="Carol", url="https://example.com/c.mp4")
+    voice_services.voice_store(earlier.job_id, np.ones(256, dtype=np.float32).tobytes(), "resemblyzer-0.1.4")
     services.job_finish(earlier.job_id)
     listed = {entry["name"]: entry for entry in api.get("/v1/api/voices").json()}
     assert listed["Alice"]["state"] == "ready" and listed["Alice"]["seconds"] == 31 and listed["Alice"]["error"] is None
@@ -75,7 +75,7 @@ def test_bad_requests_are_422s_naming_each_field(api, broker):
 
 def test_deleting_forgets_the_voice_and_stops_a_sample_still_read(api, account, broker):
     balance = account_balance(account.pk)
-    voice = services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
+    voice = voice_services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
     Job.objects.filter(pk=voice.job_id).update(duration=40, state="processing")
     services.job_charge(Job.objects.get(pk=voice.job_id))
     assert account_balance(account.pk) == balance - 40
@@ -84,14 +84,14 @@ def test_deleting_forgets_the_voice_and_stops_a_sample_still_read(api, account, 
     assert response.status_code == 204 and response.content == b""
     assert not Voice.objects.filter(pk=voice.id).exists()
     job = Job.objects.get(pk=voice.job_id)
-    assert job.state == "failed" and job.error == services.VOICE_DELETED_ERROR
+    assert job.state == "failed" and job.error == voice_services.VOICE_DELETED_ERROR
     assert account_balance(account.pk) == balance, "refunded"
     assert api.get("/v1/api/voices").json() == []
     assert api.delete(f"/v1/api/voices/{voice.id}").status_code == 404
 
 
 def test_another_accounts_voices_are_neither_listed_nor_deleted(api, other_account, broker):
-    theirs = services.voice_create(other_account, name="Carol", url="https://example.com/c.mp4")
+    theirs = voice_services.voice_create(other_account, name="Carol", url="https://example.com/c.mp4")
     assert api.get("/v1/api/voices").json() == []
     response = api.delete(f"/v1/api/voices/{theirs.id}")
     assert response.status_code == 404 and response.json() == {"detail": "No voice with that id on this account."}
@@ -104,7 +104,7 @@ def test_an_accounts_voices_go_with_the_account(db, broker):
     from tests.factories import AccountFactory
 
     account = AccountFactory()  # no ledger entries and no jobs left, which protect an account's row
-    voice = services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
+    voice = voice_services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
     voice.job.delete()
     account.delete()
     assert not Voice.objects.filter(pk=voice.pk).exists()
@@ -113,7 +113,7 @@ def test_an_accounts_voices_go_with_the_account(db, broker):
 def test_a_failed_samples_job_is_not_retried_as_a_transcript(account, broker):
     import pytest
 
-    voice = services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
+    voice = voice_services.voice_create(account, name="Alice", url="https://example.com/a.mp4")
     services.job_fail(voice.job_id, "The sample holds 2 voices; a voice sample must hold one person's voice alone.")
     with pytest.raises(ValueError, match="enrols the voice again"):
         services.job_retry(voice.job_id)

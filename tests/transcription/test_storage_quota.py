@@ -48,7 +48,7 @@ def _save(name: str, content: bytes, cleanup: list[str]) -> str:
     return cleanup[-1]
 
 
-def _burned_job_of(upload, account, cleanup) -> Job:
+def _burned_job_of(upload, account, cleanup):
     """A burned job of `upload` run through the stage runner, its stage doing what the media and
     burn stages leave behind: the upload copied as the kept source, a video drawn from it."""
     job = JobFactory(account=account, type="burned", state=states.BURNING, upload=upload, url=f"upload:{upload.pk}")

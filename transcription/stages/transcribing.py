@@ -18,7 +18,7 @@ from transcription.pipeline.media import audio
 from transcription.pipeline.recognition import asr
 from transcription.pipeline.transcripts.results import build_results
 from transcription.storage import files
-from transcription.writes import services
+from transcription.writes import services, voice_services
 
 from ..models import Job, Voice
 from ..pipeline.speakers import voices
@@ -141,7 +141,7 @@ def _enrol(job: Job, wav: Path) -> None:
         threads=threads,
     )
     services.job_advance(job.id, states.ALIGNING)
-    services.voice_store(job.id, sample.embedding.astype(np.float32).tobytes(), voices.VOICE_PRINT_MODEL)
+    voice_services.voice_store(job.id, sample.embedding.astype(np.float32).tobytes(), voices.VOICE_PRINT_MODEL)
     services.job_finish(job.id)
 
 

@@ -43,7 +43,7 @@ from transcription.pipeline.media.media_probe import NotMedia, probe_media
 from transcription.pipeline.transcripts.speaker_names import speakers_in
 from transcription.states import FINAL_STATES
 from transcription.storage import files
-from transcription.writes import services
+from transcription.writes import services, voice_services
 
 
 def validate(serializer_class, data: dict, location: str = "body") -> dict:
@@ -184,7 +184,7 @@ def rename_speakers(caller: Caller, data: dict, request=None) -> dict:
 def create_voice(caller: Caller, data: dict, request=None) -> dict:
     """POST /v1/api/voices: enrol a voice from a sample at `url`, read by a job of its own."""
     options = with_upload(caller.account_id, validate(s.VoiceRequestSerializer, data), JobType.TRANSCRIPT)
-    voice = services.voice_create(
+    voice = voice_services.voice_create(
         caller.account, name=options["name"], url=options.get("url", ""), upload=options.get("upload")
     )
     return {"id": str(voice.id), "name": voice.name, "state": "processing"}
@@ -198,7 +198,7 @@ def list_voices(caller: Caller, data: dict, request=None) -> list[dict]:
 
 @operation(JOBS)
 def delete_voice(caller: Caller, data: dict, request=None) -> None:
-    services.voice_delete(owned(Voice, caller.account_id, data.get("id"), "voice"))
+    voice_services.voice_delete(owned(Voice, caller.account_id, data.get("id"), "voice"))
 
 
 # --- Reading (polls) --------------------------------------------------------------------------
