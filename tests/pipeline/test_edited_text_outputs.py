@@ -97,9 +97,7 @@ def check_srt(text: str, cues: list[captions.Cue]) -> None:
     assert [(s.start, s.end) for s in parsed] == [
         (timedelta(milliseconds=ms(c.start)), timedelta(milliseconds=ms(c.end))) for c in shown
     ]
-    assert [s.content.replace(WJ, "") for s in parsed] == [
-        shown_lines(c).replace(WJ, "") for c in shown
-    ]
+    assert [s.content.replace(WJ, "") for s in parsed] == [shown_lines(c).replace(WJ, "") for c in shown]
     # nor can a lenient reader be misled: pysubs2 takes any line with two timestamps for a timing
     assert len(pysubs2.SSAFile.from_string(text, format_="srt")) == len(shown) if shown else True
 
@@ -111,9 +109,7 @@ def check_webvtt(text: str, cues: list[captions.Cue]) -> None:
     shown = [cue for cue in cues if cue.lines]
     parsed = list(webvtt.from_string(text).captions)
     assert [(c.start, c.end) for c in parsed] == [(_vtt_time(cue.start), _vtt_time(cue.end)) for cue in shown]
-    assert [html.unescape(_VOICE.sub("", c.raw_text)) for c in parsed] == [
-        shown_lines(cue) for cue in shown
-    ]
+    assert [html.unescape(_VOICE.sub("", c.raw_text)) for c in parsed] == [shown_lines(cue) for cue in shown]
     assert [[int(v) for v in re.findall(r"<v Speaker (\d+)>", c.raw_text)] for c in parsed] == [
         (cue.speakers if len(cue.speakers) == len(cue.lines) > 1 else cue.speakers[:1]) for cue in shown
     ]
