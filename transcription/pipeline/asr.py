@@ -13,11 +13,11 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import language_id
+from . import language_id, repetition
 from .languages import whisper_language
 from .types import Segment, Transcript, Word
 from .wav import SAMPLE_RATE, read_slice
-from .words import ends_sentence
+from .words import ends_sentence, word_core
 
 if TYPE_CHECKING:  # pragma: no cover
     from faster_whisper import WhisperModel
@@ -50,6 +50,8 @@ MAX_COMPRESSION_RATIO = 2.4
 # a lost stretch is decoded again with this much of the audio around it, and only the words inside
 # it are kept: a second of speech alone often gives Whisper too little to read anything
 RECOVERY_CONTEXT_S = 1.0
+# the seed of the recovery's sampled fallback decodings: the same job decodes the same way twice
+RECOVERY_SEED = 54
 
 
 def _convert(seg: Any, offset: float) -> Segment:
@@ -221,7 +223,7 @@ def transcribe(
             on_progress(done)
     if recover_dropped:  # twice: a plain decoding of a lost stretch can itself leave a gap
         for _ in range(2):
-            segments = _recover_dropped(model, audio, offset, segments, regions, options)
+            segments = _recover_dropped(model, audio, offset, segments, regions, options, verbatim)
     if on_progress:
         on_progress(1.0)
 
@@ -257,13 +259,34 @@ def uncovered_speech(
     return gaps
 
 
+def _loops(seg: Segment) -> bool:
+    """Whether a segment is caught in a repetition loop: its text compresses better than Whisper's
+    own limit, or holds a run of more than three turns (a short loop at the end of a long segment,
+    "... 0-0-0-0-0-0", does not move the whole segment's compression ratio)."""
+    return _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO or repetition.has_loop(seg.text)
+
+
+def _distinct_words(segments: Sequence[Segment]) -> int:
+    """How much a decoding says once its loops are cut: the number of different words in it (a loop
+    writes many words and few different ones)."""
+    return len({word_core(w.text) for seg in segments for w in repetition.cut_loops(seg.words)} - {""})
+
+
 def _recover_dropped(
-    model: Any, audio: Any, offset: float, segments: list[Segment], regions: Any, options: dict[str, Any]
+    model: Any,
+    audio: Any,
+    offset: float,
+    segments: list[Segment],
+    regions: Any,
+    options: dict[str, Any],
+    verbatim: bool = False,
 ) -> list[Segment]:
     """Decode again, plainly, the speech that came back without words or in a repetition loop."""
+    import ctranslate2  # faster-whisper's own engine, loaded with the model
+
     speech = [(s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset) for s, e in regions]
     spans = [(a, b) for a, b in uncovered_speech(speech, segments) if b - a >= MIN_UNCOVERED_S]
-    looping = [seg for seg in segments if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO]
+    looping = [seg for seg in segments if _loops(seg)]
     spans += [(seg.start, seg.end) for seg in looping]
     if not spans:
         return segments
@@ -284,17 +307,31 @@ def _recover_dropped(
         # a short gap is all speech (VAD said so); a looping chunk may hold pauses
         vad = end - start > 5
         # the stretch and its surroundings, from their start: not the clips the first decoding was
-        # given. No three tokens twice: a loop is cut where it starts, at temperature 0, instead of
-        # falling back to sampling, whose random draws left a lost second in one decoding of eight
-        # (tests/pipeline/test_multilingual_asr.py)
+        # given. Two decodings, and the one that says more (most different words once loops are
+        # cut) is kept (docs/decisions/speech-and-text.md, "The recovery rule"):
+        # - as the bare library decodes sequentially: temperature fallback where the text compresses
+        #   too well, the previous text as the prompt. It is what escapes most loops (Polish: the
+        #   pangram and the greeting that batched decoding and the decoding below both lost), and
+        #   its sampled draws are seeded, so a job decodes the same each time on one machine;
+        # - no three tokens twice, at temperature 0: a loop is cut where it starts instead of
+        #   falling back to sampling, whose random draws left a lost second in one decoding of
+        #   eight (tests/pipeline/test_multilingual_asr.py).
         plain = {name: value for name, value in options.items() if name != "clip_timestamps"}
-        found, _ = model.transcribe(audio[first:last], **{**plain, "vad_filter": vad, "no_repeat_ngram_size": 3})
-        new = [_words_within(_convert(seg, offset + first / SAMPLE_RATE), start, end) for seg in found]
-        fresh = [seg for seg in new if seg and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
-        if fresh:  # a looping segment gives way to the new decoding; never fewer words than before
-            kept = [seg for seg in kept if not (seg in looping and start <= seg.start and seg.end <= end)] + fresh
+        piece = audio[first:last]
+        candidates = []
+        for extra in ({}, {"no_repeat_ngram_size": 3, "temperature": 0.0}):
+            if not extra:
+                ctranslate2.set_random_seed(RECOVERY_SEED)
+            found, _ = model.transcribe(piece, **{**plain, "vad_filter": vad, **extra})
+            new = [_words_within(_convert(seg, offset + first / SAMPLE_RATE), start, end) for seg in found]
+            candidates.append([seg for seg in new if seg and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO])
+        fresh = max(candidates, key=_distinct_words)  # the first of equals: the bare library's way
+        inside = [seg for seg in kept if seg in looping and start <= seg.start and seg.end <= end]
+        # a looping segment gives way to the new decoding when that says more; never fewer words
+        if fresh and _distinct_words(fresh) >= _distinct_words(inside):
+            kept = [seg for seg in kept if seg not in inside] + fresh
     # what still loops (Whisper loops there in every mode) keeps one turn of each repetition
-    kept = [_without_repetition(seg) if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO else seg for seg in kept]
+    kept = [_without_repetition(seg, verbatim=verbatim) if _loops(seg) else seg for seg in kept]
     return sorted((seg for seg in kept if seg.words or seg.text), key=lambda seg: seg.start)
 
 
@@ -309,35 +346,12 @@ def _words_within(seg: Segment, start: float, end: float) -> Segment | None:
     return Segment(start=words[0].start, end=words[-1].end, text=text, words=words, speaker=seg.speaker)
 
 
-LOOP_TURNS = 3  # a run of words said this many times over in a row is a repetition loop
-LOOP_UNIT_WORDS = 6  # longest run of words looked for
-
-
-def _without_repetition(seg: Segment) -> Segment:
-    """The segment with each run of words that comes back LOOP_TURNS times or more in a row cut
-    to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5"): a transcript must not carry a
-    hundred copies of what Whisper could not read."""
-    words, kept, i = seg.words, [], 0
-    key = [w.text.strip(" ,.、。!?").lower() for w in words]
-    while i < len(words):
-        unit = next(
-            (
-                k
-                for k in range(1, LOOP_UNIT_WORDS + 1)
-                if i + LOOP_TURNS * k <= len(words)
-                and all(key[i + t * k : i + (t + 1) * k] == key[i : i + k] for t in range(1, LOOP_TURNS))
-            ),
-            0,
-        )
-        if not unit:
-            kept.append(words[i])
-            i += 1
-            continue
-        kept.extend(words[i : i + unit])
-        i += unit
-        while key[i : i + unit] == key[i - unit : i] and i + unit <= len(words):
-            i += unit
-    if not kept:
+def _without_repetition(seg: Segment, verbatim: bool = False) -> Segment:
+    """The segment with each loop cut to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5"):
+    a transcript must not carry a hundred copies of what Whisper could not read
+    (``repetition.cut_loops``)."""
+    kept = repetition.cut_loops(seg.words, verbatim=verbatim)
+    if not kept or kept == seg.words:
         return seg
     text = "".join(w.text for w in kept).strip()
     return Segment(start=seg.start, end=max(kept[-1].end, seg.start), text=text, words=kept, speaker=seg.speaker)
