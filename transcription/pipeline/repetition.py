@@ -14,7 +14,7 @@ from dataclasses import replace
 from .types import Segment, Word
 from .words import word_core
 
-__all__ = ["MAX_TURNS", "cut_loops", "cut_segment_loops", "has_loop", "loop_runs"]
+__all__ = ["MAX_TURNS", "cut_loops", "cut_segment_loops", "has_loop", "inner_loop", "loop_runs", "said_that_way"]
 
 MAX_TURNS = 3  # a unit said this many times in a row is speech; once more is a loop
 MAX_UNIT_WORDS = 6  # the longest group of words looked for
@@ -29,14 +29,14 @@ def _key(text: str) -> str:
     return word_core(text) or text.strip()
 
 
-def loop_runs(keys: list[str]) -> list[tuple[int, int, int]]:
-    """(start, unit length, turns) of each run of more than MAX_TURNS turns of one unit of
+def loop_runs(keys: list[str], max_turns: int = MAX_TURNS) -> list[tuple[int, int, int]]:
+    """(start, unit length, turns) of each run of more than ``max_turns`` turns of one unit of
     1..MAX_UNIT_WORDS keys, leftmost first, runs not overlapping; the shortest unit wins."""
     runs, i = [], 0
     while i < len(keys):
         found = None
         for k in range(1, MAX_UNIT_WORDS + 1):
-            if i + (MAX_TURNS + 1) * k > len(keys):
+            if i + (max_turns + 1) * k > len(keys):
                 break
             unit = keys[i : i + k]
             if not all(unit) or (k > 1 and len(set(unit)) == 1):
@@ -44,7 +44,7 @@ def loop_runs(keys: list[str]) -> list[tuple[int, int, int]]:
             turns = 1
             while keys[i + turns * k : i + (turns + 1) * k] == unit:
                 turns += 1
-            if turns > MAX_TURNS:
+            if turns > max_turns:
                 found = (i, k, turns)
                 break
         if found:
@@ -55,15 +55,15 @@ def loop_runs(keys: list[str]) -> list[tuple[int, int, int]]:
     return runs
 
 
-def _inner_loop(text: str) -> re.Match[str] | None:
+def inner_loop(text: str) -> re.Match[str] | None:
     return _INNER_LOOP.search(text)
 
 
-def has_loop(text: str) -> bool:
-    """Whether ``text`` holds a loop: a word group more than MAX_TURNS times in a row, or a piece
-    of a word written that often over."""
+def has_loop(text: str, max_turns: int = MAX_TURNS) -> bool:
+    """Whether ``text`` holds a loop: a word group more than ``max_turns`` times in a row, or a
+    piece of a word written more than MAX_TURNS times over."""
     keys = [_key(w) for w in _NOT_WORD.split(text) if w.strip()]
-    return bool(loop_runs(keys)) or any(_inner_loop(w) for w in text.split())
+    return bool(loop_runs(keys, max_turns)) or any(inner_loop(w) for w in text.split())
 
 
 def said_that_way(words: list[Word]) -> bool:
@@ -79,12 +79,12 @@ def said_that_way(words: list[Word]) -> bool:
 
 def _cut_inner(word: Word) -> Word:
     text = word.text
-    while (match := _inner_loop(text)) is not None:
+    while (match := inner_loop(text)) is not None:
         text = text[: match.start()] + match.group(1) + text[match.end() :]
     return word if text == word.text else replace(word, text=text)
 
 
-def cut_loops(words: list[Word], *, verbatim: bool = False) -> list[Word]:
+def cut_loops(words: list[Word], *, verbatim: bool = False, max_turns: int = MAX_TURNS) -> list[Word]:
     """The words with each loop cut to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5";
     "iekzijajajaja" -> "iekzija"); a verbatim job keeps the runs ``said_that_way``. The cut turn
     keeps the first turn's times."""
@@ -92,7 +92,7 @@ def cut_loops(words: list[Word], *, verbatim: bool = False) -> list[Word]:
     keys = [_key(w.text) for w in words]
     out: list[Word] = []
     i = 0
-    for start, unit, turns in loop_runs(keys):
+    for start, unit, turns in loop_runs(keys, max_turns):
         run = words[start : start + unit * turns]
         out.extend(words[i:start])
         out.extend(run if verbatim and said_that_way(run) else run[:unit])
