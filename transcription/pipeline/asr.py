@@ -278,7 +278,9 @@ def _confident_words(segments: Sequence[Segment]) -> float:
     words it is likely right about; a loop, once cut, and garbage both add little). Cut from three
     turns on, as they are looked at again: "czy, co, jań" three times and a half must not outweigh
     the counting it replaced."""
-    words = [w for seg in segments for w in seg.words]  # a loop may run over segments ("Szyb! Szyb!")
+    # a loop may run over segments ("Szyb! Szyb!"); a text that compresses like a loop says nothing,
+    # even where its turns differ a little or are longer than the runs looked for (espeak Japanese)
+    words = [w for seg in segments if _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO for w in seg.words]
     return sum(w.probability for w in repetition.cut_loops(words, max_turns=LOOK_AGAIN_TURNS))
 
 
@@ -291,7 +293,8 @@ def _pieces(regions: list[tuple[int, int]], shortest: float) -> list[float]:
         else:
             joined.append([start, end])
     if len(joined) > 1 and (joined[-1][1] - joined[-1][0]) / SAMPLE_RATE < shortest:
-        joined[-2][1] = joined.pop()[1]
+        last = joined.pop()
+        joined[-1][1] = last[1]
     return [t / SAMPLE_RATE for region in joined for t in region]
 
 
@@ -371,7 +374,15 @@ def _recover_dropped(
         if fresh and _confident_words(fresh) >= _confident_words(inside):
             kept = [seg for seg in kept if seg not in inside] + fresh
     # what still loops (Whisper loops there in every mode) keeps one turn of each repetition
-    kept = [_without_repetition(seg, verbatim=verbatim) if _loops(seg) else seg for seg in kept]
+    # (from three turns where the text compresses like a loop, as before issue 54; else more than three)
+    kept = [
+        _without_repetition(seg, verbatim=verbatim, max_turns=LOOK_AGAIN_TURNS)
+        if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO
+        else _without_repetition(seg, verbatim=verbatim)
+        if _loops(seg)
+        else seg
+        for seg in kept
+    ]
     kept = sorted((seg for seg in kept if seg.words or seg.text), key=lambda seg: seg.start)
     return repetition.cut_segment_loops(kept, verbatim=verbatim)  # and a loop of whole segments
 
@@ -387,11 +398,11 @@ def _words_within(seg: Segment, start: float, end: float) -> Segment | None:
     return Segment(start=words[0].start, end=words[-1].end, text=text, words=words, speaker=seg.speaker)
 
 
-def _without_repetition(seg: Segment, verbatim: bool = False) -> Segment:
+def _without_repetition(seg: Segment, verbatim: bool = False, max_turns: int = repetition.MAX_TURNS) -> Segment:
     """The segment with each loop cut to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5"):
     a transcript must not carry a hundred copies of what Whisper could not read
     (``repetition.cut_loops``)."""
-    kept = repetition.cut_loops(seg.words, verbatim=verbatim)
+    kept = repetition.cut_loops(seg.words, verbatim=verbatim, max_turns=max_turns)
     if not kept:
         return seg
     text = "".join(w.text for w in kept).strip()

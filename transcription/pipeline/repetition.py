@@ -87,43 +87,69 @@ def _cut_inner(word: Word) -> Word:
 def cut_loops(words: list[Word], *, verbatim: bool = False, max_turns: int = MAX_TURNS) -> list[Word]:
     """The words with each loop cut to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5";
     "iekzijajajaja" -> "iekzija"); a verbatim job keeps the runs ``said_that_way``. The cut turn
-    keeps the first turn's times."""
+    keeps the first turn's times. Cut again until no loop is left: a cut can join two runs into one
+    ("a b a b a b" then "a a a a b")."""
     words = [_cut_inner(w) for w in words]
-    keys = [_key(w.text) for w in words]
-    out: list[Word] = []
-    i = 0
-    for start, unit, turns in loop_runs(keys, max_turns):
-        run = words[start : start + unit * turns]
-        out.extend(words[i:start])
-        out.extend(run if verbatim and said_that_way(run) else run[:unit])
-        i = start + unit * turns
-    out.extend(words[i:])
-    return out
+    while True:
+        keys = [_key(w.text) for w in words]
+        out: list[Word] = []
+        i = 0
+        for start, unit, turns in loop_runs(keys, max_turns):
+            run = words[start : start + unit * turns]
+            out.extend(words[i:start])
+            out.extend(run if verbatim and said_that_way(run) else run[:unit])
+            i = start + unit * turns
+        out.extend(words[i:])
+        if len(out) == len(words):
+            return out
+        words = out
 
 
 def cut_segment_loops(segments: list[Segment], *, verbatim: bool = False) -> list[Segment]:
-    """Segments with the loops inside each cut, and a run of more than MAX_TURNS segments that
-    say the same (Whisper's "Thank you." written every few seconds over music) cut to its first."""
-    out: list[Segment] = []
-    for segment in segments:
-        words = cut_loops(segment.words, verbatim=verbatim) if segment.words else segment.words
-        if words is not segment.words and words != segment.words:
-            text = "".join(w.text for w in words).strip()
-            segment = replace(segment, text=text, words=words, end=max(segment.start, words[-1].end))
-        elif not segment.words and has_loop(segment.text):
-            segment = replace(segment, text=_cut_text(segment.text))
-        out.append(segment)
-    keys = [_key(s.text) for s in out]
-    kept: list[Segment] = []
-    i = 0
-    for start, unit, turns in loop_runs(keys):
-        run = out[start : start + unit * turns]
-        kept.extend(out[i:start])
-        said = verbatim and said_that_way([w for s in run for w in s.words])
-        kept.extend(run if said else run[:unit])
-        i = start + unit * turns
-    kept.extend(out[i:])
-    return kept
+    """Segments with their loops cut, also those that run from one segment into the next (Whisper's
+    "Thank you." written every few seconds over music, "Szyb! Szyb! ..." split at each "!"):
+    the words of all segments are cut together, and a segment left without words goes."""
+    if not any(has_loop(s.text) for s in segments) and not _joined_loop(segments):
+        return segments
+    owner: dict[int, int] = {}
+    flat: list[Word] = []
+    for index, segment in enumerate(segments):
+        for word in segment.words or [Word(segment.start, segment.end, " " + segment.text, 0.0)]:
+            owner[id(word)] = index
+            flat.append(word)
+    kept_words: dict[int, list[Word]] = {}
+    for word in cut_loops(flat, verbatim=verbatim):
+        # a word cut inside ("jajaja") is a new object: it belongs where its start is
+        index = owner.get(id(word))
+        if index is None:
+            index = next(k for k, s in enumerate(segments) if word.start <= s.end or k == len(segments) - 1)
+        kept_words.setdefault(index, []).append(word)
+    out = []
+    for index, segment in enumerate(segments):
+        words = kept_words.get(index)
+        if not words:
+            continue
+        if not segment.words:
+            out.append(replace(segment, text=words[0].text.strip()))
+            continue
+        if words == segment.words:
+            out.append(segment)
+            continue
+        text = "".join(w.text for w in words).strip()
+        out.append(
+            replace(
+                segment,
+                start=min(segment.start, words[0].start),
+                end=max(words[-1].end, segment.start),
+                text=text,
+                words=words,
+            )
+        )
+    return out
+
+
+def _joined_loop(segments: list[Segment]) -> bool:
+    return has_loop(" ".join(s.text for s in segments))
 
 
 def _cut_text(text: str) -> str:
