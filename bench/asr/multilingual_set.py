@@ -14,9 +14,14 @@ formant synthesis; the same three sentences, the numbers read as words. Bench-on
 ``apt-get install festival festvox-italp16k festvox-czech-dita festvox-ru festvox-suopuhe-lj
 festvox-ca-ona-hts``; a voice that is not installed is skipped.
 
-espeak-ng for every language, in two voice variants each (the default male voice and ``+f3``): three sentences
-of different kinds (a greeting, counting to ten, a long sentence), about 10 s. Plus files that switch
-language mid-way and long files (> 30 s, several Whisper windows).
+espeak-ng for every language, in three voice variants each (the default male voice, ``+f3``, and ``+m3``
+read slower): three sentences of different kinds (a greeting, counting to ten, a long sentence), about
+10 s. Plus files that switch language mid-way and long files (> 30 s, several Whisper windows).
+
+Bed variants of a clip (``beds``): ``silence`` (4 s of silence before the speech, 5 s between its
+first and second sentence, 3 s after: Whisper writes text into silence, and a long pause cuts a
+batched chunk), ``music`` (3 s of music alone, then the speech over music 12 dB below it, then 2 s
+of music: Drascula's soundtrack, ``drascula-music``). A bed variant keeps its clip's reference.
 
 Every clip is a 16 kHz mono WAV with its reference text and language(s); ``build(folder)`` writes them
 and returns the list.
@@ -31,13 +36,19 @@ import re
 import shutil
 import subprocess
 import tempfile
+import wave
 from dataclasses import dataclass
 from pathlib import Path
 
 LIBRIVOX = "/usr/share/pocketsphinx/test/data/librivox"
 FILLETS_SOUND = "/usr/share/games/fillets-ng/sound"
 FILLETS_LINES = Path(__file__).with_name("fillets_lines.tsv")
-VARIANTS = ("", "+f3")  # espeak-ng default voice, and a female variant
+VARIANTS = ("", "+f3", "+m3")  # espeak-ng default voice, a female variant, a male one read slower
+SPEEDS = {"": 170, "+f3": 170, "+m3": 130}  # words a minute
+# Music laid under speech (the bed variants): Drascula's soundtrack (Debian's drascula-music, DFSG
+# free, in main), real recorded music with instruments and beats, not tones made here.
+MUSIC = "/usr/share/scummvm/drascula/audio"
+BED_SNR_DB = 12.0  # speech this much louder than the music under it
 
 # Languages compared by characters, not words (no spaces between words).
 CHARACTER_LANGUAGES = {"ja", "zh"}
@@ -200,8 +211,8 @@ def _concat(parts: list[Path], out: Path, gap: float = 0.6) -> None:
         )
 
 
-def _speak(text: str, voice: str, out: Path) -> None:
-    _run(["espeak-ng", "-v", voice, "-s", "170", "-w", str(out), text])
+def _speak(text: str, voice: str, out: Path, speed: int = 170) -> None:
+    _run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", str(out), text])
 
 
 # language -> Festival voices (name, the text encoding the voice reads). Hindi's NSK voice was tried and
@@ -267,29 +278,119 @@ def _fillets(language: str) -> list[tuple[Path, str]]:
     return lines
 
 
-def build(folder: Path) -> list[Clip]:
+def build(
+    folder: Path,
+    *,
+    languages: tuple[str, ...] | None = None,
+    beds: tuple[str, ...] = (),
+    beds_on_every_clip: bool = False,
+    switching: bool = True,
+) -> list[Clip]:
+    """The set's clips, written into ``folder``. ``languages``: the espeak-ng languages (all of
+    SENTENCES when None); ``beds``: the bed variants made ("silence", "music"), of the first voice of
+    each language and source, or of every short and real clip with ``beds_on_every_clip``."""
     folder.mkdir(parents=True, exist_ok=True)
     spoken: dict[tuple[str, str], list[Path]] = {}  # (language, variant) -> sentence WAVs
-    clips = _espeak_clips(folder, spoken)
+    clips = _espeak_clips(folder, spoken, languages or tuple(SENTENCES))
     clips += _festival_clips(folder)
     librivox = _librivox()
     clips += _real_clips(folder, librivox)
-    clips += _switching_clips(folder)
+    if switching:
+        clips += _switching_clips(folder)
     clips += _long_clips(folder, librivox, spoken)
-    return clips
+    bedded: list[Clip] = []
+    sources: set[tuple[str, str]] = set()
+    for clip in clips:
+        if clip.kind not in ("short", "real"):
+            continue
+        source = (clip.language, clip.name.split("-")[1])
+        if not beds_on_every_clip and source in sources:
+            continue
+        sources.add(source)
+        bedded += [_bedded(clip, bed, folder) for bed in beds]
+    return clips + bedded
 
 
-def _espeak_clips(folder: Path, spoken: dict[tuple[str, str], list[Path]]) -> list[Clip]:
+def _samples(path: Path):
+    import numpy as np
+
+    with wave.open(str(path)) as f:
+        return np.frombuffer(f.readframes(f.getnframes()), dtype="<i2").astype(np.float32) / 32768
+
+
+def _write(path: Path, samples) -> None:
+    import numpy as np
+
+    with wave.open(str(path), "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(16000)
+        f.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+
+
+def _music(seconds: float, folder: Path, seed: int):
+    """``seconds`` of Drascula's soundtrack, from a track and offset chosen by ``seed``."""
+    tracks = sorted(glob.glob(os.path.join(MUSIC, "*.ogg")))
+    if not tracks:
+        raise FileNotFoundError(
+            f"no music in {MUSIC}: apt-get install drascula-music (bin/install-system-packages bench)"
+        )
+    track = tracks[seed % len(tracks)]
+    out = folder / f"music-{seed}.wav"
+    _run(
+        ["ffmpeg", "-v", "error", "-y", "-ss", str(5 + seed % 20), "-t", f"{seconds:.2f}", "-i", track]
+        + ["-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", str(out)]
+    )
+    samples = _samples(out)
+    out.unlink()
+    return samples
+
+
+def _bedded(clip: Clip, bed: str, folder: Path) -> Clip:
+    """The clip with silence around and inside it, or over a music bed."""
+    import numpy as np
+
+    speech = _samples(clip.path)
+    rate = 16000
+    if bed == "silence":
+        # the longest pause inside the speech (between two sentences, as _concat joins them) grows to 5 s
+        quiet = np.convolve(np.abs(speech) > 1e-3, np.ones(rate // 10), "same") == 0
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], quiet.astype(int), [0]])))
+        pauses = [(a, b) for a, b in zip(edges[::2], edges[1::2], strict=True) if 0 < a and b < len(speech)]
+        middle = max(pauses, key=lambda p: p[1] - p[0], default=(len(speech) // 2, len(speech) // 2))
+        cut = (middle[0] + middle[1]) // 2
+        zeros = lambda seconds: np.zeros(int(seconds * rate), dtype=np.float32)  # noqa: E731
+        mixed = np.concatenate([zeros(4), speech[:cut], zeros(5), speech[cut:], zeros(3)])
+    elif bed == "music":
+        lead, tail = 3 * rate, 2 * rate
+        music = _music((lead + len(speech) + tail) / rate + 0.5, folder, seed=sum(map(ord, clip.name)))
+        music = np.resize(music, lead + len(speech) + tail)
+        voiced = speech[np.abs(speech) > 1e-3]
+        power = float((voiced**2).mean()) if len(voiced) else 1e-4
+        music = music * np.sqrt(power / max(float((music**2).mean()), 1e-9) / 10 ** (BED_SNR_DB / 10))
+        mixed = music.copy()
+        mixed[lead : lead + len(speech)] += speech
+    else:
+        raise ValueError(f"no bed named {bed!r}")
+    name = f"{clip.name}-{bed}"
+    path = folder / f"{name}.wav"
+    _write(path, mixed)
+    return Clip(name, clip.language, clip.kind, path, clip.reference, clip.languages)
+
+
+def _espeak_clips(
+    folder: Path, spoken: dict[tuple[str, str], list[Path]], languages: tuple[str, ...] = tuple(SENTENCES)
+) -> list[Clip]:
     """espeak-ng: three sentences per language and variant (their WAVs kept in ``spoken``)."""
     clips: list[Clip] = []
-    for language in SENTENCES:
+    for language in languages:
         sentences = _sentences(language)
         for variant in VARIANTS:
             voice = SENTENCES[language]["voice"] + variant
             parts = []
             for i, (_, say) in enumerate(sentences):
                 part = folder / f"{language}{variant.replace('+', '-')}-s{i}.wav"
-                _speak(say, voice, part)
+                _speak(say, voice, part, SPEEDS[variant])
                 parts.append(part)
             spoken[(language, variant)] = parts
             name = f"{language}-espeak{variant.replace('+', '-')}"
@@ -375,8 +476,10 @@ def _long_clips(
     _concat([p for p, _ in librivox] * 3, path, gap=0.4)
     clips.append(Clip(name, "en", "long", path, " ".join([" ".join(t for _, t in librivox)] * 3), ("en",)))
     for language in ("es", "ja"):
-        parts = [p for variant in VARIANTS for p in spoken[(language, variant)]] * 2
-        texts = [ref for _ in VARIANTS for ref, _ in _sentences(language)] * 2
+        if (language, VARIANTS[0]) not in spoken:
+            continue
+        parts = [p for variant in VARIANTS[:2] for p in spoken[(language, variant)]] * 2
+        texts = [ref for _ in VARIANTS[:2] for ref, _ in _sentences(language)] * 2
         name = f"{language}-espeak-long"
         path = folder / f"{name}.wav"
         _concat(parts, path, gap=0.8)

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from transcription.pipeline.media.wav import SAMPLE_RATE, read_slice
-from transcription.pipeline.recognition import language_id
+from transcription.pipeline.recognition import language_id, repetition
 from transcription.pipeline.recognition.languages import whisper_language
 from transcription.pipeline.recognition.words import ends_sentence
 from transcription.pipeline.types import Segment, Transcript, Word
@@ -50,6 +50,15 @@ MAX_COMPRESSION_RATIO = 2.4
 # a lost stretch is decoded again with this much of the audio around it, and only the words inside
 # it are kept: a second of speech alone often gives Whisper too little to read anything
 RECOVERY_CONTEXT_S = 1.0
+# the seed of the recovery's sampled fallback decodings: the same job decodes the same way twice
+RECOVERY_SEED = 54
+# a run of this many turns is decoded again (the decoding that says more is kept, so a real "no, no,
+# no" costs a decoding and stays); only more than repetition.MAX_TURNS is a loop that is cut
+LOOK_AGAIN_TURNS = 2
+# the pauses a looping stretch is cut at for its third decoding (between sentences, read or spoken)
+RECOVERY_PAUSE_S = 0.5
+PROMPT_CHARS = 200  # of the text before a stretch decoded again, given as its prompt
+RECOVERY_PIECE_S = 2.0  # and joined into pieces this long at least: Whisper reads little in less
 
 
 def _convert(seg: Any, offset: float) -> Segment:
@@ -221,7 +230,7 @@ def transcribe(
             on_progress(done)
     if recover_dropped:  # twice: a plain decoding of a lost stretch can itself leave a gap
         for _ in range(2):
-            segments = _recover_dropped(model, audio, offset, segments, regions, options)
+            segments = _recover_dropped(model, audio, offset, segments, regions, options, verbatim)
     if on_progress:
         on_progress(1.0)
 
@@ -257,13 +266,55 @@ def uncovered_speech(
     return gaps
 
 
+def _loops(seg: Segment, max_turns: int = repetition.MAX_TURNS) -> bool:
+    """Whether a segment is caught in a repetition loop: its text compresses better than Whisper's
+    own limit, or holds a run of more than ``max_turns`` turns (a short loop at the end of a long
+    segment, "... 0-0-0-0-0-0", does not move the whole segment's compression ratio)."""
+    return _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO or repetition.has_loop(seg.text, max_turns)
+
+
+def _confident_words(segments: Sequence[Segment]) -> float:
+    """How much a decoding says once its loops are cut: its words' probabilities added up (the
+    words it is likely right about; a loop, once cut, and garbage both add little). Cut from three
+    turns on, as they are looked at again: "czy, co, jań" three times and a half must not outweigh
+    the counting it replaced."""
+    # a loop may run over segments ("Szyb! Szyb!"); a text that compresses like a loop says nothing,
+    # even where its turns differ a little or are longer than the runs looked for (espeak Japanese)
+    words = [w for seg in segments if _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO for w in seg.words]
+    return sum(w.probability for w in repetition.cut_loops(words, max_turns=LOOK_AGAIN_TURNS))
+
+
+def _pieces(regions: list[tuple[int, int]], shortest: float) -> list[float]:
+    """The clips (seconds, flat) of speech regions joined until each is at least ``shortest`` long."""
+    joined: list[list[int]] = []
+    for start, end in regions:
+        if joined and (joined[-1][1] - joined[-1][0]) / SAMPLE_RATE < shortest:
+            joined[-1][1] = end
+        else:
+            joined.append([start, end])
+    if len(joined) > 1 and (joined[-1][1] - joined[-1][0]) / SAMPLE_RATE < shortest:
+        last = joined.pop()
+        joined[-1][1] = last[1]
+    return [t / SAMPLE_RATE for region in joined for t in region]
+
+
 def _recover_dropped(
-    model: Any, audio: Any, offset: float, segments: list[Segment], regions: Any, options: dict[str, Any]
+    model: Any,
+    audio: Any,
+    offset: float,
+    segments: list[Segment],
+    regions: Any,
+    options: dict[str, Any],
+    verbatim: bool = False,
 ) -> list[Segment]:
     """Decode again, plainly, the speech that came back without words or in a repetition loop."""
+    import ctranslate2  # faster-whisper's own engine, loaded with the model
+
     speech = [(s / SAMPLE_RATE + offset, e / SAMPLE_RATE + offset) for s, e in regions]
     spans = [(a, b) for a, b in uncovered_speech(speech, segments) if b - a >= MIN_UNCOVERED_S]
-    looping = [seg for seg in segments if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO]
+    # three turns are decoded again (Polish: "czy, co, jań" three times and a half in place of the
+    # counting); only more than three are cut below, where no decoding does better
+    looping = [seg for seg in segments if _loops(seg, max_turns=LOOK_AGAIN_TURNS)]
     spans += [(seg.start, seg.end) for seg in looping]
     if not spans:
         return segments
@@ -284,18 +335,56 @@ def _recover_dropped(
         # a short gap is all speech (VAD said so); a looping chunk may hold pauses
         vad = end - start > 5
         # the stretch and its surroundings, from their start: not the clips the first decoding was
-        # given. No three tokens twice: a loop is cut where it starts, at temperature 0, instead of
-        # falling back to sampling, whose random draws left a lost second in one decoding of eight
-        # (tests/pipeline/test_multilingual_asr.py)
+        # given. Up to three decodings, and the one that says more (the most word probability once
+        # loops are cut) is kept (docs/decisions/speech-and-text.md, "The recovery rule"):
+        # - as the bare library decodes sequentially: temperature fallback where the text compresses
+        #   too well, the previous text as the prompt. It is what escapes most loops (Polish: the
+        #   pangram and the greeting that batched decoding and the decoding below both lost), and
+        #   its sampled draws are seeded, so a job decodes the same each time on one machine;
+        # - no three tokens twice, at temperature 0: a loop is cut where it starts instead of
+        #   falling back to sampling, whose random draws left a lost second in one decoding of
+        #   eight (tests/pipeline/test_multilingual_asr.py).
         plain = {name: value for name, value in options.items() if name != "clip_timestamps"}
-        found, _ = model.transcribe(audio[first:last], **{**plain, "vad_filter": vad, "no_repeat_ngram_size": 3})
-        new = [_words_within(_convert(seg, offset + first / SAMPLE_RATE), start, end) for seg in found]
-        fresh = [seg for seg in new if seg and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO]
-        if fresh:  # a looping segment gives way to the new decoding; never fewer words than before
-            kept = [seg for seg in kept if not (seg in looping and start <= seg.start and seg.end <= end)] + fresh
+        piece = audio[first:last]
+        candidates = []
+        # - each stretch between pauses of RECOVERY_PAUSE_S on its own, when there are several: a
+        #   loop then cannot run on over the sentences after it (Polish with a long pause: the
+        #   counting lost in both decodings above, kept here)
+        pauses = language_id.speech_regions(piece, min_silence_s=RECOVERY_PAUSE_S, pad_s=0.1)
+        pieces = _pieces(pauses, RECOVERY_PIECE_S)
+        # the first, as the bare library would have it, with the text before the stretch as its prompt
+        # (it reads a sentence better after the one before: Polish counting after a long pause)
+        before = " ".join(seg.text for seg in kept if seg.end <= start and seg not in looping)[-PROMPT_CHARS:]
+        prompt = " ".join(p for p in (plain.get("initial_prompt") or "", before.strip()) if p) or None
+        variants: list[dict[str, Any]] = [
+            {"vad_filter": vad, "initial_prompt": prompt},
+            {"vad_filter": vad, "no_repeat_ngram_size": 3},
+        ]
+        variants[-1]["temperature"] = 0.0
+        if len(pieces) > 2:
+            variants.append({"vad_filter": False, "clip_timestamps": pieces, "condition_on_previous_text": False})
+        for extra in variants:
+            ctranslate2.set_random_seed(RECOVERY_SEED)
+            found, _ = model.transcribe(piece, **{**plain, **extra})
+            new = [_words_within(_convert(seg, offset + first / SAMPLE_RATE), start, end) for seg in found]
+            candidates.append([seg for seg in new if seg and _compression_ratio(seg.text) <= MAX_COMPRESSION_RATIO])
+        fresh = max(candidates, key=_confident_words)  # the first of equals: the bare library's way
+        inside = [seg for seg in kept if seg in looping and start <= seg.start and seg.end <= end]
+        # a looping segment gives way to the new decoding when that says more; never fewer words
+        if fresh and _confident_words(fresh) >= _confident_words(inside):
+            kept = [seg for seg in kept if seg not in inside] + fresh
     # what still loops (Whisper loops there in every mode) keeps one turn of each repetition
-    kept = [_without_repetition(seg) if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO else seg for seg in kept]
-    return sorted((seg for seg in kept if seg.words or seg.text), key=lambda seg: seg.start)
+    # (from three turns where the text compresses like a loop, as before issue 54; else more than three)
+    kept = [
+        _without_repetition(seg, verbatim=verbatim, max_turns=LOOK_AGAIN_TURNS)
+        if _compression_ratio(seg.text) > MAX_COMPRESSION_RATIO
+        else _without_repetition(seg, verbatim=verbatim)
+        if _loops(seg)
+        else seg
+        for seg in kept
+    ]
+    kept = sorted((seg for seg in kept if seg.words or seg.text), key=lambda seg: seg.start)
+    return repetition.cut_segment_loops(kept, verbatim=verbatim)  # and a loop of whole segments
 
 
 def _words_within(seg: Segment, start: float, end: float) -> Segment | None:
@@ -309,34 +398,11 @@ def _words_within(seg: Segment, start: float, end: float) -> Segment | None:
     return Segment(start=words[0].start, end=words[-1].end, text=text, words=words, speaker=seg.speaker)
 
 
-LOOP_TURNS = 3  # a run of words said this many times over in a row is a repetition loop
-LOOP_UNIT_WORDS = 6  # longest run of words looked for
-
-
-def _without_repetition(seg: Segment) -> Segment:
-    """The segment with each run of words that comes back LOOP_TURNS times or more in a row cut
-    to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5"): a transcript must not carry a
-    hundred copies of what Whisper could not read."""
-    words, kept, i = seg.words, [], 0
-    key = [w.text.strip(" ,.、。!?").lower() for w in words]
-    while i < len(words):
-        unit = next(
-            (
-                k
-                for k in range(1, LOOP_UNIT_WORDS + 1)
-                if i + LOOP_TURNS * k <= len(words)
-                and all(key[i + t * k : i + (t + 1) * k] == key[i : i + k] for t in range(1, LOOP_TURNS))
-            ),
-            0,
-        )
-        if not unit:
-            kept.append(words[i])
-            i += 1
-            continue
-        kept.extend(words[i : i + unit])
-        i += unit
-        while key[i : i + unit] == key[i - unit : i] and i + unit <= len(words):
-            i += unit
+def _without_repetition(seg: Segment, verbatim: bool = False, max_turns: int = repetition.MAX_TURNS) -> Segment:
+    """The segment with each loop cut to its first turn ("4, 5, 4, 5, 4, 5, 4, 5" -> "4, 5"):
+    a transcript must not carry a hundred copies of what Whisper could not read
+    (``repetition.cut_loops``)."""
+    kept = repetition.cut_loops(seg.words, verbatim=verbatim, max_turns=max_turns)
     if not kept:
         return seg
     text = "".join(w.text for w in kept).strip()

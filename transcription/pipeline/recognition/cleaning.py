@@ -6,7 +6,8 @@ Fillers are per language (en/de/fr/es/it/pt/nl; unknown -> only hmm/mm/uhm-style
 broken-off "th- the". Kept: legitimate doubles ("had had", "very very", "bye-bye"), repeats across
 a sentence end ("Yes. Yes."), numbers. Audio events: [..], (..), *..* of <= 5 words and music notes
 -> lowercase tags (`[music]`, `[applause]`, `[laughter]`), runs merged, [BLANK_AUDIO]/[silence]
-always dropped.
+always dropped. Repetition loops (a word or group more than three times in a row, a piece of a word
+four times over) are cut to one turn: ``repetition``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
+from transcription.pipeline.recognition import repetition
 from transcription.pipeline.recognition.words import (
     ATTACHING_PUNCT,
     MUSIC_CHARS,
@@ -490,4 +492,7 @@ def clean_words(
         start = segment.start if first_same else words[0].start
         end = segment.end if last_same else words[-1].end
         result.append(replace(segment, start=start, end=max(start, end), text=text, words=words))
-    return result
+    # no loop reaches an output (txt, srt, webvtt, the segments, what is translated or burned): a word
+    # or group said more than three times in a row is cut to once, unless a verbatim job's words
+    # sound said that way (repetition.said_that_way)
+    return repetition.cut_segment_loops(result, verbatim=verbatim)
