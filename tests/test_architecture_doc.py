@@ -234,3 +234,24 @@ def test_every_setting_is_read_in_settings_but_the_listed_readers():
 def test_a_module_is_under_500_lines():
     says("a limit of 500 lines a module")
     assert re.search(r"^MAX_LINES=500$", (ROOT / "bin" / "lint").read_text(), re.M)
+
+
+def test_a_job_end_is_announced_by_job_finish_and_job_fail_only():
+    says("services.job_finish` / `job_fail`, the only senders, send", ROOT / "docs" / "decisions" / "webhooks.md")
+    senders = []
+    for path in ROOT.glob("*/**/*.py"):
+        parts = path.relative_to(ROOT).parts
+        if parts[0].startswith((".", "tests", "bench", "harness")) or "migrations" in parts:
+            continue
+        if "job_ended.send(" in path.read_text():
+            senders.append(path.relative_to(ROOT).as_posix())
+    assert senders == ["transcription/writes/services.py"]
+    tree = ast.parse((ROOT / "transcription" / "writes" / "services.py").read_text())
+    callers = {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and "_announce_end(job)" in ast.unparse(node)
+        and node.name != "_announce_end"
+    }
+    assert callers == {"job_finish", "job_fail"}
