@@ -1,4 +1,4 @@
-"""Settings, all read from the environment (see README "Settings").
+"""Settings, all read from the environment (the table: docs/operating.md, "Settings").
 
 With no DATABASE_URL / REDIS_URL the service runs on an embedded default: SQLite, a
 filesystem Celery broker and database-backed rate-limit counters, so `make run` needs no
@@ -37,7 +37,7 @@ TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=["127.0.0.1/32", "::1/128"
 if TRUST_PROXY_HEADERS:
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     USE_X_FORWARDED_HOST = True
-# Production over HTTPS (README "Settings", "Production security"): all off by default, because
+# Production over HTTPS (docs/operating.md, "Settings", "Production security"): all off by default, because
 # `make run` serves plain HTTP on 127.0.0.1; `manage.py check --deploy` is clean with them on.
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
 # Load balancers probe /health over plain HTTP on the private side: a 301 would fail the probe.

@@ -4,8 +4,10 @@ something a module defines, and every app of INSTALLED_APPS has its room in it."
 
 from __future__ import annotations
 
+import ast
 import importlib
 import re
+import tomllib
 
 from django.apps import apps
 
@@ -110,3 +112,146 @@ def test_the_decisions_index_lists_every_topic_and_every_decision():
                 headings.append(line[3:].strip())
         missing = [heading for heading in headings if f"[{heading}](decisions/{topic}#" not in index]
         assert missing == [], f"docs/decisions.md does not list these decisions of {topic}: {missing}"
+
+
+# From names to claims: a few sentences of the map that say what the code does, each checked
+# against the code it names. A sentence changed in the doc fails `says` until its check follows.
+
+
+def says(sentence: str, document=DOC) -> None:
+    """The doc still makes this claim (line breaks and indentation read as one space)."""
+    assert sentence in " ".join(document.read_text().split()), f"{document.name} no longer says: {sentence}"
+
+
+def pyproject() -> dict:
+    return tomllib.loads((ROOT / "pyproject.toml").read_text())
+
+
+def contract(source: str, forbidden: str) -> dict:
+    """The import-linter contract that forbids `source` to import `forbidden`."""
+    found = [
+        c
+        for c in pyproject()["tool"]["importlinter"]["contracts"]
+        if c.get("type") == "forbidden" and source in c["source_modules"] and forbidden in c["forbidden_modules"]
+    ]
+    assert found, f"no contract forbids {source} to import {forbidden}"
+    return found[0]
+
+
+def test_the_tasks_are_thin_they_run_a_stage_then_dispatch():
+    says("tasks.py (Celery tasks, thin: run a stage, then dispatch)")
+    tree = ast.parse((ROOT / "transcription" / "tasks.py").read_text())
+    tasks = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.FunctionDef)
+        and any("shared_task" in ast.unparse(decorator) for decorator in node.decorator_list)
+    ]
+    assert len(tasks) >= 6
+    for task in tasks:
+        body = [s for s in task.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        assert len(body) == 1 and isinstance(body[0], (ast.Return, ast.Expr)), f"{task.name} is not one call"
+        assert isinstance(body[0].value, ast.Call), f"{task.name} does more than call a stage"
+    assert "objects" not in ast.unparse(tree) and ".save(" not in ast.unparse(tree), "a task writes a model itself"
+
+
+def test_every_write_goes_through_the_services_and_a_test_walks_for_it():
+    says("every write (no door or stage writes a model itself: tests/test_service_writes.py)")
+    tree = ast.parse((ROOT / "tests" / "test_service_writes.py").read_text())
+    tests = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    assert {"test_only_services_write_models", "test_a_state_is_written_only_by_its_one_module"} <= tests
+
+
+def test_the_pipeline_imports_neither_django_celery_nor_any_app():
+    says("`pipeline/` imports neither Django, Celery nor any app.")
+    rule = contract("transcription.pipeline", "django")
+    ours = {config.name for config in apps.get_app_configs() if (ROOT / config.name).is_dir()} - {"transcription"}
+    outside = {
+        f"transcription.{path.stem}"
+        for path in (ROOT / "transcription").iterdir()
+        if path.name not in ("__init__.py", "pipeline", "migrations", "__pycache__")
+        and (path.suffix == ".py" or (path / "__init__.py").exists())
+    }
+    missing = ({"django", "celery", "config"} | ours | outside) - set(rule["forbidden_modules"])
+    assert missing == set(), f"the pipeline's contract does not forbid {sorted(missing)}"
+
+
+def test_only_celery_imports_the_tasks_and_the_service_never_imports_the_tests():
+    says("Only Celery imports `tasks.py`")
+    says("Nothing of the service imports `harness`, `tests` or `bench`.")
+    for source in ("transcription.stages", "transcription.writes", "transcription.api"):
+        contract(source, "transcription.tasks")
+    ours = {config.name for config in apps.get_app_configs() if (ROOT / config.name).is_dir()}
+    for source in ours | {"config"}:
+        for forbidden in ("harness", "tests", "bench"):
+            contract(source, forbidden)
+
+
+def test_a_test_proves_the_web_processes_keep_the_speech_stack_out():
+    says("`tests/test_web_processes.py` proves that faster_whisper, ctranslate2, av and numpy stay out of them")
+    text = (ROOT / "tests" / "test_web_processes.py").read_text()
+    assert "def test_a_web_process_never_imports_the_speech_stack" in text
+    for module in ("faster_whisper", "ctranslate2", "av", "numpy"):
+        assert f'"{module}"' in text, f"tests/test_web_processes.py does not look for {module}"
+
+
+def test_no_module_is_excused_from_mypy_and_the_doc_names_the_services_not_strict_yet():
+    says("mypy (every module passes it, none excused by `ignore_errors`")
+    decision = ROOT / "docs" / "decisions" / "project.md"
+    says("No module is excused with `ignore_errors`", decision)
+    overrides = pyproject()["tool"]["mypy"]["overrides"]
+    assert [o["module"] for o in overrides if o.get("ignore_errors")] == []
+    strict = next(o["module"] for o in overrides if o.get("disallow_untyped_defs"))
+    assert "transcription.pipeline.*" in strict
+    services = {
+        ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        for path in ROOT.glob("*/**/*services.py")
+        if not path.relative_to(ROOT).parts[0].startswith((".", "tests", "bench"))
+    }
+    named = set(re.findall(r"`([\w.]+)`", decision.read_text().split("Not strict yet", 1)[1].split("No module", 1)[0]))
+    assert services - set(strict) == named - {"transcription.writes.claims"}, "the services not strict yet"
+    assert "transcription.writes.claims" not in strict
+
+
+def test_every_setting_is_read_in_settings_but_the_listed_readers():
+    says("a row in `docs/operating.md`'s table (`tests/test_readme.py`)")
+    says(
+        "the few other readers of the environment, each with its reason, are `ALLOWED` in `tests/test_environment_reads.py`"
+    )
+    tree = ast.parse((ROOT / "tests" / "test_environment_reads.py").read_text())
+    allowed = next(
+        node.value
+        for node in tree.body
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "ALLOWED" for t in node.targets)
+    )
+    assert isinstance(allowed, ast.Dict) and "config/settings.py" in [ast.literal_eval(k) for k in allowed.keys]
+    assert (
+        "def test_every_setting_config_reads_is_in_the_operating_table_once"
+        in (ROOT / "tests" / "test_readme.py").read_text()
+    )
+
+
+def test_a_module_is_under_500_lines():
+    says("a limit of 500 lines a module")
+    assert re.search(r"^MAX_LINES=500$", (ROOT / "bin" / "lint").read_text(), re.M)
+
+
+def test_a_job_end_is_announced_by_job_finish_and_job_fail_only():
+    says("services.job_finish` / `job_fail`, the only senders, send", ROOT / "docs" / "decisions" / "webhooks.md")
+    senders = []
+    for path in ROOT.glob("*/**/*.py"):
+        parts = path.relative_to(ROOT).parts
+        if parts[0].startswith((".", "tests", "bench", "harness")) or "migrations" in parts:
+            continue
+        if "job_ended.send(" in path.read_text():
+            senders.append(path.relative_to(ROOT).as_posix())
+    assert senders == ["transcription/writes/services.py"]
+    tree = ast.parse((ROOT / "transcription" / "writes" / "services.py").read_text())
+    callers = {
+        node.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef)
+        and "_announce_end(job)" in ast.unparse(node)
+        and node.name != "_announce_end"
+    }
+    assert callers == {"job_finish", "job_fail"}

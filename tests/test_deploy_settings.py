@@ -1,6 +1,6 @@
 """SECRET_KEY and the production security settings: the service refuses to start without a key
 of its own, `make run` keeps a random one under var/, and `manage.py check --deploy` is clean
-with the settings README's "Production security" documents. Each check runs manage.py as a
+with the settings docs/operating.md's "Production security" documents. Each check runs manage.py as a
 separate process with exactly the environment it names."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# The production settings README's "Production security" section documents, as an operator sets them.
+# The production settings docs/operating.md's "Production security" section documents, as an operator sets them.
 PRODUCTION = {
     "DEBUG": "false",
     "ALLOWED_HOSTS": "transcribe.example.com",

@@ -6,6 +6,7 @@ for its reason, and a line of neither sort is run, so a new command in the READM
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import signal
@@ -180,3 +181,48 @@ def test_bin_manage_finds_the_embedded_key_but_invents_none_for_production(tmp_p
         timeout=120,
     )
     assert production.returncode != 0 and "SECRET_KEY is not set" in production.stderr
+
+
+def test_the_readme_is_what_a_newcomer_reads_first_at_most_1200_words():
+    """What it is, the two commands, the try-it, the doors, where the rest is (issue 55): the
+    settings and the rest live in the guides it links."""
+    readme = (ROOT / "README.md").read_text()
+    assert len(readme.split()) <= 1200, f"the README has {len(readme.split())} words"
+    for heading in ("## Two commands", "## The four doors", "## Where the rest is"):
+        assert heading in readme
+    assert '`docs/operating.md`, "Settings"' in readme
+
+
+def settings_reads() -> set[str]:
+    """The environment variables config/settings.py reads: the first argument of every
+    `env.<cast>("NAME", ...)` call."""
+    names = set()
+    for node in ast.walk(ast.parse((ROOT / "config" / "settings.py").read_text())):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "env"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            names.add(node.args[0].value)
+    return names
+
+
+def settings_table() -> list[str]:
+    """The first column of docs/operating.md's "Settings" table, one name a row."""
+    section = (ROOT / "docs" / "operating.md").read_text().split("\n## Settings\n", 1)[1].split("\n## ", 1)[0]
+    return re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, re.M)
+
+
+def test_every_setting_config_reads_is_in_the_operating_table_once():
+    read, listed = settings_reads(), settings_table()
+    assert len(read) > 80, "the walk finds config/settings.py's env.<cast>(...) calls"
+    assert sorted(name for name in set(listed) if listed.count(name) > 1) == [], "a variable listed twice"
+    assert sorted(read - set(listed)) == [], "config/settings.py reads these; docs/operating.md does not list them"
+    # The only rows that config/settings.py does not read: the launch scripts' own.
+    scripts = (ROOT / "bin" / "run").read_text() + (ROOT / "bin" / "web").read_text()
+    others = set(listed) - read
+    assert others and all(re.search(rf"\$\{{?{name}\b", scripts) for name in others), sorted(others)
