@@ -210,9 +210,10 @@ def running_web(log_path: Path, port: int | None = None, **extra_env: str):
 
 
 @contextlib.contextmanager
-def running_redis(port: int):
-    """A redis-server on 127.0.0.1:`port`, keeping nothing on disk (a restart loses everything)."""
-    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+def running_redis(port: int, *options: str):
+    """A redis-server on 127.0.0.1:`port`, keeping nothing on disk (a restart loses everything);
+    `options` are redis-server's (--requirepass, --tls-port ...)."""
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *options]
     with tempfile.TemporaryDirectory(prefix="redis-") as folder:
         process = start(command, Path(folder) / "redis.log", ready="Ready to accept connections", timeout=10)
         try:
