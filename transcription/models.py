@@ -58,6 +58,7 @@ class FailureReason(models.TextChoices):
     MEDIA = "media", "the file could not be read or converted"
     MODEL = "model", "the speech model could not be loaded"
     BURN = "burn", "the subtitles could not be drawn"
+    STORAGE = "storage", "the file store could not be reached"
     BALANCE = "balance", "the account had no minutes for it"
     STALLED = "stalled", "its workers kept dying"
     CANCELLED = "cancelled", "cancelled by support"
