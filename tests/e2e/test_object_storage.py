@@ -106,6 +106,17 @@ def test_a_transcript_and_a_burn_through_the_bucket_and_the_bucket_down(tmp_path
         status, headers, body = fetch(video_url)
         assert status == 503 and headers.get("Retry-After") == "30", (status, body)
         assert b"file store is unreachable" in body
+        import requests
+
+        speech = media_server.folder / "speech.wav"
+        with speech.open("rb") as handle:  # an upload needs the store: refused for now, not a 500
+            upload = requests.post(
+                f"{base}/v1/api/uploads",
+                headers={"Authorization": f"Bearer {token}"},
+                files={"file": handle},
+                timeout=60,
+            )
+        assert upload.status_code == 503 and upload.headers["Retry-After"] == "30", upload.text
         failing = submit("/v1/api/transcribe", "/files/speech.wav")  # a job needs no store to be accepted
         failed = wait_done(base, token, failing, timeout=300)
         assert failed["state"] == "failed" and "file store could not be reached" in failed["error"], failed
