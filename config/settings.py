@@ -247,6 +247,13 @@ else:
 # job tasks opt in, beat's housekeeping tasks do not). Rows expire after a day (celery's default,
 # cleaned by beat).
 CELERY_RESULT_BACKEND = "django-db"
+# Messages and results as JSON, and nothing else taken: the broker is a Redis other machines reach,
+# and a pickled message would run whatever code its bytes name in the worker that decodes it.
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_RESULT_ACCEPT_CONTENT = ["json"]
+CELERY_EVENT_SERIALIZER = "json"
 CELERY_RESULT_EXTENDED = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = True

@@ -13,14 +13,25 @@ leaves Redis alone for OUTAGE_PAUSE_SECONDS, so that a Redis host that does not 
 costs one short timeout every few seconds, not one per call (reads and writes; deletes are
 always tried). A delete that fails while Redis is down but keeps its data can leave a cached poll
 answer (10 min) or token lookup (5 min) behind; Redis restarted without persistence has none.
+
+Nothing read from Redis is unpickled: Redis is a network service another machine may reach (or
+pose as), and a pickle runs whatever code its bytes name. Values are JSON behind a head that names
+their Shape and its version (`get`, `set`); one written under another version (the release before
+or after an upgrade, both running for a while) or not by `set` at all is a miss, never an error.
+The other values kept in Redis are plain text each reader parses itself (poll_cache, the token
+lookups of accounts.authentication, transcription.scheduling.lines).
 """
 
 from __future__ import annotations
 
+import gc
+import json
 import logging
-import pickle
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 import redis
 import redis.asyncio
@@ -78,7 +89,25 @@ def mark_down(error: Exception) -> None:
     _down_until = time.monotonic() + OUTAGE_PAUSE_SECONDS
 
 
-def get(key: str):
+@dataclass(frozen=True)
+class Shape:
+    """One kind of value kept in the cache, as JSON: `dump` makes plain data of it (dicts, lists,
+    strings, numbers), `load` makes the value again and raises (TypeError, ValueError, KeyError,
+    IndexError) on data of any other shape. Raise `version` whenever what `dump` writes changes."""
+
+    name: str
+    version: str
+    dump: Callable[[Any], Any]
+    load: Callable[[Any], Any]
+
+    @property
+    def head(self) -> bytes:
+        return f"json {self.name} {self.version}\n".encode()
+
+
+def get(key: str, shape: Shape):
+    """The value kept under `key`, or None: a miss also for a value of another shape or version,
+    or anything else found there (an older release's pickle is never unpickled)."""
     redis_client = reachable_client()
     if redis_client is None:
         return None
@@ -87,15 +116,41 @@ def get(key: str):
     except Unavailable as error:
         mark_down(error)
         return None
-    return None if raw is None else pickle.loads(raw)
+    if raw is None:
+        return None
+    head = shape.head
+    if not raw.startswith(head):
+        return None  # another release's value (or not ours): it is replaced by the next set
+    collecting = gc.isenabled()
+    gc.disable()  # a value of a million small objects, none of them in a cycle: no collection while it is made
+    try:
+        return shape.load(json.loads(raw[len(head) :]))
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as error:
+        # under the right head but not the shape: a bug, or a value written by something else
+        logger.warning("cache value %s is not a %s %s (%s); read as a miss", key, shape.name, shape.version, error)
+        return None
+    finally:
+        if collecting:
+            gc.enable()
 
 
-def set(key: str, value, timeout: int) -> None:  # noqa: A001 - mirrors the cache API
+def set(key: str, value, timeout: int, shape: Shape) -> None:  # noqa: A001 - mirrors the cache API
+    redis_client = reachable_client()
+    if redis_client is None:
+        return
+    raw = shape.head + json.dumps(shape.dump(value), ensure_ascii=False, separators=(",", ":")).encode()
+    try:
+        redis_client.set(f"cache:{key}", raw, ex=timeout)
+    except Unavailable as error:
+        mark_down(error)
+
+
+def delete(key: str) -> None:
     redis_client = reachable_client()
     if redis_client is None:
         return
     try:
-        redis_client.set(f"cache:{key}", pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL), ex=timeout)
+        redis_client.delete(f"cache:{key}")
     except Unavailable as error:
         mark_down(error)
 

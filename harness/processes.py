@@ -122,6 +122,17 @@ def service_env(**extra_env: str) -> dict[str, str]:
     return env
 
 
+def embedded_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    """The embedded default (`make run`: SQLite and the filesystem broker under DATA_DIR, no Redis),
+    as a fresh shell has it: none of the suite's own settings."""
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
+    }
+    return env | {"DATA_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1", **extra}
+
+
 def request(method: str, url: str, token: str | None = None, body: dict | None = None, timeout: float = 30):
     """(status, headers, JSON body or text) of one HTTP request; HTTP errors are answers too."""
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -210,9 +221,10 @@ def running_web(log_path: Path, port: int | None = None, **extra_env: str):
 
 
 @contextlib.contextmanager
-def running_redis(port: int):
-    """A redis-server on 127.0.0.1:`port`, keeping nothing on disk (a restart loses everything)."""
-    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+def running_redis(port: int, *options: str):
+    """A redis-server on 127.0.0.1:`port`, keeping nothing on disk (a restart loses everything);
+    `options` are redis-server's (--requirepass, --tls-port ...)."""
+    command = ["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", *options]
     with tempfile.TemporaryDirectory(prefix="redis-") as folder:
         process = start(command, Path(folder) / "redis.log", ready="Ready to accept connections", timeout=10)
         try:

@@ -13,7 +13,7 @@ import signal
 import subprocess
 import urllib.request
 
-from harness.processes import ROOT, free_port, start
+from harness.processes import ROOT, embedded_env, free_port, start
 
 # What a line starts with -> why the test does not run it.
 NOT_RUN = {
@@ -95,16 +95,6 @@ def banner_try(log: str) -> str:
         if taking:
             lines.append(line.strip())
     return "\n".join(lines).replace("\\\n", " ")
-
-
-def embedded_env(tmp_path, **extra: str) -> dict[str, str]:
-    """The embedded default, as a fresh shell has it: none of the suite's own settings."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in ("DATABASE_URL", "REDIS_URL", "CELERY_BROKER_URL", "SECRET_KEY", "DJANGO_SETTINGS_MODULE")
-    }
-    return env | {"DATA_DIR": str(tmp_path / "var"), "PYTHONUNBUFFERED": "1", **extra}
 
 
 def test_every_readme_command_line_works_as_typed_after_make_run(tmp_path):

@@ -58,6 +58,7 @@ class FailureReason(models.TextChoices):
     MEDIA = "media", "the file could not be read or converted"
     MODEL = "model", "the speech model could not be loaded"
     BURN = "burn", "the subtitles could not be drawn"
+    STORAGE = "storage", "the file store could not be reached"
     BALANCE = "balance", "the account had no minutes for it"
     STALLED = "stalled", "its workers kept dying"
     CANCELLED = "cancelled", "cancelled by support"
@@ -323,3 +324,34 @@ class Voice(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class LineEntry(models.Model):
+    """A job waiting in a queue's line, where the lines are kept in the database: without REDIS_URL
+    (the embedded default that `make run` starts; transcription.scheduling.line_services). Its fields are the
+    strings and tags Redis's lines hold, so the same rule gives the same order."""
+
+    queue = models.CharField(max_length=8)
+    job = models.CharField(max_length=64)
+    account = models.CharField(max_length=32)
+    tag = models.BigIntegerField()
+    since = models.DateTimeField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["queue", "job"], name="one_line_entry_per_queue_and_job")]
+        indexes = [
+            models.Index(fields=["queue", "tag", "job"], name="line_entry_order"),
+            models.Index(fields=["queue", "account"], name="line_entry_account"),
+        ]
+
+
+class LineTurn(models.Model):
+    """A line's tags kept in the database: its clock (account ""), the tag of the job taken last,
+    and the next tag of each account while it has jobs waiting (transcription.scheduling.line_services)."""
+
+    queue = models.CharField(max_length=8)
+    account = models.CharField(max_length=32, blank=True)
+    tag = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["queue", "account"], name="one_line_turn_per_account")]

@@ -78,7 +78,17 @@ def artifact(request, token: str):
     """A result file behind a signed, expiring link (no bearer token needed).
 
     Byte ranges are served (206), since video players seek with them and Safari will not play a
-    video from a server that ignores them."""
+    video from a server that ignores them. A store that is down is a 503 with Retry-After, not a
+    500: the file is still there once it is back."""
+    try:
+        return _artifact(request, token)
+    except files.store_errors():
+        response = JsonResponse({"detail": files.STORE_BUSY}, status=503)
+        response["Retry-After"] = str(files.STORE_RETRY_AFTER_SECONDS)
+        return response
+
+
+def _artifact(request, token: str):
     try:
         link = unsign(token)
     except signing.SignatureExpired:

@@ -1,6 +1,18 @@
-"""The waiting lines (transcription.scheduling.lines): every account served in turn, places and counts in Redis."""
+"""The waiting lines (transcription.scheduling.lines): every account served in turn, places and counts, by
+one rule on both stores: Redis, and the database where there is no Redis (the embedded default
+`make run` starts, issue 53 item 6). Every test here runs on each."""
+
+import pytest
 
 from transcription.scheduling import lines
+
+
+@pytest.fixture(autouse=True, params=["redis", pytest.param("database", marks=pytest.mark.django_db)])
+def store(request):
+    """The lines in Redis (the suite's), or in the database as without REDIS_URL."""
+    if request.param == "database":
+        request.getfixturevalue("settings").REDIS_URL = ""
+    return request.param
 
 
 def take_all(queue: str) -> list[str]:
@@ -8,6 +20,19 @@ def take_all(queue: str) -> list[str]:
     while (job := lines.take(queue)) is not None:
         taken.append(job.job_id)
     return taken
+
+
+def test_a_single_job_arriving_behind_a_five_job_batch_is_taken_second(store):
+    for n in range(5):
+        lines.join("media", f"a{n}", 1)
+    lines.join("media", "b0", 2)  # queued after the whole batch, before any of it started
+    # the first round: the batch's first job and the single one (a round goes in the order of ids)
+    assert {lines.take("media").job_id for _ in range(2)} == {"a0", "b0"}
+    if store == "database":  # kept in the database's rows, not in Redis
+        from transcription.models import LineEntry
+
+        assert sorted(LineEntry.objects.values_list("job", flat=True)) == ["a1", "a2", "a3", "a4"]
+    assert take_all("media") == ["a1", "a2", "a3", "a4"]
 
 
 def test_a_single_job_arriving_behind_a_playlist_is_taken_next():
@@ -57,3 +82,29 @@ def test_depth_waits_and_places_count_only_waiting_jobs():
     take_all("asr")
     assert {s.queue: s.waiting for s in lines.stats(top=10)}["asr"] == 0
     assert {s.queue: s.accounts for s in lines.stats(top=10)}["asr"] == []
+
+
+def test_a_waiting_jobs_poll_says_its_place_behind_another_accounts_turn(
+    store, api, client, other_account, broker, django_capture_on_commit_callbacks
+):
+    """Through the API: queued jobs join the line of the store in use, and a poll's
+    X-Queue-Position reads it (the DRF lane without Redis)."""
+    import json
+
+    from accounts.services import token_issue
+
+    def queue(client, **headers) -> str:
+        body = json.dumps({"url": "https://e.com/v"})
+        response = client.post("/v1/api/transcribe", data=body, content_type="application/json", **headers)
+        assert response.status_code == 200, response.content
+        return response.json()["id"]
+
+    other = {"HTTP_AUTHORIZATION": f"Bearer {token_issue(other_account)}"}
+    with django_capture_on_commit_callbacks(execute=True):
+        batch = [queue(api) for _ in range(5)]
+    assert lines.take("media").job_id == batch[0]  # a worker runs it now
+    with django_capture_on_commit_callbacks(execute=True):
+        single = queue(client, **other)
+    assert client.get(f"/v1/api/transcription/{single}", **other)["X-Queue-Position"] == "1"
+    assert api.get(f"/v1/api/transcription/{batch[4]}")["X-Queue-Position"] == "5"
+    assert take_all("media") == [single, *batch[1:]]

@@ -9,8 +9,9 @@ Every account is served in turn (docs/decisions/workers-and-operations.md): a jo
 queue's waiting line (lines.py) and the message sent says only that a job joined; the worker that
 receives it takes the job the line gives it (job_take), which is this one unless another account's
 turn comes first. So each job in a line has one message in its queue, and no worker idles while a
-job waits. Without Redis (none configured, or down for a moment) the message names its job and
-runs it, first come first served, as before the lines.
+job waits. Without REDIS_URL (the embedded default) the lines are kept in the database, by the
+same rule (lines.py); with a Redis that is down for a moment, the message names its job and runs
+it, first come first served, as before the lines.
 
 Tasks are sent by name. The tasks run the stages, the stages call the services, and the services
 queue new jobs through here: importing the tasks module from here would close that circle, and
@@ -97,8 +98,8 @@ QUEUE_OF_TASK = {START_JOB: "media", TRANSCRIBE_JOB: "asr", BURN_JOB: "burn"}
 
 
 def _send(task: str, job_id, account_id) -> None:
-    """Put the job in the line of the task's queue and send that queue a turn; without Redis, send
-    the job itself."""
+    """Put the job in the line of the task's queue and send that queue a turn; while Redis is down,
+    send the job itself."""
     try:
         lines.join(QUEUE_OF_TASK[task], job_id, account_id)
     except shared_cache.Unavailable as error:
@@ -157,8 +158,8 @@ def chunks_send(job_id, indexes) -> None:
 
 
 def others_waiting(queue: str, account_id) -> bool:
-    """Whether another account's job waits in the queue's line; False without Redis (nobody can
-    tell: the chunk is taken, first come first served, as every job is then)."""
+    """Whether another account's job waits in the queue's line; False while Redis is down (nobody
+    can tell: the chunk is taken, first come first served, as every job is then)."""
     try:
         return lines.others_waiting(queue, account_id)
     except shared_cache.Unavailable as error:
@@ -170,7 +171,7 @@ def job_take(task: str, job_id: str, turn: bool) -> lines.Taken | None:
     """The job a delivery of `task` runs: for a turn, the first job of the queue's line that has not
     ended and that no worker holds (entries of others are dropped: their jobs ended while they
     waited, or were sent again and run already); None when the line holds none. A message that
-    names its job (sent without Redis) runs that job; so does a turn while Redis is down (the job
+    names its job (sent while Redis was down) runs that job; so does a turn while Redis is down (the job
     that joined is still in the line and is dropped when taken, having run)."""
     if turn:
         try:
@@ -194,7 +195,7 @@ def _free(job_id: str) -> bool:
 
 def job_put_back(taken: lines.Taken) -> None:
     """Give a job its place in line again: its worker stopped before the stage was over, and the
-    broker gives the turn back to the queue (acks are late). Without Redis the sweeper sends it."""
+    broker gives the turn back to the queue (acks are late). While Redis is down the sweeper sends it."""
     if not taken.tag:
         return  # a message that named its job: the broker gives that message back as it is
     try:

@@ -1,6 +1,10 @@
 """The waiting lines: which job a worker of a queue takes next, fairly across accounts.
 
-Each queue (media, asr, burn) has one line in Redis, a sorted set of the jobs waiting for it. A
+Each queue (media, asr, burn) has one line in Redis, a sorted set of the jobs waiting for it;
+without REDIS_URL (the embedded default `make run` starts: SQLite and the filesystem broker) the
+lines are kept in the database instead, by the same rule (line_services.py), so every account is
+served in turn there too. Each function here chooses the store; tests/transcription/test_lines.py
+runs the same tests on both. A
 job's place is its account's turn, by start-time fair queuing: a job joining the line gets the
 start tag max(V, F[account]), where V is the tag of the job taken last (the line's clock) and
 F[account] the tag after the account's previous waiting job (its tag + 1). A worker takes the
@@ -17,7 +21,7 @@ X-Queue-Position (transcription.api.front.polls) reads it in the same round trip
 Beside the line, for /metrics and the account's turn: who owns each waiting job, how many jobs
 each account has waiting (a sorted set, so the top accounts come in one call), and since when
 each job waits (by queue and by account). All of it moves in one Lua script per change, so the
-counts never drift from the line. Redis is the only truth about order; PostgreSQL stays the truth
+counts never drift from the line. The lines' store is the only truth about order; PostgreSQL stays the truth
 about jobs: an entry whose job ended or runs elsewhere is dropped when taken (dispatch.job_take),
 and a line lost with Redis is rebuilt by the sweeper, which sends again every job nobody runs.
 It builds the per-account keys inside the scripts, which a Redis Cluster would not allow; the
@@ -30,7 +34,11 @@ import functools
 import time
 from typing import NamedTuple
 
+from django.conf import settings
+
 from config import shared_cache
+
+from . import line_services
 
 QUEUES = ("media", "asr", "burn")
 PREFIX = "line:"
@@ -108,6 +116,12 @@ def _scripts():
     return client.register_script(_JOIN), client.register_script(_TAKE), client.register_script(_FORGET)
 
 
+def _in_database() -> bool:
+    """No Redis configured: the lines are the database's (a Redis that is configured but down is
+    not replaced by them: dispatch then sends jobs by name, first come first served, for a moment)."""
+    return not settings.REDIS_URL
+
+
 def _client():
     """The Redis client, or raise shared_cache.Unavailable when there is none or it failed a moment ago."""
     client = shared_cache.reachable_client()
@@ -118,7 +132,9 @@ def _client():
 
 def join(queue: str, job_id, account_id) -> bool:
     """Put the job in the line at its account's next turn; False when it is in it already.
-    Raises shared_cache.Unavailable without Redis."""
+    Raises shared_cache.Unavailable when Redis is configured but down."""
+    if _in_database():
+        return line_services.line_join(queue, str(job_id), str(account_id), None)
     _client()
     join_script = _scripts()[0]
     now = int(time.time() * 1000)
@@ -127,6 +143,9 @@ def join(queue: str, job_id, account_id) -> bool:
 
 def put_back(taken: Taken) -> None:
     """Give a job taken from the line its place again (its worker stopped before it ran)."""
+    if _in_database():
+        line_services.line_join(taken.queue, taken.job_id, taken.account, taken.tag)
+        return
     _client()
     join_script = _scripts()[0]
     now = int(time.time() * 1000)
@@ -135,6 +154,9 @@ def put_back(taken: Taken) -> None:
 
 def take(queue: str) -> Taken | None:
     """The first job of the line, taken out of it; None when the line is empty."""
+    if _in_database():
+        entry = line_services.line_take(queue)
+        return None if entry is None else Taken(queue, entry.job, entry.tag, entry.account)
     _client()
     reply = _scripts()[1](keys=_keys(queue))
     if not reply:
@@ -145,6 +167,9 @@ def take(queue: str) -> Taken | None:
 
 def forget(job_id) -> None:
     """Take the job out of every line (it ended while it waited)."""
+    if _in_database():
+        line_services.line_forget(QUEUES, str(job_id))
+        return
     _client()
     forget_script = _scripts()[2]
     for queue in QUEUES:
@@ -154,7 +179,9 @@ def forget(job_id) -> None:
 def others_waiting(queue: str, account_id) -> bool:
     """Whether a job of an account other than `account_id` waits in the queue's line (a worker
     about to take a chunk of a running job leaves it to that job instead: stages/spreading.py).
-    Raises shared_cache.Unavailable without Redis."""
+    Raises shared_cache.Unavailable when Redis is configured but down."""
+    if _in_database():
+        return line_services.line_others_waiting(queue, str(account_id))
     waiting = _keys(queue)[4]  # accounts with jobs waiting; an account leaves it at zero
     pipe = _client().pipeline(transaction=False)
     pipe.zcard(waiting)
@@ -181,6 +208,8 @@ end
 
 def place(job_id) -> int | None:
     """The job's place in the line it waits in (1: the next job taken), None when it waits in none."""
+    if _in_database():
+        return line_services.line_place(QUEUES, str(job_id))
     pipe = _client().pipeline(transaction=False)
     for key in place_keys():
         pipe.zrank(key, str(job_id))
@@ -196,6 +225,8 @@ class LineStats(NamedTuple):
 
 def stats(top: int) -> list[LineStats]:
     """Every line's depth and longest wait, and those of its `top` accounts with the most jobs waiting."""
+    if _in_database():
+        return [LineStats(queue, *_figures(line_services.line_figures(queue, top))) for queue in QUEUES]
     client = _client()
     now = time.time()
     pipe = client.pipeline(transaction=False)
@@ -220,3 +251,7 @@ def stats(top: int) -> list[LineStats]:
         rows = [(account.decode(), int(count), wait(next(oldest_by_account))) for account, count in accounts]
         found.append(LineStats(queue, int(depth), wait(oldest), rows))
     return found
+
+
+def _figures(figures: line_services.LineFigures) -> tuple[int, float, list[tuple[str, int, float]]]:
+    return figures.waiting, figures.oldest_wait, figures.accounts

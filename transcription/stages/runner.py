@@ -82,12 +82,18 @@ def run_stage(job_id, stage: Stage) -> bool:
         services.job_fail(job_id, str(error), reason)
     except states.InvalidTransition as error:
         logger.warning("job %s: %s", job_id, error)
+    except files.store_errors() as error:  # a bucket down or refusing: said so, refunded, counted apart
+        logger.warning("job %s: the file store failed: %r", job_id, error)
+        services.job_fail(job_id, files.STORE_DOWN, FailureReason.STORAGE)
     except Exception:
         logger.exception("job %s failed unexpectedly", job_id)
         services.job_fail(job_id, INTERNAL_ERROR, FailureReason.INTERNAL)
     finally:
         shutil.rmtree(directory, ignore_errors=True)
-        _delete_shared_copies(job_id)
+        try:
+            _delete_shared_copies(job_id)
+        except Exception as error:  # the store down: retention deletes leftover copies later
+            logger.warning("job %s: its shared copies could not be deleted now: %r", job_id, error)
         try:  # what the stage stored or deleted counts in the account's storage quota from now
             services.job_files_measured(job_id)
         except Exception:  # storage unreachable: measured again after the next stage or deletion

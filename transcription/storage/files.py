@@ -8,9 +8,11 @@ machines. Burned videos stay under burned/<job id>/ and are handed out by signed
 
 from __future__ import annotations
 
+import importlib
 import os
 import shutil
 import uuid
+from functools import lru_cache
 from pathlib import Path
 
 from django.conf import settings
@@ -18,6 +20,28 @@ from django.core.files import File
 from django.core.files.storage import default_storage
 
 SHARED_FOLDERS = ("audio", "sources")  # copies that only live while their job runs
+
+STORE_RETRY_AFTER_SECONDS = 30
+# a request that needed the store while it was down (a 503 with Retry-After, on every door)
+STORE_BUSY = (
+    f"The file store is unreachable for a moment; nothing was lost. Try again in {STORE_RETRY_AFTER_SECONDS} seconds."
+)
+STORE_DOWN = (
+    "The file store could not be reached, so this job could not go on; its minutes have been "
+    "refunded. Please try again in a few minutes."
+)
+
+
+@lru_cache(maxsize=1)
+def store_errors() -> tuple[type[Exception], ...]:
+    """What the storage raises when it is down or refuses (a bucket unreachable, timing out,
+    answering 5xx or AccessDenied): with S3_BUCKET, botocore's errors (django-storages' S3 backend
+    is made of botocore; both come with the [s3] extra and are loaded by name, as the settings name
+    the backend). With the filesystem, none: an OSError there is this machine's own disk."""
+    if not settings.S3_BUCKET:
+        return ()
+    exceptions = importlib.import_module("botocore.exceptions")
+    return (exceptions.BotoCoreError, exceptions.ClientError)
 
 
 def audio_name(job_id) -> str:

@@ -39,7 +39,6 @@ from django.db import close_old_connections
 from django.http import HttpResponse
 from django.http.request import split_domain_port, validate_host
 from django.middleware.csrf import CsrfViewMiddleware
-from rest_framework import exceptions
 
 from accounts import client as accounts_client
 from transcription.api.doors import asgi_door
@@ -177,7 +176,7 @@ async def application(scope, receive, send):
         else:
             caller = await db(upload_caller, request)
             status, body, answer_headers = await _route(scope, receive, headers, caller)
-    except exceptions.APIException as error:
+    except Exception as error:  # a refusal (APIException, the file store down) answers; anything else is a bug
         refusal = front_door.error_answer(error)
         if refusal is None:
             raise

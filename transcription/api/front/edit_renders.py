@@ -10,10 +10,16 @@ database holds at v. A miss (another web process took the previous edit, or this
 (nothing in this process nor in Redis: the first edit, a copy not written yet, Redis down) costs
 one whole render, which is kept for the next edit. The kept document is the one rendered, so
 an edit of a kept version needs not read the document's megabytes from the database either.
+
+The copy in Redis is JSON (config.shared_cache: nothing read from Redis is unpickled), under a
+version made from the names of every field it holds, so a release whose render holds other fields
+reads the older release's copies as misses (one whole render) rather than as the wrong shape.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import threading
 import time
@@ -23,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from config import shared_cache
-from transcription.pipeline.transcripts import rerender
+from transcription.pipeline.transcripts import cue_tokens, replan, rerender
 
 # jobs whose last render is kept; a 2-hour transcript's render holds some 10 MB
 KEPT_JOBS = 4
@@ -46,6 +52,38 @@ class Kept:
 _kept: OrderedDict[Any, tuple[int, Kept]] = OrderedDict()
 
 
+def _dump(value: tuple[int, Kept]) -> dict[str, Any]:
+    version, entry = value
+    return {
+        "version": version,
+        "document": entry.document,
+        "rendered": rerender.as_json(entry.rendered),
+        "encoded": entry.encoded,
+    }
+
+
+def _load(data: dict[str, Any]) -> tuple[int, Kept]:
+    document, encoded = data["document"], data["encoded"]
+    if not (isinstance(document, list) and isinstance(encoded, list) and len(document) == len(encoded)):
+        raise ValueError("a document and its segments' JSON, one for each segment")
+    if not all(isinstance(segment, dict) for segment in document) or not all(isinstance(e, str) for e in encoded):
+        raise TypeError("segments are objects, their JSON strings")
+    return int(data["version"]), Kept(document, rerender.from_json(data["rendered"]), encoded)
+
+
+def _fields_digest() -> str:
+    # every field of what is kept: a field added, dropped or renamed is another version
+    names = [
+        f"{kind.__name__}.{field.name}"
+        for kind in (Kept, rerender.Rendered, replan.Tokens, replan.Plan, cue_tokens.Tok)
+        for field in dataclasses.fields(kind)
+    ]
+    return hashlib.blake2b(" ".join(names).encode(), digest_size=6).hexdigest()
+
+
+SHAPE = shared_cache.Shape("edit-render", f"1.{_fields_digest()}", _dump, _load)
+
+
 def kept(job_id: Any, version: int) -> Kept | None:
     """The document at `version`, its render and JSON, when this process rendered it."""
     with _lock:
@@ -53,8 +91,8 @@ def kept(job_id: Any, version: int) -> Kept | None:
         if entry is not None and entry[0] == version:
             _kept.move_to_end(job_id)
             return entry[1]
-    shared = shared_cache.get(_key(job_id))
-    if not (isinstance(shared, tuple) and len(shared) == 2 and shared[0] == version and isinstance(shared[1], Kept)):
+    shared = shared_cache.get(_key(job_id), SHAPE)
+    if shared is None or shared[0] != version:
         return None
     _keep_here(job_id, version, shared[1])
     return shared[1]
@@ -84,9 +122,9 @@ def keep(job_id: Any, version: int, entry: Kept) -> None:
 
 
 def _copy(job_id: Any, version: int, entry: Kept) -> None:
-    # pickling holds the interpreter for 25-45 ms: after the answer has gone, not while it is written
+    # writing the JSON holds the interpreter for tens of ms: after the answer has gone, not while it is written
     time.sleep(COPY_DELAY_SECONDS)
-    shared_cache.set(_key(job_id), (version, entry), SHARED_SECONDS)
+    shared_cache.set(_key(job_id), (version, entry), SHARED_SECONDS, SHAPE)
 
 
 def _keep_here(job_id: Any, version: int, entry: Kept) -> None:
@@ -104,7 +142,7 @@ def forget(job_id: Any = None) -> None:
         _kept.clear()
     if job_id is not None:
         _writer.submit(lambda: None).result()  # the copies on their way are written first
-        shared_cache.set(_key(job_id), None, 1)
+        shared_cache.delete(_key(job_id))
 
 
 def written() -> None:

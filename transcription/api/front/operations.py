@@ -11,6 +11,7 @@ answers the contract's response body, or raises a Refusal (error_bodies): Reques
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import threading
 import time
@@ -38,7 +39,13 @@ from transcription.api.wire.error_bodies import (
 )
 from transcription.api.wire.presenters import batch_payload, job_payload, translations_in_order, voice_document
 from transcription.models import Batch, Job, JobType, Upload, UploadState, Voice
-from transcription.pipeline.fetch.playlist import PlaylistError, find_durations, list_playlist
+from transcription.pipeline.fetch.playlist import (
+    PlaylistEntry,
+    PlaylistError,
+    PlaylistListing,
+    find_durations,
+    list_playlist,
+)
 from transcription.pipeline.media.media_probe import NotMedia, probe_media
 from transcription.pipeline.transcripts.speaker_names import speakers_in
 from transcription.states import FINAL_STATES
@@ -362,6 +369,15 @@ def get_balance(caller: Caller, data: dict, request=None) -> dict:
 # previews a playlist and then queues it, or polls the preview, costs one yt-dlp listing, not one
 # a request. Failures are not kept: the next request tries again.
 PLAYLIST_LISTING_SECONDS = 60
+
+
+def _listing_from_json(data: dict) -> PlaylistListing:
+    # unknown or missing fields raise TypeError: the cache reads it as a miss
+    return PlaylistListing(**{**data, "videos": [PlaylistEntry(**video) for video in data["videos"]]})
+
+
+# a listing kept for PLAYLIST_LISTING_SECONDS, shared by the web processes (fields by name)
+LISTING_SHAPE = shared_cache.Shape("playlist-listing", "1", dataclasses.asdict, _listing_from_json)
 LISTING_BUSY_RETRY_AFTER_SECONDS = 10
 
 # The listings this process runs at once (PLAYLIST_LISTINGS_PER_PROCESS). A listing holds its
@@ -379,14 +395,18 @@ def _slots() -> threading.BoundedSemaphore:
         return _listing_slots
 
 
+def listing_key(url: str) -> str:
+    return "playlist:" + hashlib.sha256(url.encode()).hexdigest()
+
+
 def playlist_listing(url: str, location: str = "body", *, durations: bool = False):
     """The playlist or channel behind `url`; a 422 on the url at `location` (body/query) when it
     cannot be listed, or not within PLAYLIST_LISTING_TIMEOUT_SECONDS; a 503 (Busy) when this
     process already runs as many listings as it may. With `durations`, the lengths the listing
     lacks are looked up within the same time limit (playlist.find_durations); those not found
     stay None."""
-    key = "playlist:" + hashlib.sha256(url.encode()).hexdigest()
-    listing = shared_cache.get(key)
+    key = listing_key(url)
+    listing = shared_cache.get(key, LISTING_SHAPE)
     if listing is not None and (listing.durations_looked_up or not durations):
         return listing
     slots = _slots()
@@ -419,5 +439,5 @@ def playlist_listing(url: str, location: str = "body", *, durations: bool = Fals
         raise RequestValidationError([{"loc": [location, "url"], "msg": str(error), "type": "value_error"}]) from None
     finally:
         slots.release()
-    shared_cache.set(key, listing, PLAYLIST_LISTING_SECONDS)
+    shared_cache.set(key, listing, PLAYLIST_LISTING_SECONDS, LISTING_SHAPE)
     return listing

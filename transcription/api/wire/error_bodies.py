@@ -17,6 +17,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from config.error_reporting import REQUEST_ID_HEADER, errors_reported, request_id_of
 from transcription.scheduling.dispatch import QueueUnavailable
+from transcription.storage import files
 
 logger = logging.getLogger(__name__)
 
@@ -226,6 +227,8 @@ def as_refusal(error: Exception) -> Refusal | None:
         return error
     if isinstance(error, QueueUnavailable):
         return Busy(str(error), error.retry_after)
+    if isinstance(error, files.store_errors()):  # the bucket is down or refuses: nothing was lost
+        return Busy(files.STORE_BUSY, files.STORE_RETRY_AFTER_SECONDS)
     if isinstance(error, exceptions.NotAuthenticated):
         return NotAuthenticated()
     if isinstance(error, exceptions.AuthenticationFailed):

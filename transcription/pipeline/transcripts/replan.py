@@ -50,12 +50,17 @@ class TokenChange:
 
 def read(segments: list[Segment]) -> Tokens:
     raw, counts, states = read_all(segments)
+    return Tokens(raw, counts, states, *pieced(raw))
+
+
+def pieced(raw: list[Tok]) -> tuple[list[int], list[Tok]]:
+    """(first_piece, toks) of the raw tokens `raw`: what Tokens holds besides them."""
     first: list[int] = []
     toks: list[Tok] = []
     for tok in raw:
         first.append(len(toks))
         toks.extend(pieces(tok))
-    return Tokens(raw, counts, states, [*first, len(toks)], toks)
+    return [*first, len(toks)], toks
 
 
 def reread(old: Tokens, segment_at: Callable[[int], Segment], start: int, end_old: int, end_new: int) -> TokenChange:

@@ -229,3 +229,94 @@ def _spliced_turns(turns: list[Turn], new: Document, start: int, end_old: int, e
     kept_from = len(turns) if t1 is None else t1 + 1
     tail = [(a + shift, b + shift, lines) for a, b, lines in turns[kept_from:]]
     return turns[: 0 if t0 is None else t0] + _turns(new, lo, hi) + tail
+
+
+# A render as plain JSON data (the web processes share the last one in Redis: api.front.edit_renders),
+# and back. Every tuple is made a tuple again: the reading resumes where a state compares equal
+# (replan.reread) and times are compared with the kept ones, and a list is never equal to a tuple.
+# The pieces planned over (toks, first_piece) are not written: they are made again from the raw
+# tokens, as every render makes them (replan.pieced), which halves what is written and read.
+# Raises TypeError, ValueError or IndexError on data of another shape.
+def as_json(r: Rendered) -> dict[str, Any]:
+    t = r.tokens
+    return {
+        "key": r.key,
+        "tokens": {
+            "raw": [_tok_json(tok) for tok in t.raw],
+            "counts": t.counts,
+            "states": [[last_start, prefix, snapshot] for last_start, prefix, snapshot in t.states],
+        },
+        "plan": {"best": r.plan.best, "bounds": r.plan.bounds},
+        "lines": r.lines,
+        "speakers": r.speakers,
+        "spans": r.spans,
+        "shown": r.shown,
+        "srt_blocks": r.srt_blocks,
+        "vtt_blocks": r.vtt_blocks,
+        "turns": r.turns,
+        "txt": r.txt,
+        "srt": r.srt,
+        "webvtt": r.webvtt,
+        "changed": [r.changed.start, r.changed.stop],
+        "replaced": [r.replaced.start, r.replaced.stop],
+    }
+
+
+def from_json(d: dict[str, Any]) -> Rendered:
+    t = d["tokens"]
+    raw = [_tok(tok) for tok in t["raw"]]
+    states = [(int(s), _str_or_none(p), None if snap is None else _snapshot(snap)) for s, p, snap in t["states"]]
+    tokens = replan.Tokens(raw, _ints(t["counts"]), states, *replan.pieced(raw))
+    return Rendered(
+        _str_or_none(d["key"]),
+        tokens,
+        replan.Plan([float(cost) for cost in d["plan"]["best"]], _ints(d["plan"]["bounds"])),
+        [_strs(lines) for lines in d["lines"]],
+        [_ints(speakers) for speakers in d["speakers"]],
+        [(int(a), int(b), int(c)) for a, b, c in d["spans"]],
+        [(int(a), int(b)) for a, b in d["shown"]],
+        _strs(d["srt_blocks"]),
+        _strs(d["vtt_blocks"]),
+        [(int(a), int(b), _strs(lines)) for a, b, lines in d["turns"]],
+        _str(d["txt"]),
+        _str(d["srt"]),
+        _str(d["webvtt"]),
+        range(*_ints(d["changed"])),
+        range(*_ints(d["replaced"])),
+    )
+
+
+def _tok_json(tok: Tok) -> list[Any]:
+    return [tok.text, tok.start, tok.end, tok.speaker, tok.glue, tok.seg_end]
+
+
+def _tok(data: list[Any]) -> Tok:
+    text, start, end, speaker, glue, seg_end = data
+    return Tok(_str(text), int(start), int(end), int(speaker), bool(glue), bool(seg_end))
+
+
+def _snapshot(data: list[Any]) -> tuple[str, int, int, int, bool, bool]:
+    text, start, end, speaker, glue, seg_end = data
+    return _str(text), int(start), int(end), int(speaker), bool(glue), bool(seg_end)
+
+
+def _ints(values: list[Any]) -> list[int]:
+    if not isinstance(values, list):
+        raise TypeError(f"a list of integers, not {type(values).__name__}")
+    return [int(v) for v in values]
+
+
+def _strs(values: list[Any]) -> list[str]:
+    if not isinstance(values, list):
+        raise TypeError(f"a list of strings, not {type(values).__name__}")
+    return [_str(v) for v in values]
+
+
+def _str(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"a string, not {type(value).__name__}")
+    return value
+
+
+def _str_or_none(value: Any) -> str | None:
+    return None if value is None else _str(value)
