@@ -92,7 +92,7 @@ OTHER_WRITERS = {
     ("bench/edits/patch.py", "state"): "a benchmark's fixture: a done job made to be edited, never run",
     ("bench/polls/fixture.py", "state"): "a benchmark's fixture: jobs and translations made to be polled, never run",
 }
-SKIPPED = ("tests", ".venv", "node_modules")
+SKIPPED = ("tests", ".venv", "node_modules", "build", "var")  # build/: a wheel's copy (tests/packaging)
 CREATES = {"create", "get_or_create", "update_or_create", "update", "bulk_update"}
 
 

@@ -12,18 +12,18 @@ class TranscriptionConfig(AppConfig):
 
         from transcription import checks
         from transcription.events import poll_cache  # imports the models: only once the app registry is ready
-        from transcription.pipeline.speakers.encoding import weight_files
+        from transcription.pipeline import weights_dir
 
         poll_cache.connect()
         django_checks.register(checks.speaker_weights)
         # The pipeline reads no setting: the weights directory is handed down once, and again when
         # a test overrides it.
-        weight_files.use_weights_dir(settings.SPEAKER_WEIGHTS_DIR)
+        weights_dir.use_weights_dir(settings.SPEAKER_WEIGHTS_DIR)
         setting_changed.connect(_weights_dir_changed)
 
 
 def _weights_dir_changed(*, setting, value, **kwargs):
     if setting == "SPEAKER_WEIGHTS_DIR":
-        from transcription.pipeline.speakers.encoding import weight_files
+        from transcription.pipeline import weights_dir
 
-        weight_files.use_weights_dir(value)
+        weights_dir.use_weights_dir(value)

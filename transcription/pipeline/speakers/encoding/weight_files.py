@@ -17,8 +17,6 @@ bin/web and bin/worker at start-up) and by the fetch step.
 from __future__ import annotations
 
 import hashlib
-import os
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -49,21 +47,11 @@ SEGMENTATION = WeightFile(
 WEIGHT_FILES = (CAMPPLUS, SEGMENTATION)
 
 
-# Where `transcription-models fetch` puts the files when SPEAKER_WEIGHTS_DIR is not set.
-DEFAULT_WEIGHTS_DIR = Path(sys.prefix) / "share" / "video-transcription" / "speaker-weights"
-_handed_down: Path | None = None
-
-
-def use_weights_dir(directory: str | os.PathLike[str] | None) -> None:
-    """The weights directory from now on in this process (the setting SPEAKER_WEIGHTS_DIR, handed
-    down); None or empty: DEFAULT_WEIGHTS_DIR."""
-    global _handed_down
-    _handed_down = Path(directory) if directory else None
-
-
-def weights_dir() -> Path:
-    """The directory handed down by use_weights_dir, else DEFAULT_WEIGHTS_DIR."""
-    return _handed_down or DEFAULT_WEIGHTS_DIR
+# the directory's holder lives apart, importing nothing, so the web process can hand it down
+# (transcription.apps) without importing the speaker models
+from transcription.pipeline.weights_dir import DEFAULT_WEIGHTS_DIR as DEFAULT_WEIGHTS_DIR  # noqa: E402
+from transcription.pipeline.weights_dir import use_weights_dir as use_weights_dir  # noqa: E402
+from transcription.pipeline.weights_dir import weights_dir as weights_dir  # noqa: E402
 
 
 class SpeakerWeightsMissing(FileNotFoundError):
