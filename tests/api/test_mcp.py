@@ -316,7 +316,7 @@ def test_a_transcript_queued_through_mcp_runs_is_charged_and_reads_the_same_thro
             polled = await client.call_tool("get_transcription", {"id": job_id})
             return polled if polled.structured_content["state"] in ("done", "failed") else None
 
-        polled = await await_until(ended, f"end of job {job_id}", timeout=180, interval=2)
+        polled = await await_until(ended, f"end of job {job_id}", timeout=300, interval=2)
         after = (await client.call_tool("get_balance", {})).structured_content["remaining_seconds"]
         return job_id, polled, before, after
 
