@@ -65,9 +65,9 @@ def found(ref: list[str], hyp: list[str]) -> int:
     return sum(b.size for b in difflib.SequenceMatcher(None, ref, hyp, autojunk=False).get_matching_blocks())
 
 
-def reference_fates(ref: list[str], hyp: list[str]) -> list[str]:
-    """What became of each reference token in the minimum-edit alignment: "hit", "misheard"
-    (substituted) or "dropped" (deleted)."""
+def aligned(ref: list[str], hyp: list[str]) -> list[str | None]:
+    """For each reference token, the transcript token the minimum-edit alignment pairs it with
+    (None: deleted)."""
     n, m = len(ref), len(hyp)
     d = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n + 1):
@@ -77,17 +77,26 @@ def reference_fates(ref: list[str], hyp: list[str]) -> list[str]:
     for i in range(1, n + 1):
         for j in range(1, m + 1):
             d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
-    fates, i, j = [], n, m
+    paired: list[str | None] = []
+    i, j = n, m
     while i > 0:
         if j > 0 and d[i][j] == d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]):
-            fates.append("hit" if ref[i - 1] == hyp[j - 1] else "misheard")
+            paired.append(hyp[j - 1])
             i, j = i - 1, j - 1
         elif d[i][j] == d[i - 1][j] + 1:
-            fates.append("dropped")
+            paired.append(None)
             i -= 1
         else:
             j -= 1
-    return fates[::-1]
+    return paired[::-1]
+
+
+def reference_fates(ref: list[str], hyp: list[str]) -> list[str]:
+    """What became of each reference token in the minimum-edit alignment: "hit", "misheard"
+    (substituted) or "dropped" (deleted)."""
+    return [
+        "dropped" if got is None else "hit" if got == word else "misheard" for word, got in zip(ref, aligned(ref, hyp))
+    ]
 
 
 def dropped_sentences(reference: str, language: str, fates: list[str]) -> int:

@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 
-from multilingual import tokens  # noqa: E402
+from multilingual import aligned, tokens  # noqa: E402
 from multilingual_set import CHARACTER_LANGUAGES, build  # noqa: E402
 from rtf import token_error_rate  # noqa: E402
 
@@ -57,32 +57,6 @@ DEFAULT_LANGUAGES = ("de", "es", "fr", "it", "pt", "pl", "ru", "tr", "sv", "nl",
 SENTENCE_END = r"(?<=[.!?\u3002\uff01\uff1f\u0964])\s*"
 
 
-def alignment(ref: list[str], hyp: list[str]) -> list[str | None]:
-    """For each reference token, the transcript token the minimum-edit alignment pairs it with
-    (None: deleted)."""
-    n, m = len(ref), len(hyp)
-    d = [[0] * (m + 1) for _ in range(n + 1)]
-    for i in range(n + 1):
-        d[i][0] = i
-    for j in range(m + 1):
-        d[0][j] = j
-    for i in range(1, n + 1):
-        for j in range(1, m + 1):
-            d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
-    paired: list[str | None] = []
-    i, j = n, m
-    while i > 0:
-        if j > 0 and d[i][j] == d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]):
-            paired.append(hyp[j - 1])
-            i, j = i - 1, j - 1
-        elif d[i][j] == d[i - 1][j] + 1:
-            paired.append(None)
-            i -= 1
-        else:
-            j -= 1
-    return paired[::-1]
-
-
 def arrived(word: str, got: str | None, language: str) -> bool:
     if got is None:
         return False
@@ -94,7 +68,7 @@ def arrived(word: str, got: str | None, language: str) -> bool:
 def sentences_kept(reference: str, text: str, language: str) -> list[bool]:
     """For each reference sentence, whether more than half its words arrived."""
     ref, hyp = tokens(reference, language), tokens(text, language)
-    paired = alignment(ref, hyp)
+    paired = aligned(ref, hyp)
     kept, at = [], 0
     for sentence in re.split(SENTENCE_END, reference):
         words = tokens(sentence, language)
