@@ -256,3 +256,157 @@ def test_a_job_end_is_announced_by_job_finish_and_job_fail_only():
         and node.name != "_announce_end"
     }
     assert callers == {"job_finish", "job_fail"}
+
+
+# The claims below are read from the code itself (its imports, its settings), not from the
+# contracts that name them: the code does what the sentence says.
+
+
+def imported_modules(path) -> set[str]:
+    """Every module a file imports, at its top or inside a function, relative imports resolved."""
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                base = f"{parent}.{base}" if base else parent
+            found.add(base)
+            found |= {f"{base}.{alias.name}" for alias in node.names}
+    return found
+
+
+def service_files(*folders: str):
+    for folder in folders:
+        for path in (ROOT / folder).rglob("*.py"):
+            if "migrations" not in path.parts and "__pycache__" not in path.parts:
+                yield path
+
+
+def test_beat_runs_the_sweeper_each_minute_webhooks_each_30_s_and_renewals_and_retention_hourly():
+    says(
+        "`celery beat` runs the sweeper (every minute), webhook events that are due (every 30 s), plan "
+        "renewals and file retention (hourly)."
+    )
+    from django.conf import settings
+
+    every = {entry["task"]: entry["schedule"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
+    assert every["webhooks.tasks.send_due_messages"] == 30.0
+    assert every["billing.tasks.renew_plans"] == 3600.0
+    assert every["transcription.tasks.delete_expired_artifacts"] == 3600.0
+    sweep = ast.unparse(ast.parse((ROOT / "config" / "settings.py").read_text()))
+    assert "'SWEEP_INTERVAL_SECONDS', default=60.0" in sweep, "the sweeper's default interval is a minute"
+    assert "transcription.tasks.sweep_stalled_jobs" in every
+
+
+def test_each_task_runs_on_the_queue_the_table_gives_it():
+    """The "Queues and processes" table: each task named in a row is routed to that row's queue."""
+    import fnmatch
+
+    from django.conf import settings
+
+    table = DOC.read_text().split("## Queues and processes", 1)[1].split("\n\n", 2)[1]
+    rows = [line.split("|")[1:3] for line in table.splitlines()[2:]]
+    assert len(rows) == 4
+
+    def queue_of(task: str) -> str:
+        return next(route["queue"] for key, route in settings.CELERY_TASK_ROUTES.items() if fnmatch.fnmatch(task, key))
+
+    tasks = importlib.import_module("transcription.tasks")
+    webhook_tasks = importlib.import_module("webhooks.tasks")
+    seen = 0
+    for queue_cell, tasks_cell in rows:
+        queue = queue_cell.strip().strip("`")
+        for name in re.findall(r"`(\w+)`", tasks_cell):
+            module = "transcription.tasks" if hasattr(tasks, name) else "webhooks.tasks"
+            assert hasattr(tasks, name) or hasattr(webhook_tasks, name), f"no task {name}"
+            assert queue_of(f"{module}.{name}") == queue, f"{name} does not run on {queue}"
+            seen += 1
+    assert seen == 7, "the table names seven tasks"
+
+
+def test_tasks_are_sent_by_name_from_dispatch_only():
+    says("they send tasks by name (`dispatch.py`)")
+    senders, direct = [], []
+    for path in service_files("transcription"):
+        text = path.read_text()
+        if "send_task(" in text:
+            senders.append(path.relative_to(ROOT).as_posix())
+        if ".delay(" in text or ".apply_async(" in text:
+            direct.append(path.relative_to(ROOT).as_posix())
+    assert senders == ["transcription/scheduling/dispatch.py"]
+    assert direct == [], f"these call a task object instead of sending it by name: {direct}"
+
+
+def test_no_app_imports_monitoring_or_the_website_in_its_code():
+    says("`monitoring` reads every app's rows for /metrics; no app imports it.")
+    says("`website` sits above every app")
+    says("nothing imports it.")
+    for app in ("accounts", "audit", "billing", "transcription", "webhooks", "website"):
+        for path in service_files(app):
+            names = {name.split(".")[0] for name in imported_modules(path)}
+            assert "monitoring" not in names, f"{path.relative_to(ROOT)} imports monitoring"
+            if app != "website":
+                assert "website" not in names, f"{path.relative_to(ROOT)} imports the website"
+
+
+def test_audit_depends_on_no_other_app():
+    says("`audit` depends on no other app")
+    others = {"accounts", "billing", "transcription", "webhooks", "website", "monitoring"}
+    for path in service_files("audit"):
+        names = {name.split(".")[0] for name in imported_modules(path)}
+        assert names & others == set(), f"{path.relative_to(ROOT)} imports {sorted(names & others)}"
+
+
+def test_inside_the_api_doors_lead_to_front_and_front_to_wire_never_back():
+    says("inside `transcription/api/`: doors -> front -> wire")
+    above = {"front": {"transcription.api.doors"}, "wire": {"transcription.api.doors", "transcription.api.front"}}
+    for layer, forbidden in above.items():
+        for path in service_files(f"transcription/api/{layer}"):
+            back = {n for n in imported_modules(path) if any(n == f or n.startswith(f + ".") for f in forbidden)}
+            assert back == set(), f"{path.relative_to(ROOT)} imports upward: {sorted(back)}"
+
+
+def test_the_voice_print_model_imports_nothing_and_names_the_encoders_space():
+    says("voice_print_model.py (which encoder made the voice prints, importing nothing, for the web process)")
+    path = ROOT / "transcription" / "pipeline" / "voice_print_model.py"
+    assert imported_modules(path) - {"__future__", "__future__.annotations"} == set()
+    from transcription.pipeline import voice_print_model
+    from transcription.pipeline.speakers.encoding import campplus
+
+    assert voice_print_model.VOICE_PRINT_MODEL == campplus.VOICE_PRINT_MODEL
+
+
+def test_the_upload_probe_needs_the_standard_library_only():
+    """What the web process runs on an upload reaches no third-party module, however deep."""
+    says("media_probe.py (is an upload audio or video we can transcribe: standard library only, the web runs it)")
+    import sys
+
+    todo, seen = ["transcription.pipeline.media.media_probe"], set()
+    while todo:
+        module = todo.pop()
+        if module in seen:
+            continue
+        seen.add(module)
+        path = ROOT / (module.replace(".", "/") + ".py")
+        for name in imported_modules(path):
+            top = name.split(".")[0]
+            if top == "__future__" or top in sys.stdlib_module_names:
+                continue
+            assert top == "transcription", f"{module} imports {name}, not the standard library"
+            if (ROOT / (name.replace(".", "/") + ".py")).exists():
+                todo.append(name)
+    assert "transcription.pipeline.media.ffmpeg_commands" in seen
+
+
+def test_the_suite_runs_after_lint_on_redis_database_15_by_default():
+    says("`make test` = `make lint`, then pytest on the real PostgreSQL and Redis (database 15 of its own by default)")
+    makefile = (ROOT / "Makefile").read_text()
+    recipe = makefile.split("\ntest: ", 1)[1].split("\n\n", 1)[0].splitlines()[1:]
+    assert [line.strip().split()[0] for line in recipe] == ["bin/lint", "bin/test"]
+    assert re.search(
+        r'^export REDIS_URL="\$\{REDIS_URL:-redis://127\.0\.0\.1:6379/15\}"$', (ROOT / "bin" / "test").read_text(), re.M
+    )

@@ -30,7 +30,7 @@
 
 What was tried and not shipped (pyannote's reconstruction, Resemblyzer, counting the voices from the
 local speakers' own embeddings) lives in harness/ and bench/speakers/, not here:
-docs/decisions/speech-and-text.md has the table.
+their figures are in git's history of docs/decisions/speech-and-text.md.
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
 ``weights`` (a copy of the encoder's checkpoint) and ``threads`` (the models' threads, default the CPU count,

@@ -5,7 +5,7 @@ embedded and given global speakers, add the second voice where two talk at once.
 more and the model hears two at once in OVERLAP_SHARE of the speech or more (:func:`hears_overlap`:
 a meeting, people talking over each other, not only at a change of speaker). Chosen on the bench's
 calibration half (bench/speakers/choose.py): every two-voice recording and call left as it was;
-docs/decisions/speech-and-text.md has the figures. Always on, it lost on the two-voice set's test
+bench/speakers/README.md has the figures. Always on, it lost on the two-voice set's test
 half (pooled 8.07 -> 8.30%, telephone 16.5 -> 18.5%: overlap heard where there is none).
 
 The segmentation model (``speakers.segmentation``) says, in 17 ms frames of 10 s windows (half

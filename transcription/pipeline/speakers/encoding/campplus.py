@@ -62,7 +62,7 @@ BETWEEN_SIMILARITY: float | None = 0.698
 # head's output as they come (FLOAT_CONVS: their inputs' ranges are the widest, and keeping them in
 # floats costs 2% of the speed). The encoder's CPU is 2.3 times less (9.3 against 21.1 ms a window
 # here) and the embeddings stay near the float ones (cosine median 0.988, 5th percentile 0.961 on
-# 175 test-half meeting windows, calibrate_int8.py); docs/decisions/speech-and-text.md has the sets' DER. The
+# 175 test-half meeting windows, calibrate_int8.py); bench/speakers/README.md has the sets' DER. The
 # inputs' ranges were measured on the calibration half by bench/speakers/calibrate_int8.py, for the
 # shipped checkpoint alone: other weights run in floats.
 INT8_RANGES = Path(__file__).with_name("campplus_int8_ranges.json")
