@@ -11,7 +11,6 @@ In a module of its own: its workers must be the only ones taking these queues' j
 from __future__ import annotations
 
 import contextlib
-import time
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from harness.media_files import SPEECH_TEXT
 from harness.object_store import ObjectStore
 from harness.processes import request, running_web, running_worker
+from tests.support import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -44,14 +44,12 @@ def files_under(folder: Path) -> list[str]:
 
 
 def wait_done(base: str, token: str, job_id: str, timeout: float = 420) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ended():
         status, _, body = request("GET", f"{base}/v1/api/transcription/{job_id}", token)
         assert status == 200, body
-        if body["state"] in ("done", "failed"):
-            return body
-        time.sleep(0.5)
-    raise AssertionError(f"job {job_id} did not end in {timeout} s")
+        return body if body["state"] in ("done", "failed") else None
+
+    return wait_until(ended, f"end of job {job_id}", timeout, interval=0.5)
 
 
 def fetch(url: str):

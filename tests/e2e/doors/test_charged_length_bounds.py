@@ -10,7 +10,6 @@ charge covers the picture when that runs longest, which the burned video keeps w
 import json
 import math
 import subprocess
-import time
 import uuid
 from pathlib import Path
 
@@ -23,6 +22,7 @@ from hypothesis import strategies as st
 from billing.models import LedgerEntry
 from billing.pricing import BURN_MULTIPLIER
 from harness.media_files import claim_matroska_duration, make_speech_wav
+from tests.support import wait_until
 from transcription.pipeline.media.ffmpeg_commands import ffmpeg
 from transcription.pipeline.media.wav import decoded_seconds
 from transcription.storage import files
@@ -65,12 +65,11 @@ def durations(path: str) -> dict[str, float]:
 
 
 def poll(web, headers, job_id, until, timeout=240) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
+    def reached():
         body = requests.get(f"{web}/v1/api/transcription/{job_id}", headers=headers, timeout=30).json()
-        if until(body) or time.monotonic() > deadline:
-            return body
-        time.sleep(0.5)
+        return body if until(body) else None
+
+    return wait_until(reached, f"the awaited state of job {job_id}", timeout, interval=0.5)
 
 
 def send(web, headers, media_server, door: str, path: Path) -> str:
