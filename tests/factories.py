@@ -73,8 +73,9 @@ class UploadFactory(DjangoModelFactory[Upload]):
 
 def _spoken(text: str, start: float, step: float = 0.4) -> Segment:
     words, t = [], start
-    for part in text.split():
-        words.append(Word(round(t, 2), round(t + step * 0.9, 2), " " + part))
+    for k, part in enumerate(text.split()):
+        # the speech model's probability for each word: some sure, some not
+        words.append(Word(round(t, 2), round(t + step * 0.9, 2), " " + part, round(0.3 + 0.1 * (k % 7), 2)))
         t += step
     return Segment(start, round(t, 2), " " + text, words)
 

@@ -49,6 +49,25 @@ def test_the_transcript_is_read_as_segments_with_words_and_an_etag(api, done_job
     assert body["edited"] is False and body["history"] == []
 
 
+def test_each_word_keeps_the_models_probability_and_a_typed_word_is_certain(api, done_job):
+    heard = api.get(url(done_job)).json()["segments"][1]["words"]
+    assert [w["probability"] for w in heard] == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9]
+    answer = patch(api, done_job, [{"op": "text", "index": 1, "text": "I am fine, thank you so much."}], '"v1"')
+    assert answer.status_code == 200, answer.json()
+    edited = api.get(url(done_job)).json()["segments"][1]["words"]
+    assert [w["word"] for w in edited] == ["I", "am", "fine,", "thank", "you", "so", "much."]
+    assert [w["probability"] for w in edited] == [0.3, 0.4, 0.5, 0.6, 0.7, 1.0, 0.9]
+    # a new wording of another length: every word is the person's
+    patch(api, done_job, [{"op": "text", "index": 1, "text": "Fine."}], answer["ETag"])
+    assert [w["probability"] for w in api.get(url(done_job)).json()["segments"][1]["words"]] == [1.0]
+    # a split keeps each word's probability
+    etag = api.get(url(done_job))["ETag"]
+    moved = patch(api, done_job, [{"op": "split", "index": 0, "word": 3}], etag)
+    assert moved.status_code == 200, moved.json()
+    first = api.get(url(done_job)).json()["segments"][:2]
+    assert [w["probability"] for s in first for w in s["words"]] == [0.3, 0.4, 0.5, 0.6, 0.7, 0.8]
+
+
 def test_a_word_corrected_and_a_sentence_moved_to_the_other_speaker_are_in_every_output(api, account, done_job):
     etag = api.get(url(done_job))["ETag"]
     balance = account_balance(account.pk)
@@ -195,6 +214,8 @@ def test_the_openai_doors_formats_answer_from_the_corrected_segments(api, done_j
     _, verbose = openai_compat.render(result, "verbose_json", ["word", "segment"], False)
     assert [s["text"] for s in verbose["segments"]][-2:] == ["Glad to hear it,", "so I don't hear that."]
     assert [w["word"] for w in verbose["words"]][9:12] == ["thank", "you", "so"]
+    # the model's probability of each word it heard; the word a person typed is certain
+    assert [w["probability"] for w in verbose["words"]][9:12] == [0.6, 0.7, 1.0]
     _, diarized = openai_compat.render(result, "diarized_json", [], False)
     assert [s["speaker"] for s in diarized["segments"]] == ["A", "B", "A", "B"]
 

@@ -8,7 +8,7 @@ from transcription.pipeline.transcripts import transcript_edits as te
 
 def _seg(text, start, speaker, step=0.5):
     words = [
-        {"start": round(start + i * step, 3), "end": round(start + i * step + 0.4, 3), "word": w}
+        {"start": round(start + i * step, 3), "end": round(start + i * step + 0.4, 3), "word": w, "probability": 0.5}
         for i, w in enumerate(text.split())
     ]
     return {"start": start, "end": words[-1]["end"], "text": text, "speaker": speaker, "words": words}
@@ -23,7 +23,10 @@ def test_indices_are_the_last_reads_even_after_a_split():
         duration=10, original=DOC,
     )  # fmt: skip
     assert [s["text"] for s in out] == ["One two", "three four.", "Five six.", "Seven ate nine."]
-    assert out[3]["words"][1] == {**DOC[2]["words"][1], "word": "ate"}, "same count of words: times kept"
+    assert out[3]["words"][1] == {**DOC[2]["words"][1], "word": "ate", "probability": 1.0}, (
+        "times kept, typed word certain"
+    )
+    assert out[3]["words"][0] == DOC[2]["words"][0], "a word left as heard keeps its probability"
     assert DOC[0]["text"] == "One two three four.", "the input is not changed"
 
 

@@ -96,6 +96,9 @@ def test_word_timestamps_a_prompt_and_the_job_behind_the_answer(web, token, acco
     words = answer.words
     assert len(words) >= 60 and all(w.start <= w.end for w in words)
     assert [w.start for w in words] == sorted(w.start for w in words)
+    # each word with the model's probability (our addition to OpenAI's shape, read as an extra field)
+    sure = [w.model_extra["probability"] for w in words]
+    assert all(0 < p <= 1 for p in sure) and len(set(sure)) > 10, sure
     assert "Dashwod" in answer.text, "the prompt's spelling"
     assert normalize(" ".join(w.word for w in words)) == normalize(answer.text)
     assert answer.segments

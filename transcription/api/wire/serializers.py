@@ -282,6 +282,13 @@ class SegmentWordSerializer(serializers.Serializer):
     start = serializers.FloatField()
     end = serializers.FloatField()
     word = serializers.CharField()
+    probability = serializers.FloatField(
+        required=False,
+        min_value=0,
+        max_value=1,
+        help_text="How sure the speech model was of the word (0 to 1); 1 for a word a person typed. "
+        "Absent in transcripts made before it was kept.",
+    )
 
 
 class SegmentSerializer(serializers.Serializer):

@@ -54,7 +54,8 @@ def build_results(
 
 def segment_records(segments: Sequence[Segment]) -> list[dict[str, Any]]:
     """Numbered segments as plain data (JSON, JobSegments): times in seconds to the millisecond,
-    the text without its leading space, the speaker's number (1 when none was found), the words."""
+    the text without its leading space, the speaker's number (1 when none was found), the words,
+    each with the speech model's probability for it (how sure it was: what a person checks first)."""
     return [
         {
             "start": round(segment.start, 3),
@@ -62,7 +63,13 @@ def segment_records(segments: Sequence[Segment]) -> list[dict[str, Any]]:
             "text": segment.text.strip(),
             "speaker": segment.speaker or 1,
             "words": [
-                {"start": round(w.start, 3), "end": round(w.end, 3), "word": w.text.strip()} for w in segment.words
+                {
+                    "start": round(w.start, 3),
+                    "end": round(w.end, 3),
+                    "word": w.text.strip(),
+                    "probability": w.probability,
+                }
+                for w in segment.words
             ],
         }
         for segment in segments

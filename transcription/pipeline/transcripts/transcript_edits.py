@@ -166,14 +166,18 @@ def with_text(segment: dict[str, Any], text: Any, index: Any = None) -> dict[str
     tokens = text.split()
     old = segment.get("words", [])
     if len(tokens) == len(old):
-        words = [{**word, "word": token} for word, token in zip(old, tokens)]
+        # a word a person typed is certain; one left as the model heard it keeps its probability
+        words = [
+            word if word["word"] == token else {**word, "word": token, "probability": 1.0}
+            for word, token in zip(old, tokens)
+        ]
     else:
         start, end = segment["start"], segment["end"]
         total = sum(len(token) + 1 for token in tokens)
         words, at = [], start
         for token in tokens:
             span = (end - start) * (len(token) + 1) / total
-            words.append({"start": round(at, 3), "end": round(at + span, 3), "word": token})
+            words.append({"start": round(at, 3), "end": round(at + span, 3), "word": token, "probability": 1.0})
             at += span
         words[-1]["end"] = end
     return {**segment, "text": text, "words": words}
@@ -293,7 +297,7 @@ def segment(record: dict[str, Any]) -> Segment:
     for w in record.get("words", []):
         text = w["word"]
         glued = bool(words) and bool(text) and is_nospace_char(words[-1].text[-1:]) and is_nospace_char(text[0])
-        words.append(Word(w["start"], w["end"], text if glued else " " + text))
+        words.append(Word(w["start"], w["end"], text if glued else " " + text, w.get("probability", 1.0)))
     return Segment(record["start"], record["end"], " " + record["text"], words, record["speaker"])
 
 
