@@ -33,12 +33,18 @@ def secret_digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
-def confirmation_link(request, signup: Signup, secret: str) -> str:
-    return request.build_absolute_uri(reverse("accounts:confirm", kwargs={"uid": str(signup.pk), "token": secret}))
+def public_link(path: str) -> str:
+    """`path` on PUBLIC_BASE_URL: a mailed link never takes its host or port from the request's
+    `Host` header, which the sender chooses (any port of an allowed host passes Django's check)."""
+    return settings.PUBLIC_BASE_URL.rstrip("/") + path
 
 
-def send_confirmation(request, signup: Signup, secret: str) -> None:
-    link = confirmation_link(request, signup, secret)
+def confirmation_link(signup: Signup, secret: str) -> str:
+    return public_link(reverse("accounts:confirm", kwargs={"uid": str(signup.pk), "token": secret}))
+
+
+def send_confirmation(signup: Signup, secret: str) -> None:
+    link = confirmation_link(signup, secret)
     hours = settings.EMAIL_CONFIRMATION_SECONDS // 3600
     body = render_to_string(
         "accounts/email/confirm.txt", {"link": link, "email": signup.email, "lifetime": _lifetime(hours)}
@@ -46,12 +52,12 @@ def send_confirmation(request, signup: Signup, secret: str) -> None:
     send_mail("Confirm your email address", body, None, [signup.email])
 
 
-def send_signup_notice(request, signup: Signup) -> None:
+def send_signup_notice(signup: Signup) -> None:
     """To the holder of an address that has an account, instead of a link: someone signed up with
     it (sign-up answers alike either way, so only the mailbox learns the address is taken)."""
     body = render_to_string(
         "accounts/email/signup_taken.txt",
-        {"email": signup.email, "sign_in": request.build_absolute_uri(reverse("accounts:login"))},
+        {"email": signup.email, "sign_in": public_link(reverse("accounts:login"))},
     )
     send_mail("Someone tried to sign up with your address", body, None, [signup.email])
 

@@ -78,9 +78,9 @@ def signup(request):
             return render(request, "accounts/signup.html", {"form": form}, status=refused.status)
         try:
             if secret is None:
-                send_signup_notice(request, pending)
+                send_signup_notice(pending)
             else:
-                send_confirmation(request, pending, secret)
+                send_confirmation(pending, secret)
         except OSError:  # SMTP refused or unreachable (smtplib's errors are OSErrors)
             logger.exception("Could not mail the confirmation link to %s", pending.email)
             pending.delete()  # no mail went out: it neither counts nor holds a link

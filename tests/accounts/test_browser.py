@@ -53,6 +53,8 @@ def api_get(base_url: str, token: str) -> tuple[int, dict]:
 def test_sign_up_create_a_token_use_it_and_revoke_it(live_server, new_page, settings):
     from playwright.sync_api import expect
 
+    settings.PUBLIC_BASE_URL = live_server.url  # where the mailed link points
+
     shot = Shots("holder")
     page = new_page(**PHONE)
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)

@@ -8,6 +8,7 @@ through bin/web."""
 import re
 
 import pytest
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
@@ -28,7 +29,7 @@ def signup(client, email, password=PASSWORD, **headers):
 
 def mailed_link(mailoutbox, email) -> str:
     message = [m for m in mailoutbox if m.to == [email]][-1]
-    link = re.search(r"http://testserver(/account/confirm/\S+/)", str(message.body))
+    link = re.search(re.escape(settings.PUBLIC_BASE_URL) + r"(/account/confirm/\S+/)", str(message.body))
     assert link, message.body
     return link.group(1)
 
@@ -219,3 +220,16 @@ def test_a_mail_server_that_is_down_is_a_503_that_holds_nothing(client, settings
     response = signup(client, "dave@example.com")
     assert response.status_code == 503 and "could not send the confirmation mail" in response.content.decode()
     assert not Signup.objects.exists(), "it does not count against the limits, nor hold a link"
+
+
+def test_the_confirmation_link_is_built_on_the_public_address_never_the_requests_host(client, mailoutbox, settings):
+    """Like the reset link (issue 56): the `Host` header is the sender's choice, so the mailed link
+    begins with PUBLIC_BASE_URL, for a new address and for one that has an account."""
+    settings.PUBLIC_BASE_URL = "https://transcribe.example.org"
+    account_create("taken@example.com", password=PASSWORD)
+    for email in ("fresh@example.com", "taken@example.com"):
+        assert signup(client, email, HTTP_HOST="testserver:6666").status_code == 200
+    fresh, taken = mailoutbox
+    assert re.search(r"https://transcribe\.example\.org/account/confirm/\S+/\S+/", fresh.body), fresh.body
+    assert "https://transcribe.example.org/account/login/" in taken.body, taken.body
+    assert not any("6666" in m.body or "testserver" in m.body for m in mailoutbox)

@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
 from django.test import Client
@@ -89,7 +90,7 @@ def test_every_form_refuses_a_post_without_its_csrf_token(action, mailoutbox, se
     staff.is_staff = staff.is_superuser = True
     staff.save()
     Client().post("/account/signup/", {"email": "new@example.com", "password": PASSWORD})
-    link = re.search(r"http://testserver(/account/confirm/\S+/)", mailoutbox[-1].body).group(1)
+    link = re.search(re.escape(settings.PUBLIC_BASE_URL) + r"(/account/confirm/\S+/)", mailoutbox[-1].body).group(1)
 
     path, data = FORMS[action]
     strict = Client(enforce_csrf_checks=True)
@@ -164,7 +165,7 @@ def test_signing_in_never_keeps_a_planted_session(door):
 
 def test_confirming_a_sign_up_never_keeps_a_planted_session(mailoutbox):
     Client().post("/account/signup/", {"email": "dave@example.com", "password": PASSWORD})
-    link = re.search(r"http://testserver(/account/confirm/\S+/)", mailoutbox[-1].body).group(1)
+    link = re.search(re.escape(settings.PUBLIC_BASE_URL) + r"(/account/confirm/\S+/)", mailoutbox[-1].body).group(1)
     planted = SessionStore()
     planted.create()
     victim = Client()

@@ -59,8 +59,12 @@ def confirm_email_if_asked(page, email: str) -> None:
 
 
 @browser_db
-def test_a_newcomer_signs_up_queues_a_video_and_watches_the_result(live_server, new_page, worker, media_server):
+def test_a_newcomer_signs_up_queues_a_video_and_watches_the_result(
+    live_server, new_page, worker, media_server, settings
+):
     from playwright.sync_api import expect
+
+    settings.PUBLIC_BASE_URL = live_server.url  # where the mailed link points
 
     shot = BothWidths("website")
     page = new_page(viewport={"width": PHONE_WIDTH, "height": 844}, accept_downloads=True)
