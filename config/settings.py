@@ -291,7 +291,7 @@ TRANSCRIPT_CHARS_PER_SECOND = env.float("TRANSCRIPT_CHARS_PER_SECOND", default=4
 TRANSCRIPT_MIN_WORDS = env.int("TRANSCRIPT_MIN_WORDS", default=600)
 TRANSCRIPT_MIN_CHARS = env.int("TRANSCRIPT_MIN_CHARS", default=4000)
 # One save (PATCH …/segments, the MCP tool edit_transcript, the website's editor): its edits and
-# their size as JSON, so that one request's work stays bounded (bench/editor/patch.py)
+# their size as JSON, so that one request's work stays bounded (bench/edits/bounds.py)
 EDITS_PER_SAVE = env.int("EDITS_PER_SAVE", default=1000)
 EDITS_MAX_BYTES = env.int("EDITS_MAX_BYTES", default=262_144)
 

@@ -1,4 +1,4 @@
-"""bench/editor/patch.py: how long one PATCH of a 3-hour transcript can take now that a save and a
+"""bench/edits/bounds.py: how long one PATCH of a 3-hour transcript can take now that a save and a
 document are bounded (issue 56, item 4: a 12 s job had grown to 96,000 words, each PATCH then a
 minute of a web worker's CPU). Through Django's test client (the REST door, the front door,
 PostgreSQL, Redis), on the same job, three kinds of save:
@@ -11,10 +11,10 @@ PostgreSQL, Redis), on the same job, three kinds of save:
              (TRANSCRIPT_WORDS_PER_SECOND x its duration): the most work one PATCH can cause
 
     DATABASE_URL=postgres://root@127.0.0.1:5432/SCRATCH REDIS_URL=redis://127.0.0.1:6379/N \\
-      .venv/bin/python bench/editor/patch.py [--hours 3] [--rounds 5]
+      .venv/bin/python bench/edits/bounds.py [--hours 3] [--rounds 5]
 
 It migrates the database named and leaves an account and a job in it: give it a scratch database.
-Writes bench/editor/results.json.
+Writes bench/edits/results-bounds.json.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--hours", type=float, default=3.0)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--output", type=Path, default=ROOT / "bench/editor/results.json")
+    parser.add_argument("--output", type=Path, default=ROOT / "bench/edits/results-bounds.json")
     args = parser.parse_args()
     client, job, document = setup(args.hours)
     from django.conf import settings
