@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import mimetypes
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.files.storage import default_storage
 from django.http import Http404, JsonResponse
@@ -52,8 +53,10 @@ def media_source(job: Job) -> tuple[str, str, str] | None:
 
 
 def editor_limits(language: str | None) -> dict:
-    """The subtitle rules the editor marks cues by, as captions and linebreaks apply them."""
+    """The subtitle rules the editor marks cues by, as captions and linebreaks apply them, and the
+    probability under which it lists a word as doubtful (EDITOR_DOUBT_BELOW)."""
     return {
+        "doubtBelow": settings.EDITOR_DOUBT_BELOW,
         "maxCps": captions.MAX_CPS,
         "minDuration": captions.MIN_DURATION,
         "maxLineChars": linebreaks.line_limit(language),

@@ -143,3 +143,45 @@ def test_a_job_with_translations_quotes_a_save_and_says_what_it_charged(live_ser
     )
     expect(quote).to_be_hidden()
     assert LedgerEntry.objects.filter(job_id=job.id, source="retranslate", kind="charge").count() == 1
+
+
+@browser_db
+def test_doubtful_words_are_listed_and_alt_n_walks_them_until_a_person_corrects_one(live_server, new_page, account):
+    # issue 54, item 3: the words the speech model was unsure of, and a key that goes to each in turn
+    from playwright.sync_api import expect
+
+    job = done_job_with_segments(account)  # its words' probabilities: 0.3, 0.4, … 0.9, 0.3, …
+    page = _signed_in(new_page, live_server, account)
+    page.goto(f"{live_server.url}/jobs/{job.pk}/")
+    cues = page.locator("#editor li.cue")
+    expect(cues).to_have_count(3)
+    expect(cues.nth(0).locator(".cue-doubts .doubt")).to_have_text(["Good", "morning,"])
+    expect(cues.nth(1).locator(".cue-doubts .doubt")).to_have_text(["I", "am"])
+    expect(cues.nth(0)).to_have_class(re.compile(r"\bhas-doubts\b"))
+    expect(page.locator("#editor")).to_contain_text("less than 50% sure")
+
+    def selected() -> str:
+        return page.evaluate("(a => a.value.substring(a.selectionStart, a.selectionEnd))(document.activeElement)")
+
+    walked = []
+    for _ in range(5):
+        page.keyboard.press("Alt+n")
+        walked.append(selected())
+    assert walked == ["Good", "morning,", "I", "am", "Glad"], walked
+    # a word chosen from the list is selected in its cue's text
+    cues.nth(1).locator(".cue-doubts .doubt").nth(1).click()
+    assert selected() == "am"
+    page.get_by_role("button", name="Next doubtful word").click()  # goes on from there
+    assert selected() == "Glad"
+
+    # a word a person typed is certain: no longer listed, on the page or once saved
+    text = cues.nth(0).locator(".cue-text")
+    text.fill("Good evening, how are you today?")
+    text.press("Tab")
+    expect(cues.nth(0).locator(".cue-doubts .doubt")).to_have_text(["Good"])
+    page.keyboard.press("Control+s")
+    expect(page.locator("[data-editor-status]")).to_have_text("Saved (version 2).")
+    words = Job.objects.get(pk=job.pk).segments.document()[0]["words"]
+    assert [(w["word"], w["probability"]) for w in words[:3]] == [("Good", 0.3), ("evening,", 1.0), ("how", 0.5)]
+    page.reload()
+    expect(cues.nth(0).locator(".cue-doubts .doubt")).to_have_text(["Good"])

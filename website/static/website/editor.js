@@ -13,7 +13,12 @@
 
    A job with translations is charged for translating the changed cues again (issue 56): while
    changes wait, the first round is sent as a dry run (`dry_run: true`: checked and quoted, nothing
-   saved) and the quote shown; after a save, what it charged. */
+   saved) and the quote shown; after a save, what it charged.
+
+   Words the speech model was unsure of (probability under limits.doubtBelow, calibrated in
+   bench/asr/confidence.py) are listed under their cue as buttons; Alt+N (or "Next doubtful word")
+   selects the next one in its cue's text and plays from just before it, so a person listens only
+   there. A word a person typed is certain, as on the server (transcript_edits.with_text). */
 (function () {
   "use strict";
   var root = document.getElementById("editor");
@@ -41,7 +46,9 @@
   var lastCharge = "";  // what the last save charged, said after it
 
   function copy(segment) {
-    var words = segment.words.map(function (w) { return { start: w.start, end: w.end, word: w.word }; });
+    var words = segment.words.map(function (w) {
+      return { start: w.start, end: w.end, word: w.word, probability: w.probability };
+    });
     return { start: segment.start, end: segment.end, speaker: segment.speaker, text: segment.text, words: words };
   }
 
@@ -58,13 +65,15 @@
     var tokens = text.split(/\s+/).filter(Boolean);
     var words;
     if (tokens.length === segment.words.length) {
-      words = segment.words.map(function (w, i) { return { start: w.start, end: w.end, word: tokens[i] }; });
+      words = segment.words.map(function (w, i) {
+        return { start: w.start, end: w.end, word: tokens[i], probability: w.word === tokens[i] ? w.probability : 1 };
+      });
     } else {
       var total = tokens.reduce(function (sum, t) { return sum + t.length + 1; }, 0);
       var at = segment.start;
       words = tokens.map(function (t) {
         var span = (segment.end - segment.start) * (t.length + 1) / total;
-        var word = { start: at, end: at + span, word: t };
+        var word = { start: at, end: at + span, word: t, probability: 1 };
         at += span;
         return word;
       });
@@ -123,6 +132,74 @@
     return found;
   }
 
+  // The cue's words the model was unsure of, each with where it stands in the cue's text.
+  function doubts(segment) {
+    var found = [];
+    var from = 0;
+    segment.words.forEach(function (w) {
+      var begins = segment.text.indexOf(w.word, from);
+      if (begins < 0) { return; }
+      from = begins + w.word.length;
+      if (typeof w.probability === "number" && w.probability < limits.doubtBelow) {
+        found.push({ word: w, begins: begins, ends: from });
+      }
+    });
+    return found;
+  }
+
+  function showDoubts(row, segment, at) {
+    var box = row.querySelector(".cue-doubts");
+    box.textContent = "";
+    var found = doubts(segment);
+    box.hidden = found.length === 0;
+    row.classList.toggle("has-doubts", found.length > 0);
+    if (!found.length) { return; }
+    box.appendChild(document.createTextNode("Check: "));
+    found.forEach(function (doubt, k) {
+      var button = document.createElement("button");
+      button.type = "button";
+      button.className = "doubt link";
+      button.textContent = doubt.word.word;
+      button.title = "The speech model was " + Math.round(doubt.word.probability * 100) + "% sure";
+      button.setAttribute("aria-label", "Check “" + doubt.word.word + "” in cue " + (at + 1));
+      button.addEventListener("click", function () { showDoubt(position(row), k); });
+      box.appendChild(button);
+    });
+  }
+
+  // Select the k-th doubtful word of cue `at` in its text and play from just before it.
+  var lastDoubt = null;  // {at, ends} of the word last shown: where the button goes on from
+
+  function showDoubt(at, k) {
+    var doubt = doubts(current[at])[k];
+    lastDoubt = { at: at, ends: doubt.ends };
+    var area = list.children[at].querySelector(".cue-text");
+    area.focus();
+    area.setSelectionRange(doubt.begins, doubt.ends);
+    if (player) {
+      player.currentTime = Math.max(doubt.word.start - 0.5, 0);
+      highlight();
+    }
+  }
+
+  // The doubtful word after the one selected (or after the caret, or the playhead's cue), wrapping.
+  function nextDoubt() {
+    var area = document.activeElement;
+    var inCue = area && area.classList && area.classList.contains("cue-text");
+    var at = inCue ? position(area.closest(".cue")) : (lastDoubt ? lastDoubt.at : Math.max(playing(), 0));
+    var after = inCue ? area.selectionEnd : (lastDoubt ? lastDoubt.ends : -1);
+    if (at >= current.length) { at = 0; after = -1; }
+    for (var step = 0; step <= current.length; step += 1) {
+      var cue = (at + step) % current.length;
+      var found = doubts(current[cue]);
+      for (var k = 0; k < found.length; k += 1) {
+        if (step > 0 || found[k].ends > after) { showDoubt(cue, k); return; }
+      }
+      after = -1;
+    }
+    status.textContent = "No doubtful words left.";
+  }
+
   function fill(row, segment, at) {
     row.querySelector(".cue-time").textContent = clock(segment.start) + " – " + clock(segment.end);
     row.querySelector(".cue-speaker").value = label(segment.speaker);
@@ -133,6 +210,7 @@
     var flags = row.querySelector(".cue-flags");
     flags.textContent = found.join("; ");
     flags.hidden = found.length === 0;
+    showDoubts(row, segment, at);
     row.querySelector(".cue-speaker").setAttribute("aria-label", "Speaker of cue " + (at + 1));
     text.setAttribute("aria-label", "Text of cue " + (at + 1));
   }
@@ -143,7 +221,8 @@
     item.innerHTML = '<button type="button" class="cue-time link"></button>' +
       '<input class="cue-speaker" list="editor-speakers" autocomplete="off" maxlength="40">' +
       '<textarea class="cue-text" rows="2" maxlength="500" spellcheck="true"></textarea>' +
-      '<p class="cue-flags small" hidden></p>';
+      '<p class="cue-flags small" hidden></p>' +
+      '<p class="cue-doubts small" hidden></p>';
     item.querySelector(".cue-time").addEventListener("click", function () { seek(position(item)); });
     item.querySelector(".cue-text").addEventListener("change", function (event) {
       changeText(position(item), event.target);
@@ -454,6 +533,7 @@
   });
   saveButton.addEventListener("click", save);
   undoButton.addEventListener("click", undo);
+  root.querySelector("[data-editor-next-doubt]").addEventListener("click", nextDoubt);
   if (player) { player.addEventListener("timeupdate", highlight); player.addEventListener("seeked", highlight); }
   document.addEventListener("keydown", function (event) {
     if (event.key === "Escape" && player) {
@@ -462,6 +542,9 @@
     } else if (event.altKey && (event.key === "ArrowDown" || event.key === "ArrowUp")) {
       event.preventDefault();
       move(event.key === "ArrowDown" ? 1 : -1);
+    } else if (event.altKey && (event.key === "n" || event.key === "N")) {
+      event.preventDefault();
+      nextDoubt();
     } else if (event.altKey && event.key === "Enter") {
       event.preventDefault();
       splitAtCaret();
