@@ -410,3 +410,18 @@ def test_the_suite_runs_after_lint_on_redis_database_15_by_default():
     assert re.search(
         r'^export REDIS_URL="\$\{REDIS_URL:-redis://127\.0\.0\.1:6379/15\}"$', (ROOT / "bin" / "test").read_text(), re.M
     )
+
+
+def test_no_package_keeps_more_than_16_modules_loose_at_its_root():
+    says("No folder keeps more than 16 modules loose beside its `__init__.py`")
+    crowded = {}
+    for init in ROOT.rglob("__init__.py"):
+        folder = init.parent
+        parts = folder.relative_to(ROOT).parts
+        if not parts or SKIP & set(parts) or parts[0].startswith((".", "tests", "bench")) or "migrations" in parts:
+            continue
+        loose = [p for p in folder.glob("*.py") if p.name != "__init__.py"]
+        if len(loose) > 16:
+            crowded["/".join(parts)] = len(loose)
+    assert not crowded, crowded
+    assert any((ROOT / "transcription" / name / "__init__.py").exists() for name in ("writes", "scheduling"))
