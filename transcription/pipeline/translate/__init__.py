@@ -48,7 +48,7 @@ line. Through Spanish, Spanish words the second Apertium leg does not know are d
 
 from .apertium import PIVOT, ApertiumTranslator, apertium_modes
 from .backend import DEFAULT_TIMEOUT, TranslationFailed, TranslationUnavailable, Translator, unavailable_message
-from .choice import ChainTranslator, find_translator
+from .choice import ChainTranslator, TranslationOptions, find_translator
 from .ctranslate import CT2Translator, nllb_code
 from .cues import sentence_groups, translate_cues
 from .english_words import align_translated_words
@@ -66,6 +66,7 @@ __all__ = [
     "unavailable_message",
     "apertium_modes",
     "find_translator",
+    "TranslationOptions",
     "translate_cues",
     "sentence_groups",
     "distribute",
