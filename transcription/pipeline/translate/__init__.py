@@ -5,9 +5,10 @@ The modules: ``backend`` (the Translator protocol, its errors), ``ctranslate``, 
 ``sharing`` (a sentence's translation cut back over its cues), ``casing``, ``english_words``
 (whisper's English words put into the cues).
 
-Nothing here knows about Django: settings come in as arguments.
+Nothing here knows about Django: settings come in as a ``TranslationOptions``.
 
-    translator = find_translator("en", "es", ct2_models={"en-de": "/models/opus-mt-en-de"})
+    options = TranslationOptions(models={"en-de": "/models/opus-mt-en-de"}, packages_dir="/models/translation")
+    translator = find_translator("en", "es", options)
     if translator is None:
         raise TranslationUnavailable("en", "es")     # str(): a sentence for the customer
     spanish = translate_cues(cues, translator, language="es")
