@@ -63,7 +63,9 @@ def recognise_like_the_stage(model, wav: Path, weights: str | None, threads: int
     parts: dict[str, float | None] = {}
     t = time.perf_counter()
     chunks = audio.plan_chunks(wav, max_chunk=CHUNK_SECONDS)
-    with speakers.DiarizationApart(wav, weights=weights, graphs=GRAPHS, threads=threads) as diarization:
+    with speakers.DiarizationApart(
+        wav, options=speakers.SpeakerOptions(weights=weights, graphs=GRAPHS, threads=threads)
+    ) as diarization:
         activity = speakers.speech.find_speech(wav)  # the child gets ready meanwhile
         diarization.diarize(regions=activity.for_diarization(), extent=activity.for_turns())
         parts["plan_and_vad_s"] = time.perf_counter() - t

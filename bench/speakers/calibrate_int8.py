@@ -56,7 +56,7 @@ def recorded_batches(wavs: list[Path]) -> list[np.ndarray]:
     encoder.session = recorder
     for wav in wavs:
         # one thread: the batches come in one order every run, so every fourth is the same fourth
-        speakers.diarize(wav, encoder=encoder, overlap=True, threads=1)
+        speakers.diarize(wav, encoder=encoder, overlap=True, options=speakers.SpeakerOptions(threads=1))
         print(wav.name, len(recorder.batches), flush=True)
     return recorder.batches
 

@@ -11,7 +11,7 @@ import pytest
 
 from tests.support import normalize, wer
 from transcription.pipeline.media.wav import read_slice as read_wav_slice
-from transcription.pipeline.recognition.asr import DEFAULT_BATCHED, transcribe
+from transcription.pipeline.recognition.asr import DEFAULT_BATCHED, RecognitionOptions, transcribe
 from transcription.pipeline.recognition.languages import WHISPER_LANGUAGES as SUPPORTED_LANGUAGES
 from transcription.pipeline.recognition.languages import whisper_language
 from transcription.pipeline.recognition.whisper_model import load_model
@@ -103,7 +103,9 @@ def test_word_timestamps_inside_segments_and_increasing(model, batched):
 def test_slice_offsets_timestamps(model, two_clips):
     path, second_start, second_id = two_clips
     progress: list[float] = []
-    t = transcribe(model, path, start=second_start, language="en", on_progress=progress.append)
+    t = transcribe(
+        model, path, start=second_start, options=RecognitionOptions(language="en"), on_progress=progress.append
+    )
     assert wer(REFS[second_id], text_of(t)) <= 0.15
     assert "disposed" not in text_of(t).lower()  # first clip not read
     assert t.duration == pytest.approx(wav_duration(path) - second_start, abs=0.01)
@@ -111,7 +113,7 @@ def test_slice_offsets_timestamps(model, two_clips):
     assert words[0].start >= second_start - 0.01
     assert words[-1].end <= wav_duration(path) + 0.05
 
-    alone = transcribe(model, LIBRIVOX / f"{second_id}.wav", language="en")
+    alone = transcribe(model, LIBRIVOX / f"{second_id}.wav", options=RecognitionOptions(language="en"))
     assert words[0].start == pytest.approx(alone.segments[0].words[0].start + second_start, abs=0.3)
 
     assert progress and progress[-1] == 1.0
@@ -130,7 +132,7 @@ def test_slice_with_end(model, two_clips):
 
 def test_iso639_3_language(model):
     wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0890.wav"
-    t = transcribe(model, wav, language="eng", verbatim=True)
+    t = transcribe(model, wav, options=RecognitionOptions(language="eng", verbatim=True))
     assert t.language == "en"
     assert wer(REFS[wav.stem], text_of(t)) <= 0.25
 
@@ -138,9 +140,9 @@ def test_iso639_3_language(model):
 def test_unsupported_language_raises(model):
     wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav"
     with pytest.raises(ValueError):
-        transcribe(model, wav, language="tlh")  # Klingon
+        transcribe(model, wav, options=RecognitionOptions(language="tlh"))  # Klingon
     with pytest.raises(ValueError):
-        transcribe(model, wav, task="summarize")
+        transcribe(model, wav, options=RecognitionOptions(task="summarize"))
 
 
 @pytest.mark.parametrize(
@@ -232,7 +234,7 @@ def test_split_sentences_keeps_abbreviations():
 
 def test_translate_task_runs(model):
     wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0930.wav"
-    t = transcribe(model, wav, task="translate")
+    t = transcribe(model, wav, options=RecognitionOptions(task="translate"))
     assert t.language == "en"  # the source language, as detected
     assert wer(REFS[wav.stem], text_of(t)) <= 0.3
 
@@ -244,12 +246,17 @@ def test_speech_found_by_the_jobs_vad_pass_is_all_that_is_read(model, two_clips)
     speech = find_speech(path).for_recognition()
     # the job's VAD pass, limited to the second clip: the first is never heard
     second_only = [(max(s, second_start), e) for s, e in speech if e > second_start]
-    t = transcribe(model, path, language="en", speech=second_only)
+    t = transcribe(model, path, options=RecognitionOptions(language="en"), speech=second_only)
     assert wer(REFS[second_id], text_of(t)) <= 0.15
     assert "disposed" not in text_of(t).lower()
     assert min(w.start for s in t.segments for w in s.words) >= second_start - 0.01
     # a slice whose audio holds no speech in the list gives no words
-    assert transcribe(model, path, end=second_start - 0.5, language="en", speech=second_only).segments == []
+    assert (
+        transcribe(
+            model, path, end=second_start - 0.5, options=RecognitionOptions(language="en"), speech=second_only
+        ).segments
+        == []
+    )
 
 
 def test_speech_is_read_in_clips_of_at_most_one_whisper_window():
@@ -266,7 +273,9 @@ def test_speech_is_read_in_clips_of_at_most_one_whisper_window():
 def test_a_prompt_gives_the_spelling_the_client_prefers(model):
     wav = LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0870.wav"  # "and mister john dashwood had then …"
     plain = text_of(transcribe(model, wav))
-    prompted = text_of(transcribe(model, wav, prompt="Mr. John Dashwod, Norland Park, Mrs. Dashwod."))
+    prompted = text_of(
+        transcribe(model, wav, options=RecognitionOptions(prompt="Mr. John Dashwod, Norland Park, Mrs. Dashwod."))
+    )
     assert "Dashwood" in plain and "Dashwod" not in plain
     assert "Dashwod" in prompted
     assert wer(plain, prompted) <= 0.1, "the rest of the sentence is unchanged"

@@ -21,6 +21,7 @@ from tests.support import font_families
 from transcription.pipeline.burn import (
     FONT_SCALE,
     BurnError,
+    BurnOptions,
     VideoInfo,
     burn,
     burn_command,
@@ -454,7 +455,7 @@ def test_broken_source_raises(media, tmp_path):
 
 def test_timeout_kills_and_cleans_up(media, tmp_path):
     with pytest.raises(BurnError) as e:
-        burn(media["grey"], CUES, tmp_path / "o.mp4", quality="hd", timeout=0.3)
+        burn(media["grey"], CUES, tmp_path / "o.mp4", quality="hd", options=BurnOptions(timeout=0.3))
     assert str(e.value) == "Drawing subtitles took longer than 1 second and was stopped."
     assert list(tmp_path.iterdir()) == []
 

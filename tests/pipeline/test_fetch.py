@@ -117,9 +117,9 @@ def test_private_address_refused_before_any_request(media_server, tmp_path):
         f"http://localhost:{media_server.port}/files/speech.mp4?{t}",
     ):
         with pytest.raises(FetchError, match="private network address"):
-            fetch.probe(url, allow_private=False)
+            fetch.probe(url, fetch.FetchLimits(allow_private=False))
         with pytest.raises(FetchError, match="private network address"):
-            fetch.download(url, tmp_path, allow_private=False)
+            fetch.download(url, tmp_path, fetch.FetchLimits(allow_private=False))
     assert media_server.count(f"/files/speech.mp4?{t}") == 0
     assert list(tmp_path.iterdir()) == []
 
@@ -135,9 +135,11 @@ def test_redirect_to_private_address_refused(media_server, tmp_path, target_host
         ends_within(5 + 20, "a probe and a download refused at the redirect"),
         pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"),
     ):
-        fetch.probe(url, allow_private=False, allowed_networks=LOOPBACK, timeout=5)
+        fetch.probe(url, fetch.FetchLimits(allow_private=False, probe_timeout=5), allowed_networks=LOOPBACK)
     with pytest.raises(FetchError, match="^The address points to a private network address, which is not allowed.$"):
-        fetch.download(url, tmp_path, allow_private=False, allowed_networks=LOOPBACK, timeout=20)
+        fetch.download(
+            url, tmp_path, fetch.FetchLimits(allow_private=False, download_timeout=20), allowed_networks=LOOPBACK
+        )
     assert media_server.count("/redirect?") >= 2
     assert media_server.count(f"/files/speech.mp4?{t}") == 0
     assert list(tmp_path.iterdir()) == []
@@ -147,14 +149,14 @@ def test_redirect_to_other_schemes_refused(media_server):
     for target in ("ftp://127.0.0.1/x.mp4", "file:///etc/passwd"):
         url = media_server.url("/redirect?" + urllib.parse.urlencode({"to": target}))
         with pytest.raises(FetchError, match="^Only http and https addresses are accepted.$"):
-            fetch.probe(url, allow_private=False, allowed_networks=LOOPBACK, timeout=5)
+            fetch.probe(url, fetch.FetchLimits(allow_private=False, probe_timeout=5), allowed_networks=LOOPBACK)
 
 
 def test_redirect_to_allowed_address_is_followed(media_server):
     t = tag()
     target = media_server.url(f"/files/speech.mp4?{t}")
     url = media_server.url("/redirect?" + urllib.parse.urlencode({"to": target}))
-    info = fetch.probe(url, allow_private=False, allowed_networks=LOOPBACK)
+    info = fetch.probe(url, fetch.FetchLimits(allow_private=False), allowed_networks=LOOPBACK)
     assert info.duration == pytest.approx(media_duration(media_server.folder / "speech.mp4"), abs=0.1)
     assert media_server.count(f"/files/speech.mp4?{t}") >= 1
 
@@ -197,7 +199,7 @@ def test_connect_sets_a_timeout_only_when_given_one(media_server):
 
 
 def test_probe_direct_mp4(media_server):
-    info = fetch.probe(media_server.url("/files/speech.mp4"), allow_private=True)
+    info = fetch.probe(media_server.url("/files/speech.mp4"), fetch.FetchLimits(allow_private=True))
     assert info.id == "speech"
     assert info.title == "speech"
     assert info.extractor == "Generic"
@@ -208,7 +210,9 @@ def test_probe_direct_mp4(media_server):
 
 
 def test_probe_page_with_video_tag(media_server):
-    info = fetch.probe(media_server.url("/page/video.html"), allow_private=False, allowed_networks=LOOPBACK)
+    info = fetch.probe(
+        media_server.url("/page/video.html"), fetch.FetchLimits(allow_private=False), allowed_networks=LOOPBACK
+    )
     assert info.title.startswith("A test video")
     assert info.duration == pytest.approx(media_duration(media_server.folder / "speech.mp4"), abs=0.1)
 
@@ -224,23 +228,27 @@ def test_probe_page_with_video_tag(media_server):
 )
 def test_probe_http_errors(media_server, status, message):
     with pytest.raises(FetchError) as e:
-        fetch.probe(media_server.url(f"/status/{status}"), allow_private=True)
+        fetch.probe(media_server.url(f"/status/{status}"), fetch.FetchLimits(allow_private=True))
     assert str(e.value) == message
 
 
 def test_probe_page_without_media(media_server):
     with pytest.raises(FetchError) as e:
-        fetch.probe(media_server.url("/page/nomedia.html"), allow_private=True)
+        fetch.probe(media_server.url("/page/nomedia.html"), fetch.FetchLimits(allow_private=True))
     assert str(e.value) == "No video or audio was found at this address."
 
 
 def test_probe_refuses_live_hls_before_its_timeout(media_server, tmp_path):
     with ends_within(10, "the probe of a live stream"), pytest.raises(FetchError) as e:
-        fetch.probe(media_server.url("/live/index.m3u8"), allow_private=True, timeout=10)
+        fetch.probe(media_server.url("/live/index.m3u8"), fetch.FetchLimits(allow_private=True, probe_timeout=10))
     assert str(e.value) == "Live broadcasts cannot be transcribed; try again when the broadcast has ended."
     with ends_within(10, "the download of a live stream"):
         with pytest.raises(FetchError, match="^Live broadcasts cannot be transcribed"):
-            fetch.download(media_server.url("/live/index.m3u8"), tmp_path, allow_private=True, timeout=10)
+            fetch.download(
+                media_server.url("/live/index.m3u8"),
+                tmp_path,
+                fetch.FetchLimits(allow_private=True, download_timeout=10),
+            )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -248,19 +256,19 @@ def test_probe_refuses_over_12_hours(media_server, tmp_path):
     url = media_server.url("/long/index.m3u8")  # 4800 x 10 s, with #EXT-X-ENDLIST
     twelve_hours = 12 * 3600  # MAX_VIDEO_SECONDS' default, which the worker passes
     with pytest.raises(FetchError) as e:
-        fetch.probe(url, allow_private=True, max_duration=twelve_hours)
+        fetch.probe(url, fetch.FetchLimits(allow_private=True, max_duration=twelve_hours))
     assert str(e.value) == "The video is 13 h 20 min long; the limit is 12 hours."
-    assert fetch.probe(url, allow_private=True, max_duration=None).duration == 48000
+    assert fetch.probe(url, fetch.FetchLimits(allow_private=True, max_duration=None)).duration == 48000
     with pytest.raises(FetchError, match="limit is 12 hours"):
-        fetch.download(url, tmp_path, allow_private=True, max_duration=twelve_hours)
+        fetch.download(url, tmp_path, fetch.FetchLimits(allow_private=True, max_duration=twelve_hours))
     with pytest.raises(FetchError) as e:
-        fetch.probe(url, allow_private=True, max_duration=5400)
+        fetch.probe(url, fetch.FetchLimits(allow_private=True, max_duration=5400))
     assert str(e.value) == "The video is 13 h 20 min long; the limit is 90 minutes."
 
 
 def test_probe_stalled_server_does_not_hang(media_server):
     with ends_within(3, "the probe of a stalled server"):
-        info = fetch.probe(media_server.url("/stall"), allow_private=True, timeout=3)
+        info = fetch.probe(media_server.url("/stall"), fetch.FetchLimits(allow_private=True, probe_timeout=3))
     assert info.duration is None  # nothing could be read; the caller checks after download
 
 
@@ -268,7 +276,9 @@ def test_probe_stalled_server_does_not_hang(media_server):
 
 
 def test_download_mp4(media_server, tmp_path):
-    path = fetch.download(media_server.url("/files/speech.mp4"), tmp_path / "job", allow_private=True)
+    path = fetch.download(
+        media_server.url("/files/speech.mp4"), tmp_path / "job", fetch.FetchLimits(allow_private=True)
+    )
     assert path.parent == tmp_path / "job"
     assert path.read_bytes() == (media_server.folder / "speech.mp4").read_bytes()
     assert audio.probe_audio(path) == pytest.approx(media_duration(media_server.folder / "speech.wav"), abs=0.05)
@@ -276,7 +286,10 @@ def test_download_mp4(media_server, tmp_path):
 
 def test_download_from_page_through_guard(media_server, tmp_path):
     path = fetch.download(
-        media_server.url("/page/video.html"), tmp_path, allow_private=False, allowed_networks=LOOPBACK
+        media_server.url("/page/video.html"),
+        tmp_path,
+        fetch.FetchLimits(allow_private=False),
+        allowed_networks=LOOPBACK,
     )
     assert path.stat().st_size == (media_server.folder / "speech.mp4").stat().st_size
 
@@ -285,7 +298,10 @@ def test_download_hls_vod(media_server, tmp_path):
     t = tag()
     before = media_server.count("/hls/")
     path = fetch.download(
-        media_server.url(f"/long/index.m3u8?segments=3&{t}"), tmp_path, allow_private=False, allowed_networks=LOOPBACK
+        media_server.url(f"/long/index.m3u8?segments=3&{t}"),
+        tmp_path,
+        fetch.FetchLimits(allow_private=False),
+        allowed_networks=LOOPBACK,
     )
     assert media_server.count("/hls/") - before == 3
     # the three segments are the same file, so their timestamps repeat: compare bytes
@@ -310,9 +326,8 @@ def test_download_hls_with_private_segments_refused(media_server, tmp_path):
         fetch.download(
             media_server.url("/test/private-segments.m3u8"),
             tmp_path,
-            allow_private=False,
+            fetch.FetchLimits(allow_private=False, download_timeout=30),
             allowed_networks=LOOPBACK,
-            timeout=30,
         )
     assert media_server.count("/test/private-segments.m3u8") >= 1
     assert media_server.count(f"/hls/seg0.ts?{t}") == 0
@@ -321,14 +336,20 @@ def test_download_hls_with_private_segments_refused(media_server, tmp_path):
 
 def test_download_stalled_server(media_server, tmp_path):
     with ends_within(3, "a stalled download (the stall timeout)"), pytest.raises(FetchError) as e:
-        fetch.download(media_server.url("/stall"), tmp_path, allow_private=True, stall_timeout=3, timeout=60)
+        fetch.download(
+            media_server.url("/stall"),
+            tmp_path,
+            fetch.FetchLimits(allow_private=True, stall_timeout=3, download_timeout=60),
+        )
     assert str(e.value) == "The download stalled: no data arrived for 3 seconds."
     assert list(tmp_path.iterdir()) == []
 
 
 def test_download_endless_stream_size_bound(media_server, tmp_path):
     with pytest.raises(FetchError) as e:
-        fetch.download(media_server.url("/endless"), tmp_path, allow_private=True, max_bytes=5 * 1024**2)
+        fetch.download(
+            media_server.url("/endless"), tmp_path, fetch.FetchLimits(allow_private=True, max_bytes=5 * 1024**2)
+        )
     assert str(e.value) == "The file is larger than the limit of 5 MB."  # not the wall-clock limit (3 h)
     assert list(tmp_path.iterdir()) == []
 
@@ -336,7 +357,11 @@ def test_download_endless_stream_size_bound(media_server, tmp_path):
 def test_download_endless_stream_wall_clock(media_server, tmp_path):
     with ends_within(4, "a download past its wall-clock limit"), pytest.raises(FetchError) as e:
         # slow enough never to reach the size bound, fast enough never to stall
-        fetch.download(media_server.url("/endless?delay=0.3"), tmp_path, allow_private=True, timeout=4, stall_timeout=3)
+        fetch.download(
+            media_server.url("/endless?delay=0.3"),
+            tmp_path,
+            fetch.FetchLimits(allow_private=True, download_timeout=4, stall_timeout=3),
+        )
     assert str(e.value) == "The download took longer than 4 seconds and was stopped."
     assert list(tmp_path.iterdir()) == []
 
@@ -344,14 +369,16 @@ def test_download_endless_stream_wall_clock(media_server, tmp_path):
 def test_download_size_bound_from_content_length(media_server, tmp_path):
     size = (media_server.folder / "speech.mp4").stat().st_size
     with pytest.raises(FetchError) as e:
-        fetch.download(media_server.url("/files/speech.mp4"), tmp_path, allow_private=True, max_bytes=size // 2)
+        fetch.download(
+            media_server.url("/files/speech.mp4"), tmp_path, fetch.FetchLimits(allow_private=True, max_bytes=size // 2)
+        )
     assert str(e.value).startswith("The file is larger than the limit of ")
     assert list(tmp_path.iterdir()) == []
 
 
 def test_download_http_error(media_server, tmp_path):
     with pytest.raises(FetchError) as e:
-        fetch.download(media_server.url("/status/404"), tmp_path, allow_private=True)
+        fetch.download(media_server.url("/status/404"), tmp_path, fetch.FetchLimits(allow_private=True))
     assert str(e.value) == "The page was not found (HTTP 404)."
 
 
@@ -361,7 +388,7 @@ def test_download_refused_connection(tmp_path):
     port = s.getsockname()[1]
     s.close()  # nothing listens there now
     with pytest.raises(FetchError) as e:
-        fetch.probe(f"http://127.0.0.1:{port}/v.mp4", allow_private=True, timeout=5)
+        fetch.probe(f"http://127.0.0.1:{port}/v.mp4", fetch.FetchLimits(allow_private=True, probe_timeout=5))
     assert str(e.value) == "The address could not be reached: the connection was refused."
 
 
@@ -433,7 +460,7 @@ def test_ffprobe_reads_through_the_guard_and_never_resolves_a_name_itself(rebind
     public, traps, _ = rebinding
     t = tag()
     url = f"http://localhost:{public.port}/files/speech.mp4?{t}"
-    info = fetch.probe(url, allow_private=False, allowed_networks=["127.0.0.2/32"], timeout=5)
+    info = fetch.probe(url, fetch.FetchLimits(allow_private=False, probe_timeout=5), allowed_networks=["127.0.0.2/32"])
     assert sum(trap.connections for trap in traps) == 0, "something connected where the name rebinds"
     # The length came from ffprobe (yt-dlp does not know it), over our own guarded connections.
     assert info.duration == pytest.approx(media_duration(public.folder / "speech.mp4"), abs=0.1)
@@ -445,7 +472,9 @@ def test_a_name_that_rebinds_mid_probe_never_reaches_the_inside(rebinding):
     state["flip_after"] = 1  # the page is fetched from the public address; every later lookup says loopback
     url = f"http://localhost:{public.port}/files/speech.mp4?{tag()}"
     try:
-        info = fetch.probe(url, allow_private=False, allowed_networks=["127.0.0.2/32"], timeout=5)
+        info = fetch.probe(
+            url, fetch.FetchLimits(allow_private=False, probe_timeout=5), allowed_networks=["127.0.0.2/32"]
+        )
     except FetchError as error:
         assert "private network address" in str(error)
     else:

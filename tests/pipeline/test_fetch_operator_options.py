@@ -55,7 +55,9 @@ def proxy():
 
 def test_yt_dlp_goes_through_the_operators_proxy(media_server, proxy):
     url = media_server.url(f"/files/speech.mp4?{uuid.uuid4().hex}")
-    info = fetch.probe(url, allow_private=True, timeout=10, proxy=f"http://127.0.0.1:{proxy.server_port}")
+    info = fetch.probe(
+        url, fetch.FetchLimits(allow_private=True, probe_timeout=10, proxy=f"http://127.0.0.1:{proxy.server_port}")
+    )
     assert info.duration and info.duration > 1
     assert url in proxy.asked
 
@@ -64,9 +66,9 @@ def test_the_address_guard_still_checks_the_target_behind_the_proxy(media_server
     url = media_server.url(f"/files/speech.mp4?{uuid.uuid4().hex}")
     address = f"http://127.0.0.1:{proxy.server_port}"
     with pytest.raises(FetchError, match="private network address"):
-        fetch.probe(url, allow_private=False, proxy=address)
+        fetch.probe(url, fetch.FetchLimits(allow_private=False, proxy=address))
     with pytest.raises(FetchError, match="private network address"):
-        fetch.download(url, tmp_path, allow_private=False, proxy=address)
+        fetch.download(url, tmp_path, fetch.FetchLimits(allow_private=False, proxy=address))
     assert proxy.asked == [], "nothing was asked of the proxy for a private target"
 
 
@@ -75,7 +77,10 @@ def test_the_cookies_file_is_sent_and_left_as_it_was(media_server, tmp_path):
     cookies.write_text("# Netscape HTTP Cookie File\n127.0.0.1\tFALSE\t/\tFALSE\t0\tsession\tlet-me-in\n")
     before = cookies.read_bytes()
     tag = uuid.uuid4().hex
-    fetch.probe(media_server.url(f"/files/speech.mp4?{tag}"), allow_private=True, timeout=10, cookies_file=str(cookies))
+    fetch.probe(
+        media_server.url(f"/files/speech.mp4?{tag}"),
+        fetch.FetchLimits(allow_private=True, probe_timeout=10, cookies_file=str(cookies)),
+    )
     # yt-dlp's own requests carry the cookie (ffprobe's read of the header afterwards does not).
     sent = [headers for _, path, headers in media_server.request_log if tag in path and "User-Agent" in headers]
     assert sent and sent[0].get("Cookie") == "session=let-me-in"

@@ -117,14 +117,16 @@ def test_a_voice_heard_over_a_line_shows_in_the_segments_and_diarized_json_not_i
     the OpenAI door's diarized_json hold two segments overlapping in time; `txt` and the subtitles
     give every word one speaker."""
     from transcription.api.doors.openai_compat import render
-    from transcription.pipeline.recognition.asr import transcribe
+    from transcription.pipeline.recognition.asr import RecognitionOptions, transcribe
     from transcription.pipeline.recognition.whisper_model import load_model
     from transcription.pipeline.transcripts.results import build_results
 
     _, _, at, length = _over_a_line(audio_cache)
     wav = audio_cache / "over-a-line.wav"
     turns = sp.diarize(wav, encoder=encoder, overlap=True)
-    transcript = transcribe(load_model("base", tmp_path / "models", device="cpu"), wav, language="nl")
+    transcript = transcribe(
+        load_model("base", tmp_path / "models", device="cpu"), wav, options=RecognitionOptions(language="nl")
+    )
     # verbatim: the words as the model wrote them (the default cleaning drops stutters such as a
     # repeated "aan het", which the model writes on some CPUs and not others)
     results = build_results(transcript.segments, turns, language="nl", verbatim=True)

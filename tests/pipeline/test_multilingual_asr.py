@@ -120,9 +120,9 @@ def test_a_chunk_lost_in_a_repetition_loop_is_decoded_again(model, tmp_path):
         subprocess.run(["espeak-ng", "-v", voice, "-s", str(speed), "-w", str(raw), JAPANESE], check=True, timeout=60)
         spoken = _wav([raw], tmp_path / f"ja-{voice}-{speed}.wav")
         if not looped:  # one reading that loops without the recovery is enough to show it is needed
-            before = asr.transcribe(model, spoken, language="ja", recover_dropped=False)
+            before = asr.transcribe(model, spoken, options=asr.RecognitionOptions(language="ja"), recover_dropped=False)
             looped += any(asr._compression_ratio(s.text) > asr.MAX_COMPRESSION_RATIO for s in before.segments)
-        after = asr.transcribe(model, spoken, language="ja")
+        after = asr.transcribe(model, spoken, options=asr.RecognitionOptions(language="ja"))
         assert after.segments, (voice, speed)
         assert all(asr._compression_ratio(s.text) <= asr.MAX_COMPRESSION_RATIO for s in after.segments), (
             voice,

@@ -59,7 +59,9 @@ def write(path: Path, samples: np.ndarray) -> Path:
 def recognise(model, wav: Path, language: str | None = "en", beam_size: int = 5):
     """What the transcribing stage does with one chunk: the job's VAD pass, then recognition."""
     speech = find_speech(wav).for_recognition()
-    return asr.transcribe(model, wav, language=language, speech=speech, beam_size=beam_size)
+    return asr.transcribe(
+        model, wav, options=asr.RecognitionOptions(language=language), speech=speech, beam_size=beam_size
+    )
 
 
 def test_the_sentence_that_failed_every_time_is_recognised(model, tmp_path):

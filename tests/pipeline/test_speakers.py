@@ -30,7 +30,7 @@ NL = {"m": lambda: sa.clips("nl", "m"), "v": lambda: sa.clips("nl", "v")}
 
 def test_a_weights_path_that_is_not_a_file_is_refused_by_name(tmp_path):
     with pytest.raises(FileNotFoundError, match="missing.pt"):
-        sp.diarize(tmp_path / "any.wav", weights=tmp_path / "missing.pt")
+        sp.diarize(tmp_path / "any.wav", options=sp.SpeakerOptions(weights=tmp_path / "missing.pt"))
 
 
 def test_loader_refuses_a_checkpoint_that_is_not_a_state_dict(tmp_path):

@@ -72,7 +72,9 @@ def test_diarization_apart_children_share_the_graphs_the_first_one_built(encoder
     graphs = tmp_path / "graphs"
     answers, written = [], []
     for _ in range(2):  # the first child builds both graphs (two voices: the segmentation model runs too)
-        with sp.DiarizationApart(fx.path, graphs=graphs) as apart:  # as the speech stage: started first,
+        with sp.DiarizationApart(
+            fx.path, options=sp.SpeakerOptions(graphs=graphs)
+        ) as apart:  # as the speech stage: started first,
             with pytest.raises(RuntimeError, match="diarize"):
                 apart.turns(timeout=1)
             time.sleep(0.5)  # (the stage's VAD pass)
@@ -106,7 +108,9 @@ def test_diarization_apart_reports_the_childs_error_and_leaves_no_child_behind(t
     with sp.DiarizationApart(silence) as apart:  # left before it was told where the speech is
         pid = apart.process.pid
     assert apart.process.returncode is not None and not Path(f"/proc/{pid}").exists()
-    with sp.DiarizationApart(silence, weights=tmp_path / "missing.pt") as apart:  # dies getting ready
+    with sp.DiarizationApart(
+        silence, options=sp.SpeakerOptions(weights=tmp_path / "missing.pt")
+    ) as apart:  # dies getting ready
         apart.process.wait(timeout=60)
         apart.diarize(regions=[(0.0, 5.0)] * 20000, extent=[(0.0, 5.0)])  # more than a pipe holds
         with pytest.raises(sp.DiarizationFailed) as failed:

@@ -19,6 +19,7 @@ from transcription.pipeline.translate import (
     ApertiumTranslator,
     CT2Translator,
     TranslationFailed,
+    TranslationOptions,
     TranslationUnavailable,
     align_translated_words,
     find_translator,
@@ -140,7 +141,7 @@ def tiny_marian(tmp_path_factory):
 
 
 def test_ctranslate2_copy_model_round_trip(tiny_marian):
-    translator = find_translator("en", "es", ct2_models={"en-es": str(tiny_marian)})
+    translator = find_translator("en", "es", TranslationOptions(models={"en-es": str(tiny_marian)}))
     assert isinstance(translator, CT2Translator)
     assert translator.name == f"ctranslate2 {tiny_marian.name}"
     texts = ["hello world", "", "the quick brown fox jumps over the lazy dog", "zebra queen xylophone"]
@@ -156,13 +157,13 @@ def test_ctranslate2_copy_model_round_trip(tiny_marian):
 
 def test_ctranslate2_pair_keys_and_preference(tiny_marian):
     models = {"eng-spa": str(tiny_marian)}
-    assert isinstance(find_translator("en", "es", ct2_models=models), CT2Translator)
-    other = find_translator("en", "ca", ct2_models=models)  # no CTranslate2 model for this pair
+    assert isinstance(find_translator("en", "es", TranslationOptions(models=models)), CT2Translator)
+    other = find_translator("en", "ca", TranslationOptions(models=models))  # no CTranslate2 model for this pair
     assert not isinstance(other, CT2Translator)
 
 
 def test_ctranslate2_broken_folder(tmp_path, tiny_marian):
-    missing = find_translator("en", "de", ct2_models={"en-de": str(tmp_path / "nope")})
+    missing = find_translator("en", "de", TranslationOptions(models={"en-de": str(tmp_path / "nope")}))
     assert isinstance(missing, CT2Translator)
     with pytest.raises(TranslationFailed, match="English to German .*could not be loaded"):
         missing.translate(["hello"])
@@ -180,16 +181,16 @@ def tiny_nllb(tmp_path_factory):
 
 def test_ctranslate2_nllb_layout(tiny_nllb, tiny_marian):
     models = {"*": str(tiny_nllb)}
-    translator = find_translator("en", "es", ct2_models=models)
+    translator = find_translator("en", "es", TranslationOptions(models=models))
     assert isinstance(translator, CT2Translator) and translator.is_nllb
     texts = ["hello world", "very good morning", ""]
     # the forced "spa_Latn" prefix is stripped; a wrong source/prefix layout would shift the copy
     assert translator.translate(texts) == texts
     # a pair-specific folder wins over "*"
     models["en-es"] = str(tiny_marian)
-    assert find_translator("en", "es", ct2_models=models).name == f"ctranslate2 {tiny_marian.name}"
+    assert find_translator("en", "es", TranslationOptions(models=models)).name == f"ctranslate2 {tiny_marian.name}"
     # a language the NLLB folder lacks: readable failure naming the pair
-    japanese = find_translator("en", "ja", ct2_models=models)
+    japanese = find_translator("en", "ja", TranslationOptions(models=models))
     with pytest.raises(TranslationFailed, match="English to Japanese is not available"):
         japanese.translate(["hello world"])
 

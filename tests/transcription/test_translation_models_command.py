@@ -14,7 +14,13 @@ from django.core.management import CommandError, call_command
 
 from tests.pipeline.tiny_marian import build_argos_package, build_tiny_marian, package_index
 from transcription.pipeline.transcripts.captions import Cue
-from transcription.pipeline.translate import ChainTranslator, CT2Translator, find_translator, translate_cues
+from transcription.pipeline.translate import (
+    ChainTranslator,
+    CT2Translator,
+    TranslationOptions,
+    find_translator,
+    translate_cues,
+)
 from transcription.stages.translation import translation_models
 
 
@@ -58,10 +64,10 @@ def test_install_list_and_translate(index, settings, tmp_path):
     assert "apertium eng-spa" in rows["en-es"] and "rule-based" in rows["en-es"]
     assert "en-ja" not in rows and "install xx-yy" in listing
 
-    translator = find_translator("de", "it", ct2_models=translation_models())
+    translator = find_translator("de", "it", TranslationOptions(models=translation_models()))
     assert isinstance(translator, ChainTranslator)
     assert translator.translate(["hello world", ""]) == ["hello world", ""]  # the copy model, twice
-    german = find_translator("en", "de", ct2_models=translation_models())
+    german = find_translator("en", "de", TranslationOptions(models=translation_models()))
     assert isinstance(german, CT2Translator)
     cues = [Cue(0.0, 1.0, ["hello world the quick"]), Cue(1.1, 2.0, ["brown fox jumps over the lazy dog"])]
     assert [c.lines for c in translate_cues(cues, german, language="de")] == [c.lines for c in cues]

@@ -13,8 +13,6 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from django.conf import settings
-
 from transcription import states
 from transcription.pipeline import burn, fetch
 from transcription.pipeline.media import audio
@@ -25,6 +23,7 @@ from transcription.writes import services
 from ..models import FailureReason, Job
 from ..pipeline.fetch.errors import decoded_too_long_message, picture_too_long_message
 from ..pipeline.speakers import voices
+from .pipeline_options import stage_options
 from .runner import run_stage
 
 
@@ -43,19 +42,12 @@ def _charge(job_id, state: str, duration: int) -> bool:
 
 
 def _media_stages(job: Job, directory: Path) -> bool:
-    allow_private = settings.ALLOW_PRIVATE_URLS
+    limits = stage_options().fetch
     burned = job.type == "burned"
     services.job_advance(job.id, states.PREPARING)
     if job.url.startswith("upload:"):
         return _uploaded_media(job, directory)
-    info = fetch.probe(
-        job.url,
-        allow_private=allow_private,
-        max_duration=settings.MAX_VIDEO_SECONDS,
-        timeout=settings.FETCH_TIMEOUT_SECONDS,
-        proxy=settings.YTDLP_OPTIONS["proxy"],
-        cookies_file=settings.YTDLP_OPTIONS["cookies_file"],
-    )
+    info = fetch.probe(job.url, limits)
     duration = math.ceil(info.duration) if info.duration else None
     services.job_advance(job.id, states.PREPARING, 0.5, title=info.title[:500])
     if job.is_voice_sample and duration is not None:
@@ -64,18 +56,7 @@ def _media_stages(job: Job, directory: Path) -> bool:
         return False
 
     services.job_advance(job.id, states.DOWNLOADING)
-    source = fetch.download(
-        job.url,
-        directory,
-        allow_private=allow_private,
-        timeout=settings.DOWNLOAD_TIMEOUT_SECONDS,
-        max_bytes=settings.DOWNLOAD_MAX_BYTES,
-        stall_timeout=settings.DOWNLOAD_STALL_SECONDS,
-        max_duration=settings.MAX_VIDEO_SECONDS,
-        video=burned,
-        proxy=settings.YTDLP_OPTIONS["proxy"],
-        cookies_file=settings.YTDLP_OPTIONS["cookies_file"],
-    )
+    source = fetch.download(job.url, directory, limits, video=burned)
 
     return _convert_and_store(job, directory, source, duration)
 
@@ -102,14 +83,15 @@ def _uploaded_media(job: Job, directory: Path) -> bool:
 
 def _convert_and_store(job: Job, directory: Path, source: Path, duration: int | None) -> bool:
     burned = job.type == "burned"
+    options = stage_options()
     services.job_advance(job.id, states.CONVERTING)
     if burned:
         burn.probe_video(source)  # no picture to draw on: fail now, not after recognition
     seconds = audio.probe_audio(source)
     if duration is None:  # direct links often carry no length until the file is read
         duration = math.ceil(seconds)
-        if duration > settings.MAX_VIDEO_SECONDS:
-            raise fetch.FetchError(fetch.too_long_message(duration, settings.MAX_VIDEO_SECONDS))
+        if duration > options.max_video_seconds:
+            raise fetch.FetchError(fetch.too_long_message(duration, options.max_video_seconds))
         if job.is_voice_sample:
             voices.check_sample_length(duration)
         if not _charge(job.id, states.CONVERTING, duration):
@@ -121,7 +103,7 @@ def _convert_and_store(job: Job, directory: Path, source: Path, duration: int | 
 
     if burned and max_seconds is not None:
         source = audio.cut_media(
-            source, directory / f"preview{source.suffix}", seconds=max_seconds, timeout=settings.FFMPEG_TIMEOUT_SECONDS
+            source, directory / f"preview{source.suffix}", seconds=max_seconds, timeout=options.ffmpeg_timeout
         )
 
     services.job_advance(job.id, states.UPLOADING)
@@ -146,15 +128,14 @@ def _decode(job: Job, source: Path, wav: Path, claimed: int) -> tuple[bool, int 
     Returns whether the job is paid for (else it failed for want of minutes), and the seconds it
     keeps (a preview's) or None for all of it."""
     job.refresh_from_db(fields=["is_preview", "preview_minutes"])
-    limit = settings.MAX_VIDEO_SECONDS
+    options = stage_options()
+    limit = options.max_video_seconds
     preview = job.preview_minutes * 60 if job.is_preview and job.preview_minutes is not None else None
-    audio.to_wav(source, wav, timeout=settings.FFMPEG_TIMEOUT_SECONDS, max_seconds=preview or limit + 1)
+    audio.to_wav(source, wav, timeout=options.ffmpeg_timeout, max_seconds=preview or limit + 1)
     decoded = pipeline_wav.decoded_seconds(wav)
     picture = 0.0
     if job.type == "burned":
-        picture = burn.picture_seconds(
-            source, max_seconds=(preview or limit) + 1, timeout=settings.FFMPEG_TIMEOUT_SECONDS
-        )
+        picture = burn.picture_seconds(source, max_seconds=(preview or limit) + 1, timeout=options.ffmpeg_timeout)
     measured = max(decoded, picture)
     if preview is not None and measured > preview - SETTLE_SLACK_SECONDS:
         return True, preview  # at least the preview is there: what it was charged for

@@ -10,8 +10,6 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from django.conf import settings
-
 from transcription import states
 from transcription.pipeline import burn
 from transcription.pipeline.transcripts import captions
@@ -19,6 +17,7 @@ from transcription.storage import files
 from transcription.writes import reburn_services, services
 
 from ..models import Job, Translation
+from .pipeline_options import stage_options
 from .runner import Throttled
 from .translation import job_cues
 
@@ -41,7 +40,7 @@ def draw_video(
         background=job.background,
         language=language,
         on_progress=on_progress,
-        timeout=settings.BURN_TIMEOUT_SECONDS,
+        options=stage_options().burn,
         max_seconds=charged_seconds(job),
     )
 

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import logging
 
-from django.conf import settings
-
 from transcription import states
 from transcription.pipeline import translate
 from transcription.pipeline.transcripts import captions, retranslation
 from transcription.writes import retranslation_services
 
 from ..models import Job
-from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR, subtitles, translation_models
+from .pipeline_options import stage_options
+from .translation import TRANSLATION_ERRORS, TRANSLATION_INTERNAL_ERROR, subtitles
 
 logger = logging.getLogger(__name__)
 
@@ -44,9 +43,7 @@ def run_retranslation(job_id) -> None:
 
 def _translator(job: Job, target: str):
     source = job.detected_language or job.language_code or "en"
-    translator = translate.find_translator(
-        source, target, ct2_models=translation_models(), timeout=settings.TRANSLATION_TIMEOUT_SECONDS
-    )
+    translator = translate.find_translator(source, target, stage_options().translation)
     if translator is None:
         raise translate.TranslationUnavailable(
             translate.unavailable_message(source, target)

@@ -48,6 +48,7 @@ from transcription.writes.claims import ChunkClaim, worker_name
 
 from ..models import Job, RecognitionChunk
 from ..pipeline.types import Transcript, transcript_from_dict, transcript_to_dict
+from .pipeline_options import recognition_of, stage_options
 from .speech_model import speech_model
 
 logger = logging.getLogger(__name__)
@@ -57,14 +58,15 @@ WAIT_SECONDS = 0.5  # how often the coordinator looks at chunks recognised elsew
 
 def spreads(chunks: list[tuple[float, float]]) -> bool:
     """Whether a job's audio, planned as `chunks`, is recognised across the fleet."""
-    above = settings.SPREAD_ABOVE_SECONDS
+    above = stage_options().spread_above_seconds
     return bool(above) and len(chunks) > 1 and chunks[-1][1] > above
 
 
 def spread_chunks(wav: Path) -> list[tuple[float, float]]:
     """The chunks of a job recognised across the fleet: at most SPREAD_CHUNK_SECONDS each (never
     longer than one worker's), cut at the quietest moment before that."""
-    longest = min(settings.SPREAD_CHUNK_SECONDS, settings.RECOGNITION_CHUNK_SECONDS)
+    options = stage_options()
+    longest = min(options.spread_chunk_seconds, options.recognition_chunk_seconds)
     return audio.plan_chunks(wav, max_chunk=longest)
 
 
@@ -111,10 +113,8 @@ def recognise(job: Job, model, wav: Path, claim: ChunkClaim) -> bool:
             wav,
             start=chunk.start,
             end=chunk.end,
-            language=job.language_code,
-            verbatim=job.verbatim,
+            options=recognition_of(job),
             speech=[tuple(region) for region in chunk.speech],
-            prompt=job.prompt,
         )
     stored = claim.store(transcript_to_dict(part))
     logger.info("job %s: chunk %s recognised by %s%s", job.id, claim.index, claim.by, "" if stored else " (too late)")

@@ -10,7 +10,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from django.conf import settings
 
 from transcription import states
 from transcription.pipeline import speakers
@@ -24,6 +23,7 @@ from ..models import Job, Voice
 from ..pipeline.speakers import voices
 from ..pipeline.types import Transcript
 from . import spreading, translation
+from .pipeline_options import recognition_of, stage_options
 from .runner import Throttled, run_stage
 from .speech_model import speech_model
 
@@ -57,16 +57,13 @@ def _speech_stages(job: Job, directory: Path) -> bool:
 def _recognise(job: Job, wav: Path) -> None:
     services.job_advance(job.id, states.PROCESSING)
     model = speech_model()
-    chunks = audio.plan_chunks(wav, max_chunk=settings.RECOGNITION_CHUNK_SECONDS)
+    options = stage_options()
+    chunks = audio.plan_chunks(wav, max_chunk=options.recognition_chunk_seconds)
     # diarization runs beside recognition, in a process of its own at the lowest priority: it takes
     # the CPU recognition leaves idle instead of adding its time after it (speakers.apart says why
     # not a thread); leaving the `with` on an error stops it
-    with speakers.DiarizationApart(
-        wav,
-        weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
-        threads=settings.SPEAKER_THREADS or None,
-        graphs=settings.MODEL_CACHE_DIR / "speakers",  # the child's ONNX graphs, built by the first one
-    ) as diarization:
+    # (its ONNX graphs kept in MODEL_CACHE_DIR/speakers, built by the first one)
+    with speakers.DiarizationApart(wav, options=options.speakers) as diarization:
         # one VAD pass for the whole job (one core; the child gets ready on the other meanwhile):
         # recognition and diarization read the same probabilities
         activity = speakers.speech.find_speech(wav)
@@ -117,8 +114,7 @@ def _enrolled_voices_heard(job: Job, wav: Path, turns) -> dict[int, str]:
         wav,
         turns,
         [(index, embedding) for index, (_, embedding) in enumerate(enrolled)],
-        weights=settings.SPEAKER_ENCODER_WEIGHTS or None,
-        threads=settings.SPEAKER_THREADS or None,
+        options=stage_options().speakers,
     )
     return {speaker: enrolled[index][0] for speaker, index in heard.items()}
 
@@ -128,17 +124,13 @@ def _enrol(job: Job, wav: Path) -> None:
     text. A sample with more than one voice, or too little speech, fails the job (and the voice)."""
     services.job_advance(job.id, states.PROCESSING)
     activity = speakers.speech.find_speech(wav)
-    weights = settings.SPEAKER_ENCODER_WEIGHTS or None
-    threads = settings.SPEAKER_THREADS or None
+    options = stage_options().speakers
     sample = voices.voice_sample(
         wav,
         activity.for_diarization(),
         activity.for_turns(),
-        diarize=lambda path, regions, extent: speakers.diarize(
-            path, regions=regions, extent=extent, weights=weights, threads=threads
-        ),
-        weights=weights,
-        threads=threads,
+        diarize=lambda path, regions, extent: speakers.diarize(path, regions=regions, extent=extent, options=options),
+        options=options,
     )
     services.job_advance(job.id, states.ALIGNING)
     voice_services.voice_store(job.id, sample.embedding.astype(np.float32).tobytes(), voices.VOICE_PRINT_MODEL)
@@ -149,6 +141,7 @@ def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript
     if spreading.spreads(chunks):  # a long job: its chunks go to every free asr worker
         return spreading.transcribe_spread(job, model, wav, speech)
     total = sum(end - start for start, end in chunks) or 1.0
+    options = recognition_of(job)
     parts: list[Transcript] = []
     done = 0.0
     for start, end in chunks:
@@ -163,11 +156,9 @@ def _transcribe_chunks(job: Job, model, wav: Path, chunks, speech) -> Transcript
                 wav,
                 start=start,
                 end=end,
-                language=job.language_code,
-                verbatim=job.verbatim,
+                options=options,
                 on_progress=progress,
                 speech=speech,
-                prompt=job.prompt,
             )
         )
         done += end - start

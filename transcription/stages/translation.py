@@ -5,21 +5,20 @@ services.translation_fail; the job goes on.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 from typing import Any
-
-from django.conf import settings
 
 from transcription import states
 from transcription.pipeline import burn, translate
 from transcription.pipeline.media import audio
 from transcription.pipeline.recognition import asr
 from transcription.pipeline.transcripts import captions, transcript_edits
-from transcription.pipeline.translate import translation_packages
 from transcription.writes import services
 
 from ..models import Job, JobSegments
+from .pipeline_options import recognition_of, stage_options
 from .speech_model import speech_model
 
 logger = logging.getLogger(__name__)
@@ -32,7 +31,7 @@ TRANSLATION_ERRORS = (translate.TranslationUnavailable, translate.TranslationFai
 
 def translation_models() -> dict[str, str]:
     """CTranslate2 folders by pair: the installed packages, then TRANSLATION_MODELS over them."""
-    return {**translation_packages.installed(settings.TRANSLATION_PACKAGES_DIR), **settings.TRANSLATION_MODELS}
+    return stage_options().translation.ct2_models()
 
 
 def translate_all(job: Job, wav: Path) -> None:
@@ -81,18 +80,16 @@ def _translated_cues(job: Job, target: str, source_cues: list[captions.Cue], wav
     source = job.detected_language or job.language_code or "en"
     if target == source:
         return source_cues
-    translator = translate.find_translator(
-        source, target, ct2_models=translation_models(), timeout=settings.TRANSLATION_TIMEOUT_SECONDS
-    )
+    translator = translate.find_translator(source, target, stage_options().translation)
     if translator is not None:
         return translate.translate_cues(source_cues, translator, language=target)
     model = speech_model() if target == "en" else None
     if model is not None and model.model.is_multilingual:  # an English-only model cannot translate
+        # the job's own options, in the language recognised, without its prompt (written in that language)
+        options = dataclasses.replace(recognition_of(job), language=source, prompt="", task="translate")
         words = []
         for start, end in audio.plan_chunks(wav):
-            part = asr.transcribe(
-                model, wav, start=start, end=end, language=source, verbatim=job.verbatim, task="translate"
-            )
+            part = asr.transcribe(model, wav, start=start, end=end, options=options)
             words += [word for segment in part.segments for word in segment.words]
         return translate.align_translated_words(source_cues, words)
     raise translate.TranslationUnavailable(translate.unavailable_message(source, target))

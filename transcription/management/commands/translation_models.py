@@ -85,7 +85,7 @@ class Command(BaseCommand):
         for source, target in sorted(pairs):
             if source == target:
                 continue
-            translator = translate.find_translator(source, target, ct2_models=models)
+            translator = translate.find_translator(source, target, translate.TranslationOptions(models=models))
             if translator is None:
                 continue
             rows.append((f"{source}-{target}", f"{language_label(source)} → {language_label(target)}", translator))

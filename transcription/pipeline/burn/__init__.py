@@ -28,7 +28,7 @@ line is what a failure reports.
 from __future__ import annotations
 
 from .ass import FONT_SCALE, MARGIN_H, ass_escape, write_ass
-from .encode import burn, burn_command, filter_escape
+from .encode import BurnOptions, burn, burn_command, filter_escape
 from .errors import BurnError
 from .fonts import DEFAULT_FONT, fit_lines, font_for
 from .video import QUALITY_HEIGHT, VideoInfo, output_size, picture_seconds, probe_video
@@ -39,6 +39,7 @@ __all__ = [
     "MARGIN_H",
     "DEFAULT_FONT",
     "BurnError",
+    "BurnOptions",
     "VideoInfo",
     "probe_video",
     "picture_seconds",

@@ -9,6 +9,7 @@ import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from transcription.pipeline.media.ffmpeg_commands import ffmpeg_media, refused_format
@@ -96,6 +97,21 @@ def _progress_seconds(key: str, value: str) -> float | None:
     return None
 
 
+@dataclass(frozen=True)
+class BurnOptions:
+    """The operator's options for drawing a video, handed whole to :func:`burn` (the service builds
+    them from its settings: transcription.stages.pipeline_options). ``timeout``: seconds before
+    ffmpeg is killed; ``threads``: the encoder's threads (None: ffmpeg picks); ``fonts_dir``: a
+    folder of fonts libass looks in besides the system's."""
+
+    timeout: float = 3 * 3600
+    threads: int | None = None
+    fonts_dir: str | os.PathLike[str] | None = None
+
+
+NO_BURN_OPTIONS = BurnOptions()
+
+
 def burn(
     source: str | os.PathLike[str],
     cues: Sequence[Cue],
@@ -106,9 +122,7 @@ def burn(
     background: bool = False,
     language: str | None = None,
     on_progress: Callable[[float], None] | None = None,
-    timeout: float = 3 * 3600,
-    threads: int | None = None,
-    fonts_dir: str | os.PathLike[str] | None = None,
+    options: BurnOptions = NO_BURN_OPTIONS,
     max_seconds: float | None = None,
 ) -> Path:
     """Draw ``cues`` into ``source``, writing an MP4 to ``output``; return ``output``.
@@ -118,7 +132,7 @@ def burn(
 
     ``on_progress(fraction)`` is called with increasing fractions of the video done, from ffmpeg's
     progress lines, and with ``1.0`` at the end. Raises ``BurnError`` (a customer-readable sentence)
-    when the source has no picture or cannot be read, when ffmpeg fails, or after ``timeout``
+    when the source has no picture or cannot be read, when ffmpeg fails, or after ``options.timeout``
     seconds (ffmpeg is killed). No partial output is left behind on failure.
     """
     if quality not in QUALITY_HEIGHT:
@@ -145,12 +159,12 @@ def burn(
             width=width,
             height=height,
             has_audio=info.has_audio,
-            fonts_dir=fonts_dir,
-            threads=threads,
+            fonts_dir=options.fonts_dir,
+            threads=options.threads,
             max_seconds=max_seconds,
         )
         length = info.duration if max_seconds is None else min(info.duration or max_seconds, max_seconds)
-        _run_ffmpeg(cmd, length, on_progress, timeout)
+        _run_ffmpeg(cmd, length, on_progress, options.timeout)
         ok = True
         return output
     finally:

@@ -39,6 +39,7 @@ import shutil
 import subprocess
 import tempfile
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -85,7 +86,7 @@ from .guard import VIDEO_FORMAT, Abort, AddressPolicy, Blocked, GuardedYoutubeDL
 from .relay import Relay
 from .watchdog import run_watched
 
-__all__ = ["FetchError", "check_url", "probe", "download", "extract_listing", "too_long_message"]
+__all__ = ["FetchError", "FetchLimits", "check_url", "probe", "download", "extract_listing", "too_long_message"]
 
 # What yt-dlp's extract_info answers: its "info dict" (a page, a video, a playlist and its entries).
 Info = dict[str, Any]
@@ -223,27 +224,40 @@ def _operator_params(proxy: str | None, cookies_file: str | None) -> Iterator[di
 # --------------------------------------------------------------------------- public API
 
 
-def probe(
-    url: str,
-    *,
-    allow_private: bool,
-    max_duration: float | None = None,
-    timeout: float = 30,
-    allowed_networks: Sequence[str] = (),
-    proxy: str | None = None,
-    cookies_file: str | None = None,
-) -> MediaInfo:
+@dataclass(frozen=True)
+class FetchLimits:
+    """The operator's limits and options for fetching media, handed whole to :func:`probe` and
+    :func:`download` (the service builds them from its settings: transcription.stages.pipeline_options).
+
+    ``allow_private``: whether requests may reach private addresses (see Safety above).
+    ``max_duration``: media known to be longer (seconds) is refused; None: no limit.
+    ``probe_timeout``: yt-dlp's socket timeout and ffprobe's in a probe, stopped after three times it.
+    ``download_timeout``, ``stall_timeout`` (seconds without data, also yt-dlp's socket timeout)
+    and ``max_bytes``: when a download is stopped. ``proxy`` (http or https) and ``cookies_file``
+    (Netscape format): for sites that block or throttle server addresses."""
+
+    allow_private: bool
+    max_duration: float | None = None
+    probe_timeout: float = 30
+    download_timeout: float = 3 * 3600
+    max_bytes: int = 2 * 1024**3
+    stall_timeout: float = 60
+    proxy: str | None = None
+    cookies_file: str | None = None
+
+
+def probe(url: str, limits: FetchLimits, *, allowed_networks: Sequence[str] = ()) -> MediaInfo:
     """What is at ``url`` (yt-dlp metadata only, nothing downloaded).
 
-    ``timeout`` is yt-dlp's socket timeout and ffprobe's; the whole probe is
-    stopped after ``3 * timeout`` seconds.  Refuses (``FetchError``) live and
-    upcoming broadcasts, playlists, media longer than ``max_duration`` seconds,
+    ``limits.probe_timeout`` is yt-dlp's socket timeout and ffprobe's; the whole probe is
+    stopped after three times it.  Refuses (``FetchError``) live and
+    upcoming broadcasts, playlists, media longer than ``limits.max_duration`` seconds,
     private or removed videos, pages without media, and any request to a private
-    address unless ``allow_private``.  For direct files whose length yt-dlp does
+    address unless ``limits.allow_private``.  For direct files whose length yt-dlp does
     not know, ffprobe reads it from the server; ``duration`` stays None when that
-    fails too.  ``proxy`` (http or https) and ``cookies_file`` (Netscape format)
-    are the operator's, for sites that block or throttle server addresses.
+    fails too.  ``allowed_networks``: private networks let through all the same (tests).
     """
+    allow_private, max_duration, timeout = limits.allow_private, limits.max_duration, limits.probe_timeout
     policy = AddressPolicy(allow_private, allowed_networks)
     policy.check_url(url)
     session = Session(policy)
@@ -252,7 +266,7 @@ def probe(
         no_ffmpeg = None if allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
         try:
             with (
-                _operator_params(proxy, cookies_file) as operator,
+                _operator_params(limits.proxy, limits.cookies_file) as operator,
                 GuardedYoutubeDL(
                     {**ydl_params(session, socket_timeout=timeout, no_ffmpeg_dir=no_ffmpeg), **operator}, session
                 ) as ydl,
@@ -283,50 +297,44 @@ def probe(
 def download(
     url: str,
     dest_dir: str | os.PathLike[str],
+    limits: FetchLimits,
     *,
-    allow_private: bool,
-    timeout: float = 3 * 3600,
-    max_bytes: int = 2 * 1024**3,
-    stall_timeout: float = 60,
-    max_duration: float | None = None,
-    allowed_networks: Sequence[str] = (),
     video: bool = False,
-    proxy: str | None = None,
-    cookies_file: str | None = None,
+    allowed_networks: Sequence[str] = (),
 ) -> Path:
     """Download the best audio (or, failing that, the best single file) of ``url``
     into ``dest_dir`` and return the file's path; with ``video`` the best single file
     with picture and sound.
 
-    Stopped with ``FetchError`` after ``timeout`` seconds in all, after
-    ``stall_timeout`` seconds without any data (also yt-dlp's socket timeout), or
-    as soon as the file is known to exceed ``max_bytes`` (announced size or bytes
+    Stopped with ``FetchError`` after ``limits.download_timeout`` seconds in all, after
+    ``limits.stall_timeout`` seconds without any data (also yt-dlp's socket timeout), or
+    as soon as the file is known to exceed ``limits.max_bytes`` (announced size or bytes
     received).  Live broadcasts, playlists and media known to be longer than
-    ``max_duration`` are refused before downloading.  Partial files are removed
+    ``limits.max_duration`` are refused before downloading.  Partial files are removed
     on failure.
     """
-    policy = AddressPolicy(allow_private, allowed_networks)
+    policy = AddressPolicy(limits.allow_private, allowed_networks)
     policy.check_url(url)
     dest = Path(dest_dir)
     dest.mkdir(parents=True, exist_ok=True)
     before = set(dest.iterdir())
     session = Session(policy)
-    limits = _DownloadLimits(session, max_bytes=max_bytes, max_duration=max_duration)
+    hooks = _DownloadLimits(session, max_bytes=limits.max_bytes, max_duration=limits.max_duration)
 
     def work() -> Path:
-        no_ffmpeg = None if allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
+        no_ffmpeg = None if limits.allow_private else tempfile.mkdtemp(prefix="no-ffmpeg-")
         try:
-            params = ydl_params(session, socket_timeout=stall_timeout, no_ffmpeg_dir=no_ffmpeg)
+            params = ydl_params(session, socket_timeout=limits.stall_timeout, no_ffmpeg_dir=no_ffmpeg)
             params.update(
                 {
                     "outtmpl": {"default": str(dest / "media.%(ext)s")},
                     **({"format": VIDEO_FORMAT} if video else {}),
-                    "match_filter": limits.match_filter,
-                    "progress_hooks": [limits.progress],
+                    "match_filter": hooks.match_filter,
+                    "progress_hooks": [hooks.progress],
                 }
             )
             with (
-                _operator_params(proxy, cookies_file) as operator,
+                _operator_params(limits.proxy, limits.cookies_file) as operator,
                 GuardedYoutubeDL({**params, **operator}, session) as ydl,
             ):
                 return _downloaded_file(ydl, url, session)
@@ -338,10 +346,10 @@ def download(
         return run_watched(
             session,
             work,
-            deadline=timeout,
-            on_deadline=FetchError(download_timeout_message(timeout)),
-            stall=stall_timeout,
-            on_stall=FetchError(stalled_message(stall_timeout)),
+            deadline=limits.download_timeout,
+            on_deadline=FetchError(download_timeout_message(limits.download_timeout)),
+            stall=limits.stall_timeout,
+            on_stall=FetchError(stalled_message(limits.stall_timeout)),
         )
     except FetchError:
         _remove_new_files(dest, before)

@@ -13,7 +13,7 @@ from urllib.parse import urlparse
 
 from yt_dlp.utils import unsmuggle_url
 
-from transcription.pipeline.fetch import FetchError, extract_listing, probe
+from transcription.pipeline.fetch import FetchError, FetchLimits, extract_listing, probe
 
 CHANNEL_TABS = ("videos", "streams", "shorts")
 _CHANNEL_PATH = re.compile(r"^/(?:@[^/]+|channel/[^/]+|c/[^/]+|user/[^/]+)(?:/(?P<tab>[^/?#]+))?/?$")
@@ -179,10 +179,12 @@ def find_durations(
         try:
             info = probe(
                 video.url,
-                allow_private=allow_private,
-                timeout=min(timeout, remaining / 3),
-                proxy=proxy,
-                cookies_file=cookies_file,
+                FetchLimits(
+                    allow_private=allow_private,
+                    probe_timeout=min(timeout, remaining / 3),
+                    proxy=proxy,
+                    cookies_file=cookies_file,
+                ),
             )
         except FetchError:
             return None

@@ -11,6 +11,7 @@ import math
 import os
 import zlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from transcription.pipeline.media.wav import SAMPLE_RATE, read_slice
@@ -25,6 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "DEFAULT_BATCHED",
     "VERBATIM_PROMPT",
+    "RecognitionOptions",
     "merge",
     "transcribe",
 ]
@@ -38,6 +40,23 @@ DEFAULT_BATCH_SIZE = 8
 VERBATIM_PROMPT = "Umm, let me think like, hmm... Okay, here's what I'm, like, thinking."
 
 ProgressCallback = Callable[[float], None]
+
+
+@dataclass(frozen=True)
+class RecognitionOptions:
+    """What a job asks of recognition, handed to :func:`transcribe` whole (the service builds it
+    once per job: transcription.stages.pipeline_options.recognition_of).
+
+    ``language``: None (detect), or an ISO 639-1/639-3 code (see ``languages.whisper_language``).
+    ``verbatim`` asks Whisper to keep fillers ("um", "uh"). ``prompt`` is the client's text the
+    recogniser should lean towards (names, jargon, spellings): Whisper's initial prompt, after the
+    verbatim prompt when both are given. ``task``: "transcribe", or "translate" (to English)."""
+
+    language: str | None = None
+    verbatim: bool = False
+    prompt: str = ""
+    task: str = "transcribe"
+
 
 logger = logging.getLogger(__name__)
 
@@ -131,23 +150,19 @@ def transcribe(
     *,
     start: float = 0.0,
     end: float | None = None,
-    language: str | None = None,
-    verbatim: bool = False,
-    task: str = "transcribe",
+    options: RecognitionOptions = RecognitionOptions(),
     batched: bool = DEFAULT_BATCHED,
     batch_size: int = DEFAULT_BATCH_SIZE,
     beam_size: int = 5,
     on_progress: ProgressCallback | None = None,
     recover_dropped: bool = True,
     speech: Sequence[tuple[float, float]] | None = None,
-    prompt: str = "",
 ) -> Transcript:
-    """Transcribe (or, with ``task="translate"``, translate to English) part of a WAV.
+    """Transcribe (or, with ``options.task="translate"``, translate to English) part of a WAV.
 
     ``wav_path`` must be 16 kHz mono s16le. Only ``[start, end)`` seconds are read;
     timestamps in the result are absolute (relative to the start of the file).
-    ``language`` is None (detect), or an ISO 639-1/639-3 code (see
-    ``languages.whisper_language``). ``verbatim`` asks Whisper to keep fillers ("um", "uh").
+    ``options`` (:class:`RecognitionOptions`): the job's language, verbatim, prompt and task.
     ``on_progress(fraction)`` is called as segments arrive with the fraction of the
     slice covered so far, and with 1.0 at the end.
 
@@ -160,13 +175,11 @@ def transcribe(
     first look is followed by several windows); ``Transcript.duration`` is the length of the slice
     actually read, in seconds.
 
-    ``prompt`` is the client's text the recogniser should lean towards (names, jargon, spellings):
-    Whisper's initial prompt, after the verbatim prompt when both are given.
-
     ``recover_dropped`` decodes again, plainly, any stretch of speech that came back without words
     and any segment caught in a repetition loop: batched decoding reads each VAD chunk once, and
     when Whisper ends a chunk early (or loops) the rest of its speech is lost without a trace.
     """
+    language, verbatim, prompt, task = options.language, options.verbatim, options.prompt, options.task
     if task not in ("transcribe", "translate"):
         raise ValueError(f"task must be 'transcribe' or 'translate', not {task!r}")
     lang = whisper_language(language) if language else None
@@ -196,7 +209,7 @@ def transcribe(
             "Spoken language %s (probability %.2f) decided over %d window(s)", lang, probability, detection.windows
         )
 
-    options: dict[str, Any] = dict(
+    decoding: dict[str, Any] = dict(
         language=lang,
         task=task,
         beam_size=beam_size,
@@ -205,20 +218,20 @@ def transcribe(
         initial_prompt=" ".join(part for part in (VERBATIM_PROMPT if verbatim else "", prompt.strip()) if part) or None,
     )
     if clips is not None:
-        options["vad_filter"] = False
+        decoding["vad_filter"] = False
         if batched:
-            options["clip_timestamps"] = [{"start": start, "end": end} for start, end in clips]
+            decoding["clip_timestamps"] = [{"start": start, "end": end} for start, end in clips]
         else:
-            options["clip_timestamps"] = [t for clip in clips for t in clip]
+            decoding["clip_timestamps"] = [t for clip in clips for t in clip]
     if batched:
         from faster_whisper import BatchedInferencePipeline
 
         # Batched mode yields one segment per VAD chunk (up to 30 s); we split those
         # at sentence ends below. Do NOT pass without_timestamps=False here: with
         # faster-whisper 1.2.1 it silently drops the last sentence of every chunk.
-        segments_iter, info = BatchedInferencePipeline(model).transcribe(audio, batch_size=batch_size, **options)
+        segments_iter, info = BatchedInferencePipeline(model).transcribe(audio, batch_size=batch_size, **decoding)
     else:
-        segments_iter, info = model.transcribe(audio, **options)
+        segments_iter, info = model.transcribe(audio, **decoding)
 
     segments: list[Segment] = []
     done = 0.0
@@ -230,7 +243,7 @@ def transcribe(
             on_progress(done)
     if recover_dropped:  # twice: a plain decoding of a lost stretch can itself leave a gap
         for _ in range(2):
-            segments = _recover_dropped(model, audio, offset, segments, regions, options, verbatim)
+            segments = _recover_dropped(model, audio, offset, segments, regions, decoding, verbatim)
     if on_progress:
         on_progress(1.0)
 

@@ -33,8 +33,8 @@ local speakers' own embeddings) lives in harness/ and bench/speakers/, not here:
 their figures are in git's history of docs/decisions/speech-and-text.md.
 
 Nothing here knows about Django, and nothing is downloaded at run time. The caller may give
-``weights`` (a copy of the encoder's checkpoint) and ``threads`` (the models' threads, default the CPU count,
-at most 16): the service passes SPEAKER_ENCODER_WEIGHTS and SPEAKER_THREADS.
+``options`` (:class:`.options.SpeakerOptions`: a copy of the encoder's checkpoint, the models' threads,
+default the CPU count, at most 16): the service builds them from SPEAKER_ENCODER_WEIGHTS and SPEAKER_THREADS.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ from .clustering import (
     centroids,
     cluster_embeddings,
 )
+from .options import NO_OPTIONS, SpeakerOptions
 from .segmentation import default_segmentation
 from .speech import find_speech
 from .turns import (
@@ -86,6 +87,7 @@ __all__ = [
     "diarization_timeout",
     "DiarizationFailed",
     "SpeakerEncoder",
+    "SpeakerOptions",
     "assign_speakers",
     "closer_turns",
     "default_encoder",
@@ -106,8 +108,7 @@ def diarize(
     encoder: SpeakerEncoder | None = None,
     regions: Sequence[tuple[float, float]] | None = None,
     extent: Sequence[tuple[float, float]] | None = None,
-    weights: str | os.PathLike[str] | None = None,
-    threads: int | None = None,
+    options: SpeakerOptions = NO_OPTIONS,
     overlap: bool | None = None,
 ) -> list[SpeakerTurn]:
     """Who spoke when in a 16 kHz mono 16-bit WAV file.
@@ -122,9 +123,13 @@ def diarize(
     """
     if max_speakers < 1:
         raise ValueError("max_speakers must be >= 1")
-    encoder = encoder or default_encoder(os.fspath(weights) if weights is not None else None)
+    encoder = encoder or _encoder(options)
     with single_threaded_blas():
-        return _diarize(wav_path, max_speakers, encoder, regions, extent, threads, overlap)
+        return _diarize(wav_path, max_speakers, encoder, regions, extent, options.threads, overlap)
+
+
+def _encoder(options: SpeakerOptions) -> SpeakerEncoder:
+    return default_encoder(os.fspath(options.weights) if options.weights is not None else None)
 
 
 def _diarize(
@@ -236,16 +241,15 @@ def voice_print(
     spans: Sequence[tuple[float, float]],
     *,
     encoder: SpeakerEncoder | None = None,
-    weights: str | os.PathLike[str] | None = None,
-    threads: int | None = None,
+    options: SpeakerOptions = NO_OPTIONS,
 ) -> np.ndarray:
     """One voice's print: the L2-normalised mean of the encoder's window embeddings over ``spans``
     (seconds of a 16 kHz mono WAV), weighted as clustering weighs them, so a print compares with
     a speaker's centroid by a dot product. Raises ValueError when the spans hold no window long
     enough to embed (under about 0.4 s of speech)."""
-    encoder = encoder or default_encoder(os.fspath(weights) if weights is not None else None)
+    encoder = encoder or _encoder(options)
     with single_threaded_blas():
-        emb, windows, _ = embed_regions(wav_path, spans, encoder, threads)
+        emb, windows, _ = embed_regions(wav_path, spans, encoder, options.threads)
         if not windows:
             raise ValueError("too little speech to embed a voice")
         emb = np.where(np.isfinite(emb), emb, 0.0).astype(np.float64)

@@ -41,6 +41,7 @@ from transcription.pipeline.speakers.encoding import weight_files
 from transcription.pipeline.speakers.encoding.weight_files import SpeakerWeightsMissing
 
 from ..types import SpeakerTurn
+from .options import NO_OPTIONS, SpeakerOptions
 
 logger = logging.getLogger(__name__)
 # The child's entry point: a module of its own, since it imports the package, which imports this one.
@@ -69,8 +70,8 @@ class DiarizationFailed(RuntimeError):
 class DiarizationApart:
     """Starts ``speakers.diarize`` in a child process; ``turns()`` waits for its answer. Leaving the
     ``with`` block kills a child that is still running (an error in recognition, a stopping worker).
-    ``graphs``: a directory where the child keeps the models' ONNX graphs (:mod:`.graph_cache`), so
-    that only the first child builds them."""
+    ``options``: the encoder's weights, the models' threads, and ``graphs``: a directory where the
+    child keeps the models' ONNX graphs (:mod:`.graph_cache`), so that only the first child builds them."""
 
     def __init__(
         self,
@@ -78,16 +79,15 @@ class DiarizationApart:
         *,
         regions: Sequence[tuple[float, float]] | None = None,
         extent: Sequence[tuple[float, float]] | None = None,
-        weights: str | os.PathLike[str] | None = None,
-        threads: int | None = None,
-        graphs: str | os.PathLike[str] | None = None,
+        options: SpeakerOptions = NO_OPTIONS,
     ):
+        weights, graphs = options.weights, options.graphs
         self.setup = json.dumps(
             {
                 "wav": os.fspath(wav_path),
                 "weights": os.fspath(weights) if weights else None,
                 "weights_dir": os.fspath(weight_files.weights_dir()),  # the child has no Django
-                "threads": threads,
+                "threads": options.threads,
                 "graphs": os.fspath(graphs) if graphs else None,
             }
         ).encode()

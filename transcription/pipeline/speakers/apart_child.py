@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import sys
 
-from transcription.pipeline.speakers import default_encoder, diarize
+from transcription.pipeline.speakers import SpeakerOptions, default_encoder, diarize
 from transcription.pipeline.speakers.encoding import graph_cache, weight_files
 
 
@@ -26,7 +26,7 @@ def _main() -> None:
         regions=[tuple(r) for r in speech["regions"]],
         extent=[tuple(r) for r in speech["extent"]],
         encoder=encoder,
-        threads=setup["threads"],
+        options=SpeakerOptions(threads=setup["threads"]),
     )
     json.dump([[t.start, t.end, t.speaker] for t in turns], sys.stdout)
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..types import SpeakerTurn
 from . import VOICE_PRINT_MODEL, voice_print
+from .options import NO_OPTIONS, SpeakerOptions
 
 __all__ = ["VOICE_PRINT_MODEL", "VoiceSampleError", "check_sample_length", "recognise_voices", "voice_sample"]
 # The least cosine similarity at which a speaker takes an enrolled voice's name, per encoder (the
@@ -53,12 +54,11 @@ def embed_speech(
     wav_path: str | os.PathLike[str],
     regions: Sequence[tuple[float, float]],
     *,
-    weights: str | os.PathLike[str] | None = None,
-    threads: int | None = None,
+    options: SpeakerOptions = NO_OPTIONS,
 ) -> np.ndarray | None:
     """The voice print of the speech in ``regions``; None when they are too short to embed."""
     try:
-        return voice_print(wav_path, regions, weights=weights, threads=threads)
+        return voice_print(wav_path, regions, options=options)
     except ValueError:
         return None
 
@@ -142,8 +142,7 @@ def recognise_voices(
     turns: Sequence[SpeakerTurn],
     voices: Sequence[tuple[VoiceKey, np.ndarray]],
     *,
-    weights: str | os.PathLike[str] | None = None,
-    threads: int | None = None,
+    options: SpeakerOptions = NO_OPTIONS,
     threshold: float = MATCH_SIMILARITY,
 ) -> dict[int, VoiceKey]:
     """{speaker of ``turns``: voice key} for the speakers that are enrolled ``voices``."""
@@ -151,7 +150,7 @@ def recognise_voices(
         return {}
     embeddings = {}
     for speaker, regions in speaker_regions(turns).items():
-        embedding = embed_speech(wav_path, regions, weights=weights, threads=threads)
+        embedding = embed_speech(wav_path, regions, options=options)
         if embedding is not None:
             embeddings[speaker] = embedding
     return match_voices(embeddings, voices, threshold)
@@ -180,8 +179,7 @@ def voice_sample(
     diarize: Callable[
         [str | os.PathLike[str], Sequence[tuple[float, float]], Sequence[tuple[float, float]]], Sequence[SpeakerTurn]
     ],
-    weights: str | os.PathLike[str] | None = None,
-    threads: int | None = None,
+    options: SpeakerOptions = NO_OPTIONS,
 ) -> VoiceSample:
     """The embedding of a voice sample's one voice. ``diarize(wav, regions, extent)`` gives the
     sample's speaker turns (the service's own diarization); a sample where it finds more than one
@@ -198,7 +196,7 @@ def voice_sample(
             f"The sample holds {len(voices)} voices; a voice sample must hold one person's voice alone. "
             "Send a recording where only that person speaks."
         )
-    embedding = embed_speech(wav_path, regions, weights=weights, threads=threads)
+    embedding = embed_speech(wav_path, regions, options=options)
     if embedding is None:
         raise VoiceSampleError("The sample's speech comes in pieces too short to recognise a voice by.")
     return VoiceSample(embedding, speech)

@@ -5,9 +5,10 @@ The modules: ``backend`` (the Translator protocol, its errors), ``ctranslate``, 
 ``sharing`` (a sentence's translation cut back over its cues), ``casing``, ``english_words``
 (whisper's English words put into the cues).
 
-Nothing here knows about Django: settings come in as arguments.
+Nothing here knows about Django: settings come in as a ``TranslationOptions``.
 
-    translator = find_translator("en", "es", ct2_models={"en-de": "/models/opus-mt-en-de"})
+    options = TranslationOptions(models={"en-de": "/models/opus-mt-en-de"}, packages_dir="/models/translation")
+    translator = find_translator("en", "es", options)
     if translator is None:
         raise TranslationUnavailable("en", "es")     # str(): a sentence for the customer
     spanish = translate_cues(cues, translator, language="es")
@@ -48,7 +49,7 @@ line. Through Spanish, Spanish words the second Apertium leg does not know are d
 
 from .apertium import PIVOT, ApertiumTranslator, apertium_modes
 from .backend import DEFAULT_TIMEOUT, TranslationFailed, TranslationUnavailable, Translator, unavailable_message
-from .choice import ChainTranslator, find_translator
+from .choice import ChainTranslator, TranslationOptions, find_translator
 from .ctranslate import CT2Translator, nllb_code
 from .cues import sentence_groups, translate_cues
 from .english_words import align_translated_words
@@ -66,6 +67,7 @@ __all__ = [
     "unavailable_message",
     "apertium_modes",
     "find_translator",
+    "TranslationOptions",
     "translate_cues",
     "sentence_groups",
     "distribute",

@@ -2,11 +2,38 @@
 
 from __future__ import annotations
 
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
 from transcription.pipeline.recognition.languages import short_code
 
 from .apertium import PIVOT, ApertiumTranslator, apertium_modes
 from .backend import DEFAULT_TIMEOUT, Translator
 from .ctranslate import CT2Translator, nllb_code
+from .translation_packages import installed
+
+
+@dataclass(frozen=True)
+class TranslationOptions:
+    """The operator's translation backends, handed whole to :func:`find_translator` (the service
+    builds them from its settings: transcription.stages.pipeline_options). ``models``: CTranslate2
+    folders by pair ("en-de": folder; "*": an NLLB folder for any pair), over the packages installed
+    under ``packages_dir`` (looked at on each call: a package installed meanwhile is found);
+    ``timeout``: seconds an Apertium run may take."""
+
+    models: Mapping[str, str] = field(default_factory=dict)
+    packages_dir: str | os.PathLike[str] | None = None
+    timeout: float = DEFAULT_TIMEOUT
+
+    def ct2_models(self) -> dict[str, str]:
+        """CTranslate2 folders by pair: the installed packages, then ``models`` over them."""
+        packages = installed(Path(self.packages_dir)) if self.packages_dir is not None else {}
+        return {**packages, **self.models}
+
+
+NO_TRANSLATION_OPTIONS = TranslationOptions()
 
 
 class ChainTranslator:
@@ -46,12 +73,12 @@ def _ct2_folder(source: str, target: str, ct2_models: dict[str, str] | None) -> 
 
 
 def find_translator(
-    source: str, target: str, *, ct2_models: dict[str, str] | None = None, timeout: float = DEFAULT_TIMEOUT
+    source: str, target: str, options: TranslationOptions = NO_TRANSLATION_OPTIONS
 ) -> Translator | None:
     """The best backend for ``source`` -> ``target`` (ISO 639-1, or 639-3 where there is no 639-1;
     other tags are normalised), or None when nothing here translates the pair.
 
-    Preference: a CTranslate2 folder configured for the pair in ``ct2_models`` ("en-de": folder;
+    Preference: a CTranslate2 folder for the pair in ``options.ct2_models()`` ("en-de": folder;
     "*": an NLLB folder for any pair), then two CTranslate2 folders through English (X -> en,
     en -> Y), then an Apertium mode for the pair, then two Apertium modes through Spanish. Never raises and loads nothing: a broken CTranslate2 folder shows up as
     TranslationFailed from ``translate``. The same language both sides gives a translator that
@@ -59,6 +86,7 @@ def find_translator(
     source, target = short_code(source), short_code(target)
     if source == target:
         return _Identity()
+    ct2_models, timeout = options.ct2_models(), options.timeout
     folder = _ct2_folder(source, target, ct2_models)
     if folder:
         return CT2Translator(folder, source=source, target=target)
