@@ -65,9 +65,9 @@ def found(ref: list[str], hyp: list[str]) -> int:
     return sum(b.size for b in difflib.SequenceMatcher(None, ref, hyp, autojunk=False).get_matching_blocks())
 
 
-def aligned(ref: list[str], hyp: list[str]) -> list[str | None]:
-    """For each reference token, the transcript token the minimum-edit alignment pairs it with
-    (None: deleted)."""
+def alignment(ref: list[str], hyp: list[str]) -> list[tuple[int | None, int | None]]:
+    """The minimum-edit alignment as (reference index, transcript index) pairs in order: both for a
+    hit or a substitution, (i, None) for a deleted reference token, (None, j) for an inserted one."""
     n, m = len(ref), len(hyp)
     d = [[0] * (m + 1) for _ in range(n + 1)]
     for i in range(n + 1):
@@ -77,18 +77,35 @@ def aligned(ref: list[str], hyp: list[str]) -> list[str | None]:
     for i in range(1, n + 1):
         for j in range(1, m + 1):
             d[i][j] = min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]))
-    paired: list[str | None] = []
+    pairs: list[tuple[int | None, int | None]] = []
     i, j = n, m
-    while i > 0:
-        if j > 0 and d[i][j] == d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]):
-            paired.append(hyp[j - 1])
+    while i > 0 or j > 0:
+        if i > 0 and j > 0 and d[i][j] == d[i - 1][j - 1] + (ref[i - 1] != hyp[j - 1]):
+            pairs.append((i - 1, j - 1))
             i, j = i - 1, j - 1
-        elif d[i][j] == d[i - 1][j] + 1:
-            paired.append(None)
+        elif i > 0 and d[i][j] == d[i - 1][j] + 1:
+            pairs.append((i - 1, None))
             i -= 1
         else:
+            pairs.append((None, j - 1))
             j -= 1
-    return paired[::-1]
+    return pairs[::-1]
+
+
+def aligned(ref: list[str], hyp: list[str]) -> list[str | None]:
+    """For each reference token, the transcript token the minimum-edit alignment pairs it with
+    (None: deleted)."""
+    return [None if j is None else hyp[j] for i, j in alignment(ref, hyp) if i is not None]
+
+
+def transcript_fates(ref: list[str], hyp: list[str]) -> list[str]:
+    """What each transcript token is in the minimum-edit alignment: "hit", "misheard" (substituted
+    for a reference token) or "inserted"."""
+    fates = ["inserted"] * len(hyp)
+    for i, j in alignment(ref, hyp):
+        if j is not None and i is not None:
+            fates[j] = "hit" if ref[i] == hyp[j] else "misheard"
+    return fates
 
 
 def reference_fates(ref: list[str], hyp: list[str]) -> list[str]:

@@ -8,6 +8,7 @@ import json
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.core.files.base import ContentFile
 from django.core.files.storage import default_storage
 from django.test import Client
@@ -178,6 +179,7 @@ def test_the_page_carries_the_renderers_rules_and_no_editor_before_the_job_is_do
         "minDuration": captions.MIN_DURATION,
         "maxLineChars": captions.MAX_LINE_CHARS,
         "maxLines": captions.MAX_LINES,
+        "doubtBelow": settings.EDITOR_DOUBT_BELOW,  # the words it lists as doubtful (issue 54)
     }
     assert b'id="editor-limits" type="application/json"' in page.content
     assert b"/static/website/editor.js" in page.content
