@@ -296,7 +296,7 @@ EDITS_PER_SAVE = env.int("EDITS_PER_SAVE", default=1000)
 EDITS_MAX_BYTES = env.int("EDITS_MAX_BYTES", default=262_144)
 # The website's editor lists a word as doubtful under this probability of the speech model
 # (calibrated in bench/asr/confidence.py: the share of real errors caught at the share marked)
-EDITOR_DOUBT_BELOW = env.float("EDITOR_DOUBT_BELOW", default=0.5)
+EDITOR_DOUBT_BELOW = env.float("EDITOR_DOUBT_BELOW", default=0.55)
 
 # --- Rate limits (per account, in any 60 seconds: transcription.api.front.ratelimit) ---------------------
 RATE_LIMIT_JOBS_PER_MINUTE = env.int("RATE_LIMIT_JOBS_PER_MINUTE", default=60)

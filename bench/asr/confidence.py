@@ -99,7 +99,9 @@ def main() -> None:
         held_out = set(languages[2::3])
         for clip in sorted(clips, key=lambda c: c.name):
             part = "held_out" if clip.language in held_out else "tuning"
-            words = scored_words(clip, asr.transcribe(model, clip.path, language=clip.language))
+            words = scored_words(
+                clip, asr.transcribe(model, clip.path, options=asr.RecognitionOptions(language=clip.language))
+            )
             parts[part] += words
             clips_of[part].append(clip.name)
             wrong = sum(w for _, w in words)

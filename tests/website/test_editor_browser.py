@@ -146,9 +146,13 @@ def test_a_job_with_translations_quotes_a_save_and_says_what_it_charged(live_ser
 
 
 @browser_db
-def test_doubtful_words_are_listed_and_alt_n_walks_them_until_a_person_corrects_one(live_server, new_page, account):
+def test_doubtful_words_are_listed_and_alt_n_walks_them_until_a_person_corrects_one(
+    live_server, new_page, account, settings
+):
     # issue 54, item 3: the words the speech model was unsure of, and a key that goes to each in turn
     from playwright.sync_api import expect
+
+    settings.EDITOR_DOUBT_BELOW = 0.5  # the live server reads it per page (the default is calibrated)
 
     job = done_job_with_segments(account)  # its words' probabilities: 0.3, 0.4, … 0.9, 0.3, …
     page = _signed_in(new_page, live_server, account)
