@@ -167,9 +167,9 @@
     });
   }
 
-  // Select the k-th doubtful word of cue `at` in its text and play from just before it.
   var lastDoubt = null;  // {at, ends} of the word last shown: where the button goes on from
 
+  // Select the k-th doubtful word of cue `at` in its text and play from just before it.
   function showDoubt(at, k) {
     var doubt = doubts(current[at])[k];
     lastDoubt = { at: at, ends: doubt.ends };
