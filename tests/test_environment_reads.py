@@ -21,7 +21,7 @@ ALLOWED = {
     "config/wsgi.py": ENTRY_POINT,
     "config/celery.py": ENTRY_POINT,
     "config/cli.py": ENTRY_POINT,
-    "config/pytest_secret_key.py": "the suite's plugin: a random SECRET_KEY before the settings refuse to load without one",
+    "config/pytest_env.py": "the suite's plugin: a random SECRET_KEY, and each xdist process's Redis database and DATA_DIR",
     "config/models_cli.py": (
         "the console script transcription-models, run without Django (the image's build, before any setting "
         "exists): WHISPER_MODEL and SPEAKER_WEIGHTS_DIR, read as config/settings.py reads them"
