@@ -40,8 +40,14 @@ def pytest_configure(config):
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits():
     """Each test starts with empty rate-limit windows and waiting lines, and lists playlists afresh (the API keeps a
-    listing for a minute, and tests reuse feed addresses with other contents)."""
+    listing for a minute, and tests reuse feed addresses with other contents); and with Redis taken as
+    up: a test that made this process's Redis calls fail (a dead address) leaves no outage pause
+    (config.shared_cache.mark_down) to the next test, whichever file it is in."""
     import redis
+
+    from config import shared_cache
+
+    shared_cache._down_until = 0.0
 
     client = redis.Redis.from_url(settings.REDIS_URL)
     keys = [*client.scan_iter("ratelimit:*"), *client.scan_iter("cache:playlist:*"), *client.scan_iter("line:*")]

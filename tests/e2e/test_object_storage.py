@@ -11,6 +11,7 @@ In a module of its own: its workers must be the only ones taking these queues' j
 from __future__ import annotations
 
 import contextlib
+import re
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -20,7 +21,7 @@ import pytest
 from harness.media_files import SPEECH_TEXT
 from harness.object_store import ObjectStore
 from harness.processes import request, running_web, running_worker
-from tests.support import wait_until
+from tests.support import wait_until, wer
 
 pytestmark = [pytest.mark.e2e, pytest.mark.django_db(transaction=True)]
 
@@ -85,7 +86,9 @@ def test_a_transcript_and_a_burn_through_the_bucket_and_the_bucket_down(tmp_path
         ended = {job_id: wait_done(base, token, job_id) for job_id in (transcript, burn)}
         for body in ended.values():
             assert body["state"] == "done", body["error"]
-            assert "quick brown fox" in body["txt"].lower(), (body["txt"], SPEECH_TEXT)
+            # the words, not one exact reading: the model hears "brown" as "round" on some CPUs
+            text = re.sub(r"\[[\d:]+\] Speaker \d+:", " ", body["txt"])
+            assert wer(SPEECH_TEXT, text) < 0.25, (body["txt"], SPEECH_TEXT)
         link = urllib.parse.urlsplit(ended[burn]["burned_video_url"])
         video_url = f"{base}{link.path}"
         status, headers, video = fetch(video_url)

@@ -43,28 +43,38 @@ def _quick_exchanges(out: Path, cache: Path, seed: int) -> tuple[Path, list[tupl
     return out, spans
 
 
+# Which exchanges make a cluster of their own without the between-check depends on the CPU's kernels
+# (seed 4 did on an Intel machine, seed 2 on an AMD EPYC one), so two are heard; on that AMD EPYC,
+# seed 5 is three speakers with the check too: a case the check does not rescue, not asserted here.
+EXCHANGE_SEEDS = (2, 4)
+
+
 def test_windows_of_quick_exchanges_are_no_third_speaker(encoder, audio_cache):
-    path, spans = _quick_exchanges(audio_cache / "exchanges-4.wav", audio_cache / "clips", seed=4)
-    assert {t.speaker for t in sp.diarize(path, encoder=encoder)} == {1, 2}
     limit = encoder.between_similarity
     assert limit is not None
-    emb, windows, _ = embed_regions(path, find_speech(path).for_diarization(), encoder)
-    weights = np.array([w.own_end - w.own_start for w in windows])
     thresholds = {
         "merge_similarity": encoder.merge_similarity,
         "small_split_similarity": encoder.small_split_similarity,
     }
-    # without the between-check the exchanges make clusters of their own, one lying between the voices
-    alone = clustering.cluster_embeddings(emb, weights=weights, between_similarity=None, **thresholds)
-    assert alone.max() + 1 >= 3
-    centres = clustering.centroids(emb.astype(np.float64), alone, weights)
-    assert max(clustering.between(centres, i) for i in range(len(centres))) >= limit
-    labels = clustering.cluster_embeddings(emb, weights=weights, between_similarity=limit, **thresholds)
-    assert labels.max() + 1 == 2
-    # each actor's own lines are one speaker, the other actor's the other
-    kind = [next((k for s, e, k in spans if s <= (w.own_start + w.own_end) / 2 < e), None) for w in windows]
-    of = {who: {int(lab) for lab, k in zip(labels, kind) if k == who} for who in ("m", "v")}
-    assert len(of["m"]) == len(of["v"]) == 1 and of["m"] != of["v"], of
+    split_without_check = 0
+    for seed in EXCHANGE_SEEDS:
+        path, spans = _quick_exchanges(audio_cache / f"exchanges-{seed}.wav", audio_cache / "clips", seed=seed)
+        assert {t.speaker for t in sp.diarize(path, encoder=encoder)} == {1, 2}, seed
+        emb, windows, _ = embed_regions(path, find_speech(path).for_diarization(), encoder)
+        weights = np.array([w.own_end - w.own_start for w in windows])
+        # without the between-check the exchanges make clusters of their own, one lying between the voices
+        alone = clustering.cluster_embeddings(emb, weights=weights, between_similarity=None, **thresholds)
+        if alone.max() + 1 >= 3:
+            split_without_check += 1
+            centres = clustering.centroids(emb.astype(np.float64), alone, weights)
+            assert max(clustering.between(centres, i) for i in range(len(centres))) >= limit, seed
+        labels = clustering.cluster_embeddings(emb, weights=weights, between_similarity=limit, **thresholds)
+        assert labels.max() + 1 == 2, seed
+        # each actor's own lines are one speaker, the other actor's the other
+        kind = [next((k for s, e, k in spans if s <= (w.own_start + w.own_end) / 2 < e), None) for w in windows]
+        of = {who: {int(lab) for lab, k in zip(labels, kind) if k == who} for who in ("m", "v")}
+        assert len(of["m"]) == len(of["v"]) == 1 and of["m"] != of["v"], (seed, of)
+    assert split_without_check, "without the between-check some exchanges are a third speaker"
 
 
 def test_three_voices_each_lie_apart_from_the_mix_of_the_others(encoder, audio_cache):
