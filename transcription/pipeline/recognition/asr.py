@@ -65,7 +65,7 @@ class RecognitionOptions:
 # How a job's key terms reach the decoder (bench/asr/key_terms.py; docs/decisions/speech-and-text.md,
 # "Key terms"): "hotwords" (faster-whisper's hotwords: the terms before the prompt of every window),
 # "prompt" (the terms after the initial prompt) or "both".
-KEY_TERMS_BY = "hotwords"
+KEY_TERMS_BY = "prompt"
 KEY_TERMS_WAYS = ("hotwords", "prompt", "both")
 
 
