@@ -27,6 +27,14 @@ from .models import FontSize, JobType, Quality, SubtitleFormat
 # that much English, so nothing a client sends is silently cut.
 PROMPT_MAX_LENGTH = 800
 TARGET_LANGUAGES_MAX = 10
+# Key terms: at most this many, each this long, and this many characters together (joined by ", "):
+# the recogniser is given them after its prompt in every window (asr.key_term_decoding), where
+# Whisper keeps the last 223 tokens; an invented name is about 2.3 characters a token
+# (bench/asr/key_terms.py's 32 terms: 374 characters, 163 tokens), so 400 characters always fit,
+# and with a long prompt too it is the prompt's start that Whisper leaves out, never a term.
+KEY_TERMS_MAX = 50
+KEY_TERM_MAX_LENGTH = 50
+KEY_TERMS_MAX_CHARS = 400
 
 ALL_TYPES = (JobType.TRANSCRIPT, JobType.SUBTITLES, JobType.BURNED)
 TRANSLATED_TYPES = (JobType.SUBTITLES, JobType.BURNED)
@@ -40,6 +48,7 @@ class Kind(Enum):
     TEXT = "text"  # free text up to `max_length`
     LANGUAGE = "language"  # one spoken language (a code or a name), or none to detect it
     LANGUAGES = "languages"  # a list of target languages (codes or names)
+    TERMS = "terms"  # a list of short texts (names and terms), each up to `max_length`
 
 
 @dataclass(frozen=True)
@@ -105,6 +114,22 @@ OPTIONS: tuple[JobOption, ...] = (
         default="",
         max_length=PROMPT_MAX_LENGTH,
         openai_name="prompt",
+    ),
+    JobOption(
+        "key_terms",
+        Kind.TERMS,
+        ALL_TYPES,
+        label="Key terms: names and terms the recording is full of",
+        help="Extension: names and terms (products, people, places, jargon) recognition is biased towards, "
+        "spelt as they should be written; at most "
+        f"{KEY_TERMS_MAX} terms of 1 to {KEY_TERM_MAX_LENGTH} characters without control characters, "
+        f"{KEY_TERMS_MAX_CHARS} characters together",
+        website_help=f"Optional: one term per line, spelt as it should be written (Zorvex, Mr. Okonkwe-Laddis); "
+        f"at most {KEY_TERMS_MAX} terms of up to {KEY_TERM_MAX_LENGTH} characters, {KEY_TERMS_MAX_CHARS} "
+        "characters together.",
+        default=(),
+        max_length=KEY_TERM_MAX_LENGTH,
+        in_playlists=True,
     ),
     JobOption(
         "format",

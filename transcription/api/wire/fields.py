@@ -3,6 +3,7 @@ and "yes" into True). A wrong JSON type is a 422 naming the field."""
 
 import ipaddress
 import re
+import unicodedata
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -118,6 +119,56 @@ class TargetLanguageField(StrictCharField):
         except UnknownLanguage as error:
             self.fail("unknown_language", message=str(error))
         return value
+
+
+def _is_control(character: str) -> bool:
+    """A control character (C0, DEL, C1) or a line or paragraph separator."""
+    return unicodedata.category(character) in ("Cc", "Zl", "Zp")
+
+
+class KeyTermField(StrictCharField):
+    """One key term: 1 to `max_length` characters once trimmed, no control character."""
+
+    default_error_messages = {
+        "control": "A key term may not hold a control character or a line break.",
+        "blank": "A key term may not be empty.",
+        "max_length": "A key term must have at most {max_length} characters.",
+    }
+
+    def to_internal_value(self, data):
+        if isinstance(data, str) and any(_is_control(c) for c in data):
+            self.fail("control")
+        return super().to_internal_value(data)
+
+
+class KeyTermsField(serializers.ListField):
+    """Names and terms recognition is biased towards (transcription.job_options, `key_terms`):
+    at most `max_length` of them, each a KeyTermField, `max_chars` characters together (joined by
+    ", ", as the recogniser is given them); a term sent twice is kept once."""
+
+    default_error_messages = {
+        "not_a_list": "Input should be a valid list.",
+        "max_length": "At most {max_length} key terms are allowed.",
+        "max_chars": "The key terms may have at most {max_chars} characters together (joined by ', '); "
+        "these have {chars}.",
+    }
+
+    def __init__(self, *, term_length: int, max_chars: int, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("default", list)
+        kwargs.setdefault("child", KeyTermField(max_length=term_length))
+        self.max_chars = max_chars
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        # counted as sent, before any item is looked at (as target_languages)
+        if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        terms = list(dict.fromkeys(super().to_internal_value(data)))
+        chars = len(", ".join(terms))
+        if chars > self.max_chars:
+            self.fail("max_chars", max_chars=self.max_chars, chars=chars)
+        return terms
 
 
 # RFC 3986: scheme ":" hier-part ["?" query] ["#" fragment], checked piece by piece.
