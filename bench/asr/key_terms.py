@@ -17,6 +17,10 @@ the reference words that are not a term's (substituted or dropped), plus the ins
 stand beside no term's word (a misheard name is often two words), per such reference word; "stray
 terms": glossary terms written where the reference has none of them.
 
+Each voice also reads two recordings: every sentence of one part, term and plain sentences
+alternating, joined with 0.7 s pauses (40-50 s: the batched decoder's 30 s chunks hold several
+sentences, as in a customer's recording).
+
 The sentences are split by a fixed rule: even-numbered ones (of the term sentences and of the plain
 ones) choose the way, odd-numbered ones are held out (a term is on one side only, in every voice).
 
@@ -36,6 +40,7 @@ import sys
 import tempfile
 import time
 import unicodedata
+import wave
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -169,12 +174,55 @@ def clips() -> list[dict]:
     ]
 
 
+PAUSE_S = 0.7
+
+
+def joined(parts: list[Path], out: Path) -> None:
+    """16 kHz mono WAVs one after another, PAUSE_S of silence between them."""
+    with wave.open(str(out), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(16000)
+        for k, part in enumerate(parts):
+            if k:
+                w.writeframes(b"\0\0" * int(PAUSE_S * 16000))
+            with wave.open(str(part)) as r:
+                w.writeframes(r.readframes(r.getnframes()))
+
+
+def recordings(sentences: list[dict]) -> list[dict]:
+    """A recording per part: its term and plain sentences alternating, while both last."""
+    out = []
+    for part in ("tune", "held_out"):
+        terms = [c for c in sentences if c["part"] == part and c["terms"]]
+        plain = [c for c in sentences if c["part"] == part and not c["terms"]]
+        order = [c for pair in zip(terms, plain + [None] * len(terms)) for c in pair if c is not None]
+        out.append(
+            {
+                "name": f"recording-{part}",
+                "part": part,
+                "of": [c["name"] for c in order],
+                "reference": " ".join(c["reference"] for c in order),
+                "terms": tuple(t for c in order for t in c["terms"]),
+            }
+        )
+    return out
+
+
 def summary(rows: list[dict]) -> dict:
-    out: dict = {}
+    out: dict = {"recordings": {}}
     for part in ("tune", "held_out", "all"):
         out[part] = {}
+        out["recordings"][part] = {}
         for way in WAYS:
-            mine = [r for r in rows if r["way"] == way and (part == "all" or r["part"] == part)]
+            long = [r for r in rows if r["way"] == way and r.get("of") and (part == "all" or r["part"] == part)]
+            out["recordings"][part][way] = {
+                "recordings": len(long),
+                "terms_right": round(sum(r["terms_right"] for r in long) / max(1, sum(r["terms"] for r in long)), 3),
+                "other_wer": round(sum(r["other_errors"] for r in long) / max(1, sum(r["other_words"] for r in long)), 4),
+                "stray_terms": sum(r["stray_terms"] for r in long),
+            }
+            mine = [r for r in rows if r["way"] == way and not r.get("of") and (part == "all" or r["part"] == part)]
             with_terms = [r for r in mine if r["terms"]]
             plain = [r for r in mine if not r["terms"]]
             out[part][way] = {
@@ -208,19 +256,30 @@ def main() -> None:
     load = [os.getloadavg()[0]]
     with tempfile.TemporaryDirectory() as tmp:
         for voice in voices():
-            for clip in clips():
+            sentences = clips()
+            for clip in [*sentences, *recordings(sentences)]:
                 label = f"{clip['name']} {voice}"
                 if not re.search(args.only, label):
                     continue
                 wav = Path(tmp) / f"{clip['name']}-{re.sub(r'[^a-z0-9]+', '_', voice)}.wav"
-                speak(clip["reference"], voice, wav)
+                if clip.get("of"):
+                    parts = [Path(tmp) / f"{name}-{re.sub(r'[^a-z0-9]+', '_', voice)}.wav" for name in clip["of"]]
+                    for part, name in zip(parts, clip["of"]):
+                        if not part.exists():  # (a sentence --only left out)
+                            speak(next(c["reference"] for c in sentences if c["name"] == name), voice, part)
+                    joined(parts, wav)
+                else:
+                    speak(clip["reference"], voice, wav)
                 for way in WAYS:
                     options = asr.RecognitionOptions(language="en", key_terms=() if way == "none" else GLOSSARY)
                     started = time.perf_counter()
-                    transcript = asr.transcribe(model, wav, options=options, key_terms_by=way if way != "none" else "hotwords")
+                    by = asr.KEY_TERMS_BY if way == "none" else way  # (no terms: the way changes nothing)
+                    transcript = asr.transcribe(model, wav, options=options, key_terms_by=by)
                     seconds = time.perf_counter() - started
                     text = " ".join(seg.text for seg in transcript.segments)
                     row = {"clip": clip["name"], "voice": voice, "part": clip["part"], "way": way, "text": text}
+                    if clip.get("of"):
+                        row["of"] = clip["of"]
                     row.update(score(clip["reference"], clip["terms"], text), seconds=round(seconds, 2))
                     rows.append(row)
                     print(
