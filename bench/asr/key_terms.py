@@ -219,7 +219,9 @@ def summary(rows: list[dict]) -> dict:
             out["recordings"][part][way] = {
                 "recordings": len(long),
                 "terms_right": round(sum(r["terms_right"] for r in long) / max(1, sum(r["terms"] for r in long)), 3),
-                "other_wer": round(sum(r["other_errors"] for r in long) / max(1, sum(r["other_words"] for r in long)), 4),
+                "other_wer": round(
+                    sum(r["other_errors"] for r in long) / max(1, sum(r["other_words"] for r in long)), 4
+                ),
                 "stray_terms": sum(r["stray_terms"] for r in long),
             }
             mine = [r for r in rows if r["way"] == way and not r.get("of") and (part == "all" or r["part"] == part)]

@@ -51,7 +51,9 @@ def test_a_key_term_comes_out_spelt_right_where_it_did_not_without(model, tmp_pa
 
 
 def test_key_terms_go_after_the_prompt_or_as_hotwords_as_asked():
-    options = asr.RecognitionOptions(verbatim=True, prompt="Barton Cottage", key_terms=(" Zorvex ", "Mr. Okonkwe-Laddis"))
+    options = asr.RecognitionOptions(
+        verbatim=True, prompt="Barton Cottage", key_terms=(" Zorvex ", "Mr. Okonkwe-Laddis")
+    )
     assert asr.key_term_decoding(options, "prompt") == {
         "initial_prompt": f"{asr.VERBATIM_PROMPT} Barton Cottage Zorvex, Mr. Okonkwe-Laddis.",
         "hotwords": None,

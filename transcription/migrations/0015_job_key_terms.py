@@ -4,20 +4,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('transcription', '0014_database_lines_and_storage_failures'),
+        ("transcription", "0014_database_lines_and_storage_failures"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='batch',
-            name='key_terms',
-            field=models.JSONField(blank=True, default=list, help_text='Names and terms recognition is biased towards, as the client sent them.'),
+            model_name="batch",
+            name="key_terms",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Names and terms recognition is biased towards, as the client sent them.",
+            ),
         ),
         migrations.AddField(
-            model_name='job',
-            name='key_terms',
-            field=models.JSONField(blank=True, default=list, help_text='Names and terms recognition is biased towards, as the client sent them.'),
+            model_name="job",
+            name="key_terms",
+            field=models.JSONField(
+                blank=True,
+                default=list,
+                help_text="Names and terms recognition is biased towards, as the client sent them.",
+            ),
         ),
     ]
