@@ -27,14 +27,14 @@ from .models import FontSize, JobType, Quality, SubtitleFormat
 # that much English, so nothing a client sends is silently cut.
 PROMPT_MAX_LENGTH = 800
 TARGET_LANGUAGES_MAX = 10
-# Key terms: at most this many, each this long, and this many characters together (joined by ", "):
-# the recogniser is given them after its prompt in every window (asr.key_term_decoding), where
-# Whisper keeps the last 223 tokens; an invented name is about 2.3 characters a token
-# (bench/asr/key_terms.py's 32 terms: 374 characters, 163 tokens), so 400 characters always fit,
-# and with a long prompt too it is the prompt's start that Whisper leaves out, never a term.
-KEY_TERMS_MAX = 50
-KEY_TERM_MAX_LENGTH = 50
-KEY_TERMS_MAX_CHARS = 400
+# Key terms: at most this many, each this long. The recogniser is given them after its prompt in
+# every window (asr.key_term_decoding), where Whisper keeps the last 223 tokens, so the prompt gives
+# way before any term. An invented name is about 2.3 characters a token (bench/asr/key_terms.py's
+# 32 names: 374 characters, 163 tokens); 20 terms of 20 characters are at most 438 characters, about
+# 190 tokens of such names (233 for 20-character names made of the densest syllables). A limit the
+# published schema states exactly (maxItems, maxLength): no request it allows is refused.
+KEY_TERMS_MAX = 20
+KEY_TERM_MAX_LENGTH = 20
 
 ALL_TYPES = (JobType.TRANSCRIPT, JobType.SUBTITLES, JobType.BURNED)
 TRANSLATED_TYPES = (JobType.SUBTITLES, JobType.BURNED)
@@ -121,12 +121,10 @@ OPTIONS: tuple[JobOption, ...] = (
         ALL_TYPES,
         label="Key terms: names and terms the recording is full of",
         help="Extension: names and terms (products, people, places, jargon) recognition is biased towards, "
-        "spelt as they should be written; at most "
-        f"{KEY_TERMS_MAX} terms of 1 to {KEY_TERM_MAX_LENGTH} characters without control characters, "
-        f"{KEY_TERMS_MAX_CHARS} characters together",
-        website_help=f"Optional: one term per line, spelt as it should be written (Zorvex, Mr. Okonkwe-Laddis); "
-        f"at most {KEY_TERMS_MAX} terms of up to {KEY_TERM_MAX_LENGTH} characters, {KEY_TERMS_MAX_CHARS} "
-        "characters together.",
+        f"spelt as they should be written; at most {KEY_TERMS_MAX} terms of 1 to {KEY_TERM_MAX_LENGTH} "
+        "characters without control characters; spaces at either end are dropped, a repeated term kept once",
+        website_help="Optional: one term per line, spelt as it should be written (Zorvex, Mr. Okonkwe-Laddis); "
+        f"at most {KEY_TERMS_MAX} terms of up to {KEY_TERM_MAX_LENGTH} characters.",
         default=(),
         max_length=KEY_TERM_MAX_LENGTH,
         in_playlists=True,

@@ -7,9 +7,9 @@ Sentences full of invented product names and surnames ("Zorvex", "Quillberry", "
 and sentences with none of them (to see the rest of the text get no worse), are spoken by espeak-ng
 in several voices and speeds (and Festival's English voices where installed) and recognised as the
 worker does (``asr.transcribe``, batched, with the recovery pass, language given as English), in
-four ways: no key terms, and the customer's whole glossary (every term of the set, so that most of
-the terms a clip is given are not in it) as faster-whisper's ``hotwords``, after the initial prompt,
-or both (``asr.key_term_decoding``).
+four ways: no key terms, and a glossary of as many terms as a job takes (``KEY_TERMS_MAX``, 20: the
+clip's own and the set's first others, so that most of the terms a clip is given are not in it) as
+faster-whisper's ``hotwords``, after the initial prompt, or both (``asr.key_term_decoding``).
 
 Scored per clip: a term is right when its words (lower case, punctuation and hyphens as spaces)
 come out in a row in the transcript; the other words' WER is the minimum-edit alignment's errors on
@@ -49,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from multilingual import alignment  # noqa: E402
 
+from transcription.job_options import KEY_TERM_MAX_LENGTH, KEY_TERMS_MAX  # noqa: E402
 from transcription.pipeline.recognition import asr  # noqa: E402
 from transcription.pipeline.recognition.whisper_model import load_model  # noqa: E402
 
@@ -86,6 +87,13 @@ PLAIN_SENTENCES = [
     "He fixed the old bicycle and rode it to the park.",
 ]
 GLOSSARY = tuple(term for _, terms in TERM_SENTENCES for term in terms)
+assert all(len(term) <= KEY_TERM_MAX_LENGTH for term in GLOSSARY)
+
+
+def glossary(terms: tuple[str, ...]) -> tuple[str, ...]:
+    """What a customer would send for a clip of these terms: them and the set's first others, 20 in all."""
+    own = tuple(dict.fromkeys(terms))
+    return (own + tuple(term for term in GLOSSARY if term not in own))[:KEY_TERMS_MAX]
 # espeak-ng voice, words a minute
 VOICES = [("en-us", 165), ("en-gb", 145), ("en-us+f3", 185)]
 FESTIVAL_VOICES = ["kal_diphone", "rab_diphone", "cmu_us_slt_arctic_hts"]
@@ -273,7 +281,7 @@ def main() -> None:
                 else:
                     speak(clip["reference"], voice, wav)
                 for way in WAYS:
-                    options = asr.RecognitionOptions(language="en", key_terms=() if way == "none" else GLOSSARY)
+                    options = asr.RecognitionOptions(language="en", key_terms=() if way == "none" else glossary(clip["terms"]))
                     started = time.perf_counter()
                     by = asr.KEY_TERMS_BY if way == "none" else way  # (no terms: the way changes nothing)
                     transcript = asr.transcribe(model, wav, options=options, key_terms_by=by)
@@ -293,6 +301,7 @@ def main() -> None:
     result = {
         "model": args.model,
         "glossary": GLOSSARY,
+        "terms_per_clip": KEY_TERMS_MAX,
         "voices": voices(),
         "loadavg_1min_start_end": load,
         "summary": summary(rows),

@@ -8,6 +8,7 @@ import unicodedata
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from transcription.job_options import KEY_TERM_MAX_LENGTH
 from transcription.pipeline.recognition.languages import UnknownLanguage, normalize_language, whisper_language
 
 
@@ -121,13 +122,21 @@ class TargetLanguageField(StrictCharField):
         return value
 
 
-def _is_control(character: str) -> bool:
-    """A control character (C0, DEL, C1) or a line or paragraph separator."""
-    return unicodedata.category(character) in ("Cc", "Zl", "Zp")
+# A key term holds no control character (C0, DEL, C1) nor line or paragraph separator, and something
+# besides spaces; published as this pattern and checked with it (ECMAScript and Python read it alike:
+# U+FEFF, a space to ECMAScript's \s and not to Python's, is named apart).
+_CONTROL = r"[\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+_TERM_CHAR = r"[^\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+_TERM_SOLID = r"[^\s\ufeff\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+KEY_TERM_PATTERN = f"^{_TERM_CHAR}*{_TERM_SOLID}{_TERM_CHAR}*$"
 
 
+@extend_schema_field(
+    {"type": "string", "minLength": 1, "maxLength": KEY_TERM_MAX_LENGTH, "pattern": KEY_TERM_PATTERN}
+)
 class KeyTermField(StrictCharField):
-    """One key term: 1 to `max_length` characters once trimmed, no control character."""
+    """One key term: 1 to `max_length` characters as sent (spaces at either end then dropped),
+    something besides spaces, no control character."""
 
     default_error_messages = {
         "control": "A key term may not hold a control character or a line break.",
@@ -136,39 +145,35 @@ class KeyTermField(StrictCharField):
     }
 
     def to_internal_value(self, data):
-        if isinstance(data, str) and any(_is_control(c) for c in data):
-            self.fail("control")
+        if isinstance(data, str):
+            if self.max_length is not None and len(data) > self.max_length:  # as sent, as the schema counts
+                self.fail("max_length", max_length=self.max_length)
+            if not re.fullmatch(KEY_TERM_PATTERN, data):
+                self.fail("control" if re.search(_CONTROL, data) else "blank")
         return super().to_internal_value(data)
 
 
 class KeyTermsField(serializers.ListField):
     """Names and terms recognition is biased towards (transcription.job_options, `key_terms`):
-    at most `max_length` of them, each a KeyTermField, `max_chars` characters together (joined by
-    ", ", as the recogniser is given them); a term sent twice is kept once."""
+    at most `max_length` of them, each a KeyTermField; a term sent twice is kept once."""
 
     default_error_messages = {
         "not_a_list": "Input should be a valid list.",
         "max_length": "At most {max_length} key terms are allowed.",
-        "max_chars": "The key terms may have at most {max_chars} characters together (joined by ', '); "
-        "these have {chars}.",
     }
 
-    def __init__(self, *, term_length: int, max_chars: int, **kwargs):
+    def __init__(self, *, term_length: int, **kwargs):
         kwargs.setdefault("required", False)
         kwargs.setdefault("default", list)
         kwargs.setdefault("child", KeyTermField(max_length=term_length))
-        self.max_chars = max_chars
+        self.term_length = term_length
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
         # counted as sent, before any item is looked at (as target_languages)
         if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
             self.fail("max_length", max_length=self.max_length)
-        terms = list(dict.fromkeys(super().to_internal_value(data)))
-        chars = len(", ".join(terms))
-        if chars > self.max_chars:
-            self.fail("max_chars", max_chars=self.max_chars, chars=chars)
-        return terms
+        return list(dict.fromkeys(super().to_internal_value(data)))
 
 
 # RFC 3986: scheme ":" hier-part ["?" query] ["#" fragment], checked piece by piece.

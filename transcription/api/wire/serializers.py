@@ -18,7 +18,6 @@ from transcription.api.wire.fields import (
 )
 from transcription.job_options import (
     KEY_TERMS_MAX,
-    KEY_TERMS_MAX_CHARS,
     OPTIONS,
     TARGET_LANGUAGES_MAX,
     JobOption,
@@ -49,9 +48,7 @@ def option_field(option: JobOption, job_type: str | None = None) -> serializers.
         return LanguageCodeField(**described)
     if option.kind is Kind.TERMS:
         assert option.max_length is not None, f"{option.name}: a list of terms declares their length"
-        return KeyTermsField(
-            max_length=KEY_TERMS_MAX, term_length=option.max_length, max_chars=KEY_TERMS_MAX_CHARS, **described
-        )
+        return KeyTermsField(max_length=KEY_TERMS_MAX, term_length=option.max_length, **described)
     return TargetLanguagesField(max_length=TARGET_LANGUAGES_MAX, **described)
 
 
