@@ -79,9 +79,9 @@ def test_subtitles_keep_the_chosen_format_and_a_transcript_takes_no_translations
         ),
         ({"url": "https://e.com/v", "type": "burned", "quality": "8k"}, "quality", "Input should be one of"),
         (
-            {"url": "https://e.com/v", "key_terms": "Zorvex\n" + "x" * 51},
+            {"url": "https://e.com/v", "key_terms": "Zorvex\n" + "x" * 21},
             "key_terms",
-            "Item 2: A key term must have at most 50 characters.",
+            "Item 2: A key term must have at most 20 characters.",
         ),
         (
             {"url": "https://e.com/p", "playlist": "on", "target_languages": "es"},
