@@ -3,7 +3,6 @@ and "yes" into True). A wrong JSON type is a 422 naming the field."""
 
 import ipaddress
 import re
-import unicodedata
 
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
