@@ -2,10 +2,11 @@
 
 An option is what a client chooses about a job beyond its source (`url` or `upload_id`): the spoken
 language, verbatim text, names and terms to spell right, the subtitle format, a burned video's look,
-the translations. From each declaration come the REST request serializers (and so the OpenAPI document and the MCP tools'
-schemas), the MCP tools' parameters, the website's job form, the OpenAI-compatible door's mapping,
-a retried job's options and the admin's "Options" section. A new option added here reaches every
-door; tests/transcription/test_job_options.py adds a dummy one and follows it through each.
+the translations. From each declaration come the REST request serializers (and so the OpenAPI
+document and the MCP tools' schemas), the MCP tools' parameters, the website's job form, the
+OpenAI-compatible door's mapping, a retried job's options and the admin's "Options" section. A new
+option added here reaches every door; tests/transcription/test_job_options.py adds a dummy one and
+follows it through each.
 
 Plain data: nothing of DRF, Django forms or the MCP SDK is imported here (a choice's values are its
 model's TextChoices); each door turns a

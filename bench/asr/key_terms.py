@@ -95,6 +95,8 @@ def glossary(terms: tuple[str, ...]) -> tuple[str, ...]:
     """What a customer would send for a clip of these terms: them and the set's first others, 20 in all."""
     own = tuple(dict.fromkeys(terms))
     return (own + tuple(term for term in GLOSSARY if term not in own))[:KEY_TERMS_MAX]
+
+
 # espeak-ng voice, words a minute
 VOICES = [("en-us", 165), ("en-gb", 145), ("en-us+f3", 185)]
 FESTIVAL_VOICES = ["kal_diphone", "rab_diphone", "cmu_us_slt_arctic_hts"]
@@ -282,7 +284,9 @@ def main() -> None:
                 else:
                     speak(clip["reference"], voice, wav)
                 for way in WAYS:
-                    options = asr.RecognitionOptions(language="en", key_terms=() if way == "none" else glossary(clip["terms"]))
+                    options = asr.RecognitionOptions(
+                        language="en", key_terms=() if way == "none" else glossary(clip["terms"])
+                    )
                     started = time.perf_counter()
                     by = asr.KEY_TERMS_BY if way == "none" else way  # (no terms: the way changes nothing)
                     transcript = asr.transcribe(model, wav, options=options, key_terms_by=by)
