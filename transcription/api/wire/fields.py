@@ -163,7 +163,6 @@ class KeyTermsField(serializers.ListField):
         kwargs.setdefault("required", False)
         kwargs.setdefault("default", list)
         kwargs.setdefault("child", KeyTermField(max_length=term_length))
-        self.term_length = term_length
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
