@@ -333,6 +333,7 @@ class BatchAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
         "font_size",
         "background",
         "target_languages",
+        "key_terms",
         "created_at",
     )
     inlines = [JobInline]

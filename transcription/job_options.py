@@ -1,11 +1,12 @@
 """A job's options, declared once: every door's fields are made from this list.
 
 An option is what a client chooses about a job beyond its source (`url` or `upload_id`): the spoken
-language, verbatim text, the subtitle format, a burned video's look, the translations. From each
-declaration come the REST request serializers (and so the OpenAPI document and the MCP tools'
-schemas), the MCP tools' parameters, the website's job form, the OpenAI-compatible door's mapping,
-a retried job's options and the admin's "Options" section. A new option added here reaches every
-door; tests/transcription/test_job_options.py adds a dummy one and follows it through each.
+language, verbatim text, names and terms to spell right, the subtitle format, a burned video's look,
+the translations. From each declaration come the REST request serializers (and so the OpenAPI
+document and the MCP tools' schemas), the MCP tools' parameters, the website's job form, the
+OpenAI-compatible door's mapping, a retried job's options and the admin's "Options" section. A new
+option added here reaches every door; tests/transcription/test_job_options.py adds a dummy one and
+follows it through each.
 
 Plain data: nothing of DRF, Django forms or the MCP SDK is imported here (a choice's values are its
 model's TextChoices); each door turns a
@@ -27,6 +28,14 @@ from .models import FontSize, JobType, Quality, SubtitleFormat
 # that much English, so nothing a client sends is silently cut.
 PROMPT_MAX_LENGTH = 800
 TARGET_LANGUAGES_MAX = 10
+# Key terms: at most this many, each this long. The recogniser is given them after its prompt in
+# every window (asr.key_term_decoding), where Whisper keeps the last 223 tokens, so the prompt gives
+# way before any term. An invented name is about 2.3 characters a token (bench/asr/key_terms.py's
+# 32 names: 374 characters, 163 tokens); 20 terms of 20 characters are at most 438 characters, about
+# 190 tokens of such names (233 for 20-character names made of the densest syllables). A limit the
+# published schema states exactly (maxItems, maxLength): no request it allows is refused.
+KEY_TERMS_MAX = 20
+KEY_TERM_MAX_LENGTH = 20
 
 ALL_TYPES = (JobType.TRANSCRIPT, JobType.SUBTITLES, JobType.BURNED)
 TRANSLATED_TYPES = (JobType.SUBTITLES, JobType.BURNED)
@@ -40,6 +49,7 @@ class Kind(Enum):
     TEXT = "text"  # free text up to `max_length`
     LANGUAGE = "language"  # one spoken language (a code or a name), or none to detect it
     LANGUAGES = "languages"  # a list of target languages (codes or names)
+    TERMS = "terms"  # a list of short texts (names and terms), each up to `max_length`
 
 
 @dataclass(frozen=True)
@@ -105,6 +115,20 @@ OPTIONS: tuple[JobOption, ...] = (
         default="",
         max_length=PROMPT_MAX_LENGTH,
         openai_name="prompt",
+    ),
+    JobOption(
+        "key_terms",
+        Kind.TERMS,
+        ALL_TYPES,
+        label="Key terms: names and terms the recording is full of",
+        help="Extension: names and terms (products, people, places, jargon) recognition is biased towards, "
+        f"spelt as they should be written; at most {KEY_TERMS_MAX} terms of 1 to {KEY_TERM_MAX_LENGTH} "
+        "characters without control characters; spaces at either end are dropped, a repeated term kept once",
+        website_help="Optional: one term per line, spelt as it should be written (Zorvex, Mr. Okonkwe-Laddis); "
+        f"at most {KEY_TERMS_MAX} terms of up to {KEY_TERM_MAX_LENGTH} characters.",
+        default=(),
+        max_length=KEY_TERM_MAX_LENGTH,
+        in_playlists=True,
     ),
     JobOption(
         "format",

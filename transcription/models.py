@@ -107,6 +107,9 @@ class JobOptions(models.Model):
     prompt = models.TextField(
         blank=True, default="", help_text="Names and spellings the recogniser should prefer (its initial prompt)."
     )
+    key_terms = models.JSONField(
+        default=list, blank=True, help_text="Names and terms recognition is biased towards, as the client sent them."
+    )
 
     class Meta:
         abstract = True

@@ -25,12 +25,17 @@ def option_form_field(option: JobOption) -> forms.Field:
     if option.kind is Kind.BOOLEAN:
         return forms.BooleanField(label=option.label, required=False)
     widget: forms.Widget | None = None
-    if option.kind is Kind.CHOICE:
+    if option.kind is Kind.TERMS:
+        # one term per line: a firm's name may hold a comma ("Fox, Lee & Partners"), and a glossary
+        # pasted from a spreadsheet's column comes one a line
+        widget = forms.Textarea(attrs={"rows": 3})
+    elif option.kind is Kind.CHOICE:
         widget = forms.Select(choices=option.choices)
     elif option.kind is Kind.LANGUAGE:
         widget = forms.Select(choices=[("", "Detect it"), *speech_language_choices()])
+    initial = "" if option.kind is Kind.TERMS else option.default
     return forms.CharField(
-        label=option.label, required=False, initial=option.default, help_text=option.website_help, widget=widget
+        label=option.label, required=False, initial=initial, help_text=option.website_help, widget=widget
     )
 
 
@@ -38,6 +43,8 @@ def option_value(option: JobOption, value):
     """A form field's value as the API's JSON body carries it."""
     if option.kind is Kind.LANGUAGES:
         return [item.strip() for item in value.split(",") if item.strip()] or None
+    if option.kind is Kind.TERMS:  # blank lines are left out, for the API to check the rest
+        return [line.strip() for line in value.splitlines() if line.strip()]
     if option.kind in (Kind.LANGUAGE, Kind.CHOICE):
         return value or option.default
     return value

@@ -122,6 +122,7 @@ def test_a_client_of_either_revision_lists_the_tools_with_the_rest_fields(web, t
         "verbatim",
         "tag_audio_events",
         "prompt",
+        "key_terms",
     }
     assert (
         transcribe["oneOf"] == [{"required": ["url"]}, {"required": ["upload_id"]}]
@@ -140,7 +141,7 @@ def test_a_client_of_either_revision_lists_the_tools_with_the_rest_fields(web, t
 
 
 BAD_SUBTITLES = {"url": "not a url", "format": "ass"}
-BAD_BURN = {"quality": "8k", "verbatim": "yes"}
+BAD_BURN = {"quality": "8k", "verbatim": "yes", "key_terms": ["Zorvex", ""]}
 
 
 @live
@@ -162,8 +163,10 @@ def test_bad_arguments_and_foreign_ids_are_tool_errors_with_the_rest_messages(we
         ("body", "url"),
         ("body", "quality"),
         ("body", "verbatim"),
+        ("body", "key_terms", 1),
     }  # every offending argument named at once
     assert "quality: " in burn.content[0].text and "verbatim: " in burn.content[0].text
+    assert "key_terms.1: A key term may not be empty." in burn.content[0].text
     status, _, body = rest(web, token, "POST", "/v1/api/subtitles", BAD_SUBTITLES)
     assert status == 422 and bad.is_error and bad.structured_content == body
     assert {tuple(entry["loc"]) for entry in body["detail"]} == {("body", "url"), ("body", "format")}

@@ -90,10 +90,17 @@ def test_queueing_a_playlist_makes_a_batch_of_jobs_in_order(api, feed_url):
     response = api.post(
         "/v1/api/transcribe-playlist",
         content_type="application/json",
-        data=json.dumps({"url": feed_url, "type": "subtitles", "target_languages": ["es"]}),
+        data=json.dumps(
+            {"url": feed_url, "type": "subtitles", "target_languages": ["es"], "key_terms": ["Zorvex", "Quillberry"]}
+        ),
     )
     assert response.status_code == 200
     queued = response.json()
+    from transcription.models import Batch, Job
+
+    # the key terms kept on the batch and each of its jobs (issue 54, item 4)
+    assert Batch.objects.get(pk=queued["batch_id"]).key_terms == ["Zorvex", "Quillberry"]
+    assert [job.key_terms for job in Job.objects.filter(batch_id=queued["batch_id"])] == [["Zorvex", "Quillberry"]] * 3
     assert set(queued) == {"batch_id", "title", "count", "skipped", "ids"}
     assert (queued["title"], queued["count"], queued["skipped"], len(queued["ids"])) == ("Three talks", 3, 0, 3)
 

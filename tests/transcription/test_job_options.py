@@ -81,6 +81,47 @@ def test_a_new_option_reaches_every_door(db, job_type):
     assert not missed, f"the dummy option did not reach: {', '.join(missed)}"
 
 
+TERMS_DUMMY = JobOption(
+    "dummy_terms", Kind.TERMS, job_options.ALL_TYPES, label="Dummy terms", default=(), max_length=20, in_playlists=True
+)
+
+
+@pytest.mark.parametrize("job_type", ["transcript", "subtitles", "burned", "playlist"])
+def test_a_list_of_terms_reaches_every_door_as_a_list(db, job_type):
+    """A Kind.TERMS option (key_terms is one): a list at REST and MCP, one term a line on the
+    website, the same list on a retried job."""
+    from transcription.api.doors.mcp_server import request_tool
+    from transcription.api.front import operations
+    from transcription.api.wire import serializers
+    from website.forms import JobForm
+
+    options = (*OPTIONS, TERMS_DUMMY)
+    serializer = (
+        serializers.playlist_request_serializer(options)
+        if job_type == "playlist"
+        else serializers.job_request_serializer("Terms", job_type, options)
+    )
+    body = {"url": "https://example.com/v", "dummy_terms": ["Zorvex", "Mr. Okonkwe-Laddis"]}
+    checked = serializer(data=body)
+    assert checked.is_valid(), checked.errors
+    assert checked.validated_data["dummy_terms"] == ["Zorvex", "Mr. Okonkwe-Laddis"]
+    assert not serializer(data={**body, "dummy_terms": ["x" * 21]}).is_valid()  # its own max_length
+    assert "dummy_terms" in inspect.signature(request_tool(operations.transcribe, serializer, str)).parameters
+
+    data = {"url": "https://example.com/v", "type": "transcript" if job_type == "playlist" else job_type}
+    data["dummy_terms"] = "Zorvex\r\n\n  Mr. Okonkwe-Laddis  \n"
+    if job_type == "playlist":
+        data["playlist"] = "on"
+    form = JobForm(data, options=options)
+    assert form.is_valid(), form.errors
+    assert form.api_request()[1]["dummy_terms"] == ["Zorvex", "Mr. Okonkwe-Laddis"]
+
+    job = SimpleNamespace(type="transcript" if job_type == "playlist" else job_type, dummy_terms=["Zorvex"])
+    for option in OPTIONS:
+        setattr(job, option.job_field, option.default)
+    assert job_options.retried_options(job, options)["dummy_terms"] == ["Zorvex"]
+
+
 def test_an_option_of_another_type_stays_out_of_its_requests():
     only_burned = JobOption("dummy_only_burned", Kind.BOOLEAN, ("burned",), label="x", default=False)
     options = (*OPTIONS, only_burned)

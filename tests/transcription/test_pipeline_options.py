@@ -91,9 +91,12 @@ def test_installed_translation_packages_are_looked_at_on_each_call(settings, tmp
 
 
 def test_a_job_is_recognised_with_its_own_options_in_every_stage():
-    job = Job(language_code="nl", verbatim=True, prompt="Dashwood, Norland")
-    assert recognition_of(job) == RecognitionOptions(language="nl", verbatim=True, prompt="Dashwood, Norland")
-    # English from the speech model (translation.py): the same, its task translate, without the prompt
-    english = dataclasses.replace(recognition_of(job), language="nl", prompt="", task="translate")
+    job = Job(language_code="nl", verbatim=True, prompt="Dashwood, Norland", key_terms=["Zorvex", "Quillberry"])
+    assert recognition_of(job) == RecognitionOptions(
+        language="nl", verbatim=True, prompt="Dashwood, Norland", key_terms=("Zorvex", "Quillberry")
+    )
+    # English from the speech model (translation.py): the same, its task translate, without the
+    # prompt and key terms
+    english = dataclasses.replace(recognition_of(job), language="nl", prompt="", key_terms=(), task="translate")
     assert english == RecognitionOptions(language="nl", verbatim=True, prompt="", task="translate")
     assert recognition_of(Job()) == RecognitionOptions()

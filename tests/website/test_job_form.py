@@ -44,8 +44,10 @@ def test_a_burned_job_with_every_option_is_queued_like_the_apis(
             background="on",
             verbatim="on",
             tag_audio_events="on",
+            key_terms="Zorvex\r\nFox, Lee & Partners\r\n\r\nMr. Okonkwe-Laddis",
         )
     job = Job.objects.get(account=holder)
+    assert job.key_terms == ["Zorvex", "Fox, Lee & Partners", "Mr. Okonkwe-Laddis"]  # one a line
     assert response.status_code == 302 and response["Location"] == f"/jobs/{job.pk}/"
     assert (job.type, job.url, job.language_code, job.quality, job.font_size) == (
         "burned",
@@ -77,6 +79,11 @@ def test_subtitles_keep_the_chosen_format_and_a_transcript_takes_no_translations
         ),
         ({"url": "https://e.com/v", "type": "burned", "quality": "8k"}, "quality", "Input should be one of"),
         (
+            {"url": "https://e.com/v", "key_terms": "Zorvex\n" + "x" * 21},
+            "key_terms",
+            "Item 2: A key term must have at most 20 characters.",
+        ),
+        (
             {"url": "https://e.com/p", "playlist": "on", "target_languages": "es"},
             "target_languages",
             "only allowed for type 'subtitles' or 'burned'",
@@ -93,6 +100,8 @@ def test_a_mistake_gets_the_apis_message_on_its_field(client, holder, broker, ap
         body = {key: value for key, value in fields.items() if key not in ("playlist",)}
         if "target_languages" in body:
             body["target_languages"] = [item.strip() for item in body["target_languages"].split(",")]
+        if "key_terms" in body:
+            body["key_terms"] = body["key_terms"].splitlines()
         path = {"burned": "/v1/api/burn-subtitles", "subtitles": "/v1/api/subtitles"}.get(
             body.pop("type", ""), "/v1/api/transcribe"
         )

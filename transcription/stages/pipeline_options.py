@@ -82,5 +82,7 @@ def _forget_options(**kwargs: Any) -> None:
 
 def recognition_of(job: Job) -> RecognitionOptions:
     """What the job asks of recognition: the same for its own chunks, a spread chunk recognised by
-    another worker, and (with task="translate", without the prompt) English from the speech model."""
-    return RecognitionOptions(language=job.language_code, verbatim=job.verbatim, prompt=job.prompt)
+    another worker, and (with task="translate", without the prompt and key terms) English from the speech model."""
+    return RecognitionOptions(
+        language=job.language_code, verbatim=job.verbatim, prompt=job.prompt, key_terms=tuple(job.key_terms or ())
+    )

@@ -86,7 +86,7 @@ def _translated_cues(job: Job, target: str, source_cues: list[captions.Cue], wav
     model = speech_model() if target == "en" else None
     if model is not None and model.model.is_multilingual:  # an English-only model cannot translate
         # the job's own options, in the language recognised, without its prompt (written in that language)
-        options = dataclasses.replace(recognition_of(job), language=source, prompt="", task="translate")
+        options = dataclasses.replace(recognition_of(job), language=source, prompt="", key_terms=(), task="translate")
         words = []
         for start, end in audio.plan_chunks(wav):
             part = asr.transcribe(model, wav, start=start, end=end, options=options)

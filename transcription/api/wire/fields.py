@@ -7,6 +7,7 @@ import re
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from transcription.job_options import KEY_TERM_MAX_LENGTH
 from transcription.pipeline.recognition.languages import UnknownLanguage, normalize_language, whisper_language
 
 
@@ -120,6 +121,57 @@ class TargetLanguageField(StrictCharField):
         return value
 
 
+# A key term holds no control character (C0, DEL, C1) nor line or paragraph separator, and something
+# besides spaces; published as this pattern and checked with it (ECMAScript and Python read it alike:
+# U+FEFF, a space to ECMAScript's \s and not to Python's, is named apart).
+_CONTROL = r"[\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+_TERM_CHAR = r"[^\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+_TERM_SOLID = r"[^\s\ufeff\u0000-\u001f\u007f-\u009f\u2028\u2029]"
+KEY_TERM_PATTERN = f"^{_TERM_CHAR}*{_TERM_SOLID}{_TERM_CHAR}*$"
+
+
+@extend_schema_field({"type": "string", "minLength": 1, "maxLength": KEY_TERM_MAX_LENGTH, "pattern": KEY_TERM_PATTERN})
+class KeyTermField(StrictCharField):
+    """One key term: 1 to `max_length` characters as sent (spaces at either end then dropped),
+    something besides spaces, no control character."""
+
+    default_error_messages = {
+        "control": "A key term may not hold a control character or a line break.",
+        "blank": "A key term may not be empty.",
+        "max_length": "A key term must have at most {max_length} characters.",
+    }
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            if self.max_length is not None and len(data) > self.max_length:  # as sent, as the schema counts
+                self.fail("max_length", max_length=self.max_length)
+            if not re.fullmatch(KEY_TERM_PATTERN, data):
+                self.fail("control" if re.search(_CONTROL, data) else "blank")
+        return super().to_internal_value(data)
+
+
+class KeyTermsField(serializers.ListField):
+    """Names and terms recognition is biased towards (transcription.job_options, `key_terms`):
+    at most `max_length` of them, each a KeyTermField; a term sent twice is kept once."""
+
+    default_error_messages = {
+        "not_a_list": "Input should be a valid list.",
+        "max_length": "At most {max_length} key terms are allowed.",
+    }
+
+    def __init__(self, *, term_length: int, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("default", list)
+        kwargs.setdefault("child", KeyTermField(max_length=term_length))
+        super().__init__(**kwargs)
+
+    def to_internal_value(self, data):
+        # counted as sent, before any item is looked at (as target_languages)
+        if isinstance(data, list) and self.max_length is not None and len(data) > self.max_length:
+            self.fail("max_length", max_length=self.max_length)
+        return list(dict.fromkeys(super().to_internal_value(data)))
+
+
 # RFC 3986: scheme ":" hier-part ["?" query] ["#" fragment], checked piece by piece.
 _PCHAR = r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@]|%[0-9A-Fa-f]{2})"
 _URI = re.compile(
@@ -187,8 +239,8 @@ SPEAKER_NAME_MAX_CHARS = 40
 # holds no line break (any of those str.splitlines knows), ":", "<" or ">", and something besides
 # spaces. The same pattern is published in the document and checked here (ECMAScript and Python read
 # it alike); spaces at either end are then dropped.
-_NAME_CHAR = r"[^:<>\r\n\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]"
-_NAME_SOLID = r"[^:<>\s\u001c-\u001e\u0085\u2028\u2029]"
+_NAME_CHAR = r"[^\u0000:<>\r\n\u000b\u000c\u001c-\u001e\u0085\u2028\u2029]"
+_NAME_SOLID = r"[^\u0000:<>\s\u001c-\u001e\u0085\u2028\u2029]"
 # Nor does it end in "--": "<v Q&A -->" holds "-->", which ends a WebVTT cue (the spec forbids it in
 # cue text); names stored before this rule are rendered safely by pipeline.transcripts.speaker_names.
 SPEAKER_NAME_PATTERN = f"^(?![\\s\\S]*--\\s*$){_NAME_CHAR}*{_NAME_SOLID}{_NAME_CHAR}*$"
@@ -223,7 +275,13 @@ class SpeakerNameField(StrictCharField):
         super().__init__(**kwargs)
 
     def to_internal_value(self, data):
-        if isinstance(data, str) and data.strip() and not re.fullmatch(SPEAKER_NAME_PATTERN, data):
+        # (a null character: DRF's own message below; the pattern leaves it out, as DRF refuses it)
+        if (
+            isinstance(data, str)
+            and "\x00" not in data
+            and data.strip()
+            and not re.fullmatch(SPEAKER_NAME_PATTERN, data)
+        ):
             self.fail(
                 "cue_end" if data.strip().endswith("--") and re.fullmatch(_NAME_CHAR + "*", data) else "forbidden"
             )

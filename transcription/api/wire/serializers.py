@@ -6,6 +6,7 @@ from django.conf import settings
 from rest_framework import serializers
 
 from transcription.api.wire.fields import (
+    KeyTermsField,
     LanguageCodeField,
     SpeakerNameField,
     SpeakerNamesField,
@@ -15,7 +16,15 @@ from transcription.api.wire.fields import (
     TargetLanguagesField,
     UrlField,
 )
-from transcription.job_options import OPTIONS, TARGET_LANGUAGES_MAX, JobOption, Kind, options_for, playlist_options
+from transcription.job_options import (
+    KEY_TERMS_MAX,
+    OPTIONS,
+    TARGET_LANGUAGES_MAX,
+    JobOption,
+    Kind,
+    options_for,
+    playlist_options,
+)
 from transcription.models import FontSize, JobState, JobType, Quality, SubtitleFormat, TranslationState, VoiceState
 from transcription.pipeline.transcripts import transcript_edits
 
@@ -37,6 +46,9 @@ def option_field(option: JobOption, job_type: str | None = None) -> serializers.
         return StrictCharField(required=False, default=option.default, allow_blank=True, **described, **limit)
     if option.kind is Kind.LANGUAGE:
         return LanguageCodeField(**described)
+    if option.kind is Kind.TERMS:
+        assert option.max_length is not None, f"{option.name}: a list of terms declares their length"
+        return KeyTermsField(max_length=KEY_TERMS_MAX, term_length=option.max_length, **described)
     return TargetLanguagesField(max_length=TARGET_LANGUAGES_MAX, **described)
 
 
