@@ -155,7 +155,9 @@ def bare_target(model, lang: str) -> Callable[[np.ndarray], Result]:
 
         def decode(started):
             audio = np.concatenate(buf)
-            segs, _ = model.transcribe(audio, language=lang, beam_size=1, vad_filter=True, condition_on_previous_text=False)
+            segs, _ = model.transcribe(
+                audio, language=lang, beam_size=1, vad_filter=True, condition_on_previous_text=False
+            )
             text = " ".join(s.text.strip() for s in segs)
             at = time.perf_counter() - started
             words = text.split()
@@ -201,7 +203,9 @@ def whisperlive_target(port: int, lang: str, model_path: str) -> Callable[[np.nd
         done = threading.Event()
         with connect(f"ws://127.0.0.1:{port}", max_size=None) as ws:
             uid = str(uuid.uuid4())
-            ws.send(json.dumps({"uid": uid, "language": lang, "task": "transcribe", "model": model_path, "use_vad": True}))
+            ws.send(
+                json.dumps({"uid": uid, "language": lang, "task": "transcribe", "model": model_path, "use_vad": True})
+            )
             while True:
                 msg = json.loads(ws.recv(timeout=120))
                 if msg.get("message") == "SERVER_READY":

@@ -165,3 +165,62 @@ def test_silence_gives_no_events_and_no_text(model):
     t = LiveTranscriber(model, LiveOptions(language="en"), ids())
     assert stream(t, silence(10)) == []
     assert t.decodings == 0
+
+
+def noise_and_music(seconds: float) -> np.ndarray:
+    """White noise, then chords with a beat: no words in either."""
+    rng = np.random.default_rng(52)
+    half = round(seconds * RATE / 2)
+    noise = rng.normal(0, 0.1, half).astype(np.float32)
+    t = np.arange(half) / RATE
+    chords = sum(np.sin(2 * np.pi * f * t) for f in (220, 277, 330, 440)) * 0.08
+    beat = (np.sin(2 * np.pi * 2 * t) > 0.9) * rng.normal(0, 0.3, half)
+    return np.concatenate([noise, (chords + beat).astype(np.float32)])
+
+
+def test_noise_and_music_give_no_text(model):
+    t = LiveTranscriber(model, LiveOptions(language="en"), ids())
+    events = stream(t, noise_and_music(10))
+    assert [e for e in events if isinstance(e, ev.Delta)] == []
+    assert all(e.transcript == "" for e in events if isinstance(e, ev.Completed))
+
+
+def test_deltas_are_append_only_over_several_items_and_a_long_one(model, tmp_path):
+    """Every item's deltas joined are its Completed text; items follow one another; a 20 s item
+    (past the bounded window) loses no words and says none twice."""
+    short = spoken(tmp_path, "Good morning everyone.")
+    long_text = " ".join([FOX, "After that the fox sleeps under a tall tree until the sun goes down.", FOX])
+    samples = np.concatenate([silence(0.5), short, silence(1.2), spoken(tmp_path, long_text, speed=150), silence(1)])
+    t = LiveTranscriber(model, LiveOptions(language="en"), ids())
+    events = stream(t, samples, chunk_s=0.25)
+    done = texts(events)
+    assert len(done) == 2, done
+    for joined, final in done.values():
+        assert final == joined
+    committed = [e for e in events if isinstance(e, ev.Committed)]
+    assert [c.previous_item_id for c in committed] == [None, committed[0].item_id]
+    assert wer("Good morning everyone.", done[committed[0].item_id][1]) <= 0.34
+    assert wer(long_text, done[committed[1].item_id][1]) <= 0.15, done[committed[1].item_id][1]
+
+
+def test_without_server_vad_the_clients_commit_ends_the_item(model, tmp_path):
+    t = LiveTranscriber(model, LiveOptions(language="en", server_vad=False), ids())
+    events: list[ev.LiveEvent] = []
+    samples = np.concatenate([silence(0.5), spoken(tmp_path, FOX), silence(1.5)])
+    for i in range(0, len(samples), RATE // 10):
+        events.extend(t.feed(samples[i : i + RATE // 10]))
+    assert not any(isinstance(e, (ev.SpeechStarted, ev.SpeechStopped, ev.Committed)) for e in events)
+    events.extend(t.commit())
+    assert [type(e).__name__ for e in events[-2:]] == ["Delta", "Completed"] or isinstance(events[-1], ev.Completed)
+    (joined, final) = texts(events)[events[-1].item_id]
+    assert final == joined and wer(FOX, final) <= 0.15
+
+
+def test_a_commit_with_nothing_spoken_is_committed_and_empty_and_clear_drops_speech(model, tmp_path):
+    t = LiveTranscriber(model, LiveOptions(language="en", server_vad=False), ids())
+    t.feed(silence(1))
+    assert t.commit() == [ev.Committed("item_0", None), ev.Completed("item_0", "")]
+    t.feed(spoken(tmp_path, "Good morning everyone."))
+    assert t.clear() == []
+    assert t.commit() == [ev.Committed("item_2", "item_0"), ev.Completed("item_2", "")]
+    assert t.finish() == []

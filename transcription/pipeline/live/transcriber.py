@@ -296,12 +296,21 @@ class LiveTranscriber:
             condition_on_previous_text=False,
             temperature=0.0,
         )
-        words = [
-            _Word(round(offset / RATE + float(w.start), 3), round(offset / RATE + float(w.end), 3), w.word)
-            for seg in segments
-            if not _TAG.match(seg.text)
-            for w in self._segment_words(seg)
-        ]
+        # a tag ("[Music]"), a segment said again, and words placed past the audio's end are what
+        # Whisper reads into silence: the encoder's margin invites a repetition there
+        length = len(audio) / RATE
+        words: list[_Word] = []
+        said: set[str] = set()
+        for seg in segments:
+            key = re.sub(r"[^\w']", "", seg.text.casefold())
+            if _TAG.match(seg.text) or key in said:
+                continue
+            said.add(key)
+            words.extend(
+                _Word(round(offset / RATE + float(w.start), 3), round(offset / RATE + float(w.end), 3), w.word)
+                for w in self._segment_words(seg)
+                if float(w.start) < length - _TIME_SLACK_S
+            )
         self.decode_seconds += time.perf_counter() - began
         self.decodings += 1
         if self._item_language is None and (
