@@ -6,7 +6,7 @@ audio before it) and closes it after ``silence_ms`` of silence; without server V
 again every :data:`DECODE_STEP_S` of new audio at the most, and the words two decodings in a row
 agree on are sent as deltas (LocalAgreement-2, whisper_streaming's ``HypothesisBuffer``: Macháček,
 Dabre and Bojar 2023). A delta is never taken back: when the item closes, its last words come from
-one more decoding (or the last one, when it already heard all the speech), and its ``Completed``
+one more decoding of its window, and its ``Completed``
 text is its deltas joined, exactly. The window is bounded: past :data:`MAX_WINDOW_S` it is cut at
 the end of a sent word, and the words sent before the cut become the decoding's prompt.
 
@@ -46,6 +46,9 @@ __all__ = ["DECODE_STEP_S", "MAX_WINDOW_S", "LiveOptions", "LiveTranscriber"]
 # decode an open item again once this much new audio came (a caller that fell behind feeds more
 # per call and so decodes less often)
 DECODE_STEP_S = 0.5
+# an item is first decoded once its window is this long: two decodings of half a second agree on
+# words Whisper guessed from too little (bench/live: "Das dürfen wir" for "Das Treffen beginnt")
+FIRST_DECODE_S = 1.0
 # an item's window is cut at a sent word past this length; past HARD_WINDOW_S, what is not agreed
 # on yet but lies more than FORCE_BEHIND_S behind is sent anyway (Whisper reads 30 s at the most)
 MAX_WINDOW_S = 12.0
@@ -67,6 +70,9 @@ _TIME_SLACK_S = 0.1
 _WHISPER_FRAMES = 3000
 _HOP = 160
 ENCODER_MARGIN_FRAMES = 100
+# and never fewer than this (3 s): a second and a half of speech read alone came back "Go to the
+# morning everyone."
+MIN_ENCODER_FRAMES = 300
 _TAG = re.compile(r"^\s*(\[[^\]]*\]|\([^)]*\)|[♪♫\s]+|\W*)\s*$")
 
 
@@ -160,7 +166,11 @@ class LiveTranscriber:
                     events.extend(self._close(close))
         if self._item is None:  # keep only the audio that may become an item's prefix
             self._drop_before(max(self._buf_start, self._vad_pos - self._prefix))
-        elif self._item_speech and self._fed - self._decoded_to >= DECODE_STEP_S * RATE:
+        elif (
+            self._item_speech
+            and self._fed - self._decoded_to >= DECODE_STEP_S * RATE
+            and self._fed - self._buf_start >= FIRST_DECODE_S * RATE
+        ):
             events.extend(self._partial())
         return events
 
@@ -213,10 +223,9 @@ class LiveTranscriber:
         item = self._item or self._new_item_id()
         events: list[LiveEvent] = [Committed(item, self._last_item)]
         if self._item_speech:
-            if self._decoded_to >= min(at, self._speech_end):
-                rest = self._hypothesis  # the last decoding heard all the speech
-            else:
-                rest = self._fresh(self._decode(self._buf[: at - self._buf_start], self._buf_start))
+            # always one more decoding: the last partial one may have heard the item's last word
+            # cut short and said nothing of it ("Good morning everyone." came back empty)
+            rest = self._fresh(self._decode(self._buf[: at - self._buf_start], self._buf_start, final=True))
             events.extend(self._send(rest))
         events.append(Completed(item, self._text))
         self._last_item = item
@@ -279,13 +288,15 @@ class LiveTranscriber:
     def _encode(self, features: Any) -> Any:
         return self.model.encode(features[..., : self._encoder_frames])
 
-    def _decode(self, audio: npt.NDArray[np.float32], offset: int) -> list[_Word]:
+    def _decode(self, audio: npt.NDArray[np.float32], offset: int, final: bool = False) -> list[_Word]:
         """Whisper's words for ``audio`` (which starts at the stream's sample ``offset``)."""
         self._decoded_to = offset + len(audio)
         if len(audio) < FRAME:
             return []
         began = time.perf_counter()
-        self._encoder_frames = min(_WHISPER_FRAMES, len(audio) // _HOP + ENCODER_MARGIN_FRAMES)
+        # an item's last decoding reads Whisper's whole 30 s, as the file path does
+        short = max(MIN_ENCODER_FRAMES, len(audio) // _HOP + ENCODER_MARGIN_FRAMES)
+        self._encoder_frames = _WHISPER_FRAMES if final else min(_WHISPER_FRAMES, short)
         segments, info = self._short.transcribe(
             audio,
             language=self._item_language,
