@@ -301,7 +301,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-live-"))
     recs = recordings(folder)
     refs = {}
-    for name, (samples, reference, lang) in recs.items():
+    for name, (samples, _reference, lang) in recs.items():
         t = transcribe(model, _wav(samples, folder / f"{name}.wav"), options=RecognitionOptions(language=lang))
         refs[name] = ([(w.end, w.text) for s in t.segments for w in s.words], " ".join(s.text for s in t.segments))
     targets = args.targets.split(",")
@@ -327,9 +327,12 @@ def main() -> None:
         samples, reference, lang = recs[name]
         for target in targets:
             out: list = [None] * n
-            threads = [
-                threading.Thread(target=lambda i=i: out.__setitem__(i, make(target, lang)(samples))) for i in range(n)
-            ]
+            runners = [make(target, lang) for _ in range(n)]
+
+            def one(i: int, out: list = out, runners: list = runners, samples: np.ndarray = samples) -> None:
+                out[i] = runners[i](samples)
+
+            threads = [threading.Thread(target=one, args=(i,)) for i in range(n)]
             load = os.getloadavg()[0]
             for th in threads:
                 th.start()
