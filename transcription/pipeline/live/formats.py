@@ -9,7 +9,7 @@ FFmpeg's G.711 decoders, through PyAV (which faster-whisper already needs): a st
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -55,7 +55,7 @@ class Resampler:
         import av
 
         self.fmt = fmt
-        self._decoder = None
+        self._decoder: Any = None  # PyAV's audio decoder (its stubs type create() as any codec's)
         if fmt.kind in _G711_CODEC:
             self._decoder = av.CodecContext.create(_G711_CODEC[fmt.kind], "r")
             self._decoder.sample_rate = fmt.rate
@@ -73,7 +73,7 @@ class Resampler:
         else:
             import av
 
-            frames = self._decoder.decode(av.Packet(payload))  # type: ignore[union-attr]
+            frames = self._decoder.decode(av.Packet(payload))
             pcm = np.concatenate([f.to_ndarray().reshape(-1) for f in frames]) if frames else np.zeros(0, "<i2")
         if self._resampler is None:
             return (pcm.astype(np.float32) / 32768.0).astype(np.float32)

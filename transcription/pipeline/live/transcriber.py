@@ -118,7 +118,7 @@ class LiveTranscriber:
         # the same words (LibriVox 0870-0920, WER equal); with no margin at all Whisper repeats
         self._short = copy.copy(model)
         self._encoder_frames = _WHISPER_FRAMES
-        self._short.encode = self._encode  # type: ignore[method-assign]
+        self._short.encode = self._encode
         self.options = options
         self._new_item_id = new_item_id
         self._language = whisper_language(options.language) if options.language else None
