@@ -49,7 +49,7 @@ def worker_key(worker: str) -> str:
     return f"live:worker:{worker}"
 
 
-def _encode(message: dict[str, Any]) -> dict[str, Any]:
+def _encode(message: dict[str, Any]) -> Any:
     fields = {key: value for key, value in message.items() if key != "data" and value is not None}
     return {
         "json": json.dumps(fields),
@@ -86,7 +86,7 @@ class RedisDoor:
             await pipe.execute()
 
     async def receive(self, timeout: float) -> list[dict[str, Any]]:
-        answer = await self.redis.xread({outbox(self.stream_id): self.last}, count=200, block=int(timeout * 1000))
+        answer: Any = await self.redis.xread({outbox(self.stream_id): self.last}, count=200, block=int(timeout * 1000))
         events = []
         for _, entries in answer or []:
             for entry_id, fields in entries:
@@ -131,7 +131,7 @@ class RedisWorker:
         """A stream waiting for a worker, or None after `timeout`."""
         self._group()
         client = self.blocking
-        answer = client.xreadgroup(GROUP, self.name, {NEW: ">"}, count=1, block=int(timeout * 1000))
+        answer: Any = client.xreadgroup(GROUP, self.name, {NEW: ">"}, count=1, block=int(timeout * 1000))
         for _, entries in answer or []:
             for entry_id, fields in entries:
                 client.xack(NEW, GROUP, entry_id)
@@ -143,7 +143,7 @@ class RedisWorker:
 
     def read(self, stream_id: str, last: str, timeout: float) -> tuple[str, list[dict[str, Any]]]:
         client = self.blocking
-        answer = client.xread({inbox(stream_id): last}, count=500, block=int(timeout * 1000))
+        answer: Any = client.xread({inbox(stream_id): last}, count=500, block=int(timeout * 1000))
         messages = []
         for _, entries in answer or []:
             for entry_id, fields in entries:

@@ -30,6 +30,7 @@ import json
 import logging
 import math
 import time
+from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
@@ -151,7 +152,7 @@ class Socket:
 
     def __init__(self, stream_id: str, session: wire.Session, receive, send):
         self.stream_id, self.session, self.receive, self.send = stream_id, session, receive, send
-        self.link = None
+        self.link: Any = None
         self.worker: str | None = None
         self.sent_ms = 0.0
         self.heard_ms = 0.0

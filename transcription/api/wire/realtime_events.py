@@ -282,7 +282,7 @@ TRANSCRIPTION = "conversation.item.input_audio_transcription"
 def engine_event(event: dict, spans: dict[str, list[int]]) -> dict | None:
     """An engine event (transcription.pipeline.live.events.to_json's dict) in OpenAI's shape; None
     for one the client never sees. `spans` keeps each item's start and end (ms) for its usage."""
-    kind, item_id = event.get("type"), event.get("item_id")
+    kind, item_id = event.get("type"), str(event.get("item_id"))
     if kind == "speech_started":
         spans.setdefault(item_id, [event["audio_start_ms"], event["audio_start_ms"]])
         return server_event(
