@@ -129,3 +129,14 @@ def test_a_worker_killed_mid_stream_gives_an_error_and_one_charge(web, live_work
     assert killed and errors and errors[-1]["error"]["code"] == "live_worker_lost", [e["type"] for _, e in events]
     wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
     assert LedgerEntry.objects.filter(source=LedgerEntry.Source.LIVE).count() == 1
+
+
+def test_without_redis_the_web_process_serves_the_stream_itself(token, pcm24k, tmp_path):
+    """`make run`'s embedded default: no REDIS_URL, the same worker code in threads of bin/web."""
+    with running_web(tmp_path / "web.log", REDIS_URL="") as base:
+        url = base.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+        events = asyncio.run(stream(url, token, pcm24k))
+    completed = [e for _, e in events if e["type"].endswith(".completed")]
+    assert completed and any(e["type"].endswith(".delta") for _, e in events), [e["type"] for _, e in events]
+    wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
+    assert LedgerEntry.objects.filter(source=LedgerEntry.Source.LIVE).count() == 1
