@@ -547,6 +547,12 @@ def live_settle(stream_id: Any, seconds: int | None, reason: str) -> LedgerEntry
         )
 
 
+def live_stale_after_seconds(idle_timeout: float) -> float:
+    """How long a stream's door may go without reporting before the stream counts as lost: twice
+    the socket's idle timeout, two minutes at least (a door reports every 20 s while it runs)."""
+    return max(120.0, 2 * idle_timeout)
+
+
 def live_settle_stale(stale_before: datetime) -> int:
     """Settle every stream whose door stopped reporting before `stale_before` (the sweeper's)."""
     stale = LiveStream.objects.filter(settled_at__isnull=True, touched_at__lt=stale_before)

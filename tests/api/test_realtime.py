@@ -224,3 +224,18 @@ def test_a_stream_is_settled_once_in_whole_seconds_and_never_below_zero(account)
     billing.live_settle(poor.pk, balance + 100, "ran out")
     assert account_balance(account.pk) == 0
     assert LiveStream.objects.filter(settled_at__isnull=True).count() == 0
+
+
+def test_the_sweeper_settles_a_stream_whose_door_died_at_what_it_reported(account):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from transcription.upkeep import sweeper
+
+    stream = billing.live_open(account.pk, 2, stale_before=timezone.now())
+    billing.live_hold(stream.pk, 7, 5)
+    LiveStream.objects.filter(pk=stream.pk).update(touched_at=timezone.now() - timedelta(hours=1))
+    assert sweeper.sweep_stalled_jobs()["live_streams_settled"] == 1
+    assert sweeper.sweep_stalled_jobs()["live_streams_settled"] == 0
+    assert [e.seconds for e in LedgerEntry.objects.filter(live_stream=stream)] == [-7]

@@ -33,7 +33,9 @@ TOUCH_SECONDS = 20.0
 
 
 def stale_after() -> timedelta:
-    return timedelta(seconds=max(120.0, 3 * TOUCH_SECONDS, 2 * settings.LIVE_IDLE_TIMEOUT_SECONDS))
+    return timedelta(
+        seconds=max(3 * TOUCH_SECONDS, billing.live_stale_after_seconds(settings.LIVE_IDLE_TIMEOUT_SECONDS))
+    )
 
 
 def stale_before() -> datetime:
