@@ -107,7 +107,12 @@ def test_a_reading_streamed_gets_deltas_while_it_plays_and_its_text(web, live_wo
     for item in {e["item_id"] for e in completed}:
         joined = "".join(e["delta"] for _, e in deltas if e["item_id"] == item)
         assert joined == next(e["transcript"] for e in completed if e["item_id"] == item)
-    print(f"first delta {deltas[0][0]:.2f} s after the first audio; {len(deltas)} deltas")
+    started = next(at for at, e in events if e["type"] == "input_audio_buffer.speech_started")
+    done = [at for at, e in events if e["type"].endswith(".completed")]
+    print(
+        f"speech started at {started:.2f} s, first delta {deltas[0][0]:.2f} s after the first audio, "
+        f"{len(deltas)} deltas, completed at {[round(at, 2) for at in done]} s; audio {len(pcm24k) / 48000:.2f} s"
+    )
     duration = len(pcm24k) / 48000
     assert deltas[0][0] < duration, "words came while the reading still played"
     wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
