@@ -1,6 +1,9 @@
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
+from django.utils import timezone
 
 
 class Plan(models.Model):
@@ -13,6 +16,12 @@ class Plan(models.Model):
         help_text="Bytes of uploads an account on this plan may keep at once (the sum of its live uploads). "
         "Empty: one largest upload (UPLOAD_MAX_BYTES), as for an account without a plan.",
     )
+    live_streams = models.PositiveSmallIntegerField(
+        null=True,
+        blank=True,
+        help_text="Live streams (/v1/realtime) an account on this plan may hold open at once. "
+        "Empty: LIVE_STREAMS_PER_ACCOUNT, as for an account without a plan.",
+    )
 
     def __str__(self):
         return self.name
@@ -20,6 +29,29 @@ class Plan(models.Model):
 
 class AppendOnlyError(Exception):
     pass
+
+
+class LiveStream(models.Model):
+    """The minutes of one live stream (a socket of /v1/realtime), from its opening to its one ledger
+    entry. While it runs, `held` seconds of the account's balance are set aside for it (the balance
+    selector subtracts them: billing.selectors.account_balance), `seconds` is the whole seconds of
+    audio it had received at the last report; settling writes one charge of those seconds (at most
+    what was held) and marks it settled, under the account's row lock, once (docs/decisions/live.md)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="live_streams")
+    seconds = models.PositiveIntegerField(default=0, help_text="Whole seconds of audio received so far.")
+    held = models.PositiveIntegerField(default=0, help_text="Seconds of balance set aside while it runs.")
+    started_at = models.DateTimeField(auto_now_add=True)
+    touched_at = models.DateTimeField(default=timezone.now, help_text="Its door's last report.")
+    settled_at = models.DateTimeField(null=True, blank=True)
+    ended = models.CharField(max_length=200, blank=True, help_text="Why it ended.")
+
+    class Meta:
+        indexes = [models.Index(fields=["account", "settled_at"], name="live_streams_open")]
+
+    def __str__(self):
+        return f"live stream {self.id} ({self.seconds} s)"
 
 
 class LedgerEntry(models.Model):
@@ -45,6 +77,8 @@ class LedgerEntry(models.Model):
         # changed, and burned videos drawn again from the edited subtitles
         RETRANSLATION = "retranslate", "Retranslation of an edit"
         REBURN = "reburn", "Burned again"
+        # A live stream's audio (/v1/realtime, issue 52): one entry per stream, at its end
+        LIVE = "live", "Live stream"
 
     account = models.ForeignKey("accounts.Account", on_delete=models.PROTECT, related_name="ledger")
     kind = models.CharField(max_length=10, choices=Kind.choices)
@@ -55,6 +89,7 @@ class LedgerEntry(models.Model):
     translation = models.ForeignKey(
         "transcription.Translation", null=True, blank=True, on_delete=models.PROTECT, related_name="ledger"
     )
+    live_stream = models.ForeignKey(LiveStream, null=True, blank=True, on_delete=models.PROTECT, related_name="ledger")
     period = models.DateField(null=True, blank=True, help_text="Renewal date a plan grant belongs to.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.PROTECT)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -73,6 +108,7 @@ class LedgerEntry(models.Model):
             models.UniqueConstraint(
                 fields=["translation"], condition=Q(kind="refund"), name="one_refund_per_translation"
             ),
+            models.UniqueConstraint(fields=["live_stream"], name="one_entry_per_live_stream"),
             models.UniqueConstraint(
                 fields=["account", "period"], condition=Q(source="plan"), name="one_plan_grant_per_period"
             ),

@@ -6,6 +6,7 @@ L is the video's length in whole seconds (rounded up by the caller).
 - burned: m x L, m = 3 (default, 720p), 4 (hd, 1080p), 5 (uhd, 4K);
   each target language of a burned job: + (1 + m) x L (a translation and one more burned video)
 - a playlist: the sum over its queued videos.
+- a live stream (issue 52): 1 x its seconds of audio, in whole seconds (what a transcript costs).
 - a done job corrected (issue 46): each translation of the cues an edit changed, 1 x their seconds
   (what a translated language adds); each video burned again, m x L.
 """
@@ -43,6 +44,16 @@ def job_cost(job_type: str, seconds: int, quality: str = "default", translations
 def translation_cost(job_type: str, seconds: int, quality: str = "default") -> int:
     """The share of a job's cost that one of its translations accounts for (what its refund returns)."""
     return seconds * translation_multiplier(job_type, quality)
+
+
+def live_cost(seconds: int) -> int:
+    """A live stream of `seconds` whole seconds of audio: what a transcript of them costs."""
+    return job_cost("transcript", seconds)
+
+
+def live_seconds(balance: int) -> int:
+    """Whole seconds of live audio a balance pays for."""
+    return max(balance, 0) // cost_multiplier("transcript")
 
 
 def retranslation_cost(seconds: int, languages: int) -> int:

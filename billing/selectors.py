@@ -4,12 +4,19 @@ from dataclasses import dataclass
 from django.db.models import Sum
 
 from . import pricing
-from .models import LedgerEntry
+from .models import LedgerEntry, LiveStream
 
 
 def account_balance(account_id) -> int:
-    """Seconds left: the sum of the account's ledger."""
-    return LedgerEntry.objects.filter(account_id=account_id).aggregate(total=Sum("seconds"))["total"] or 0
+    """Seconds left: the sum of the account's ledger, less what its running live streams hold."""
+    ledger = LedgerEntry.objects.filter(account_id=account_id).aggregate(total=Sum("seconds"))["total"] or 0
+    return ledger - live_held(account_id)
+
+
+def live_held(account_id) -> int:
+    """Seconds of balance the account's live streams set aside while they run (none settled yet)."""
+    open_streams = LiveStream.objects.filter(account_id=account_id, settled_at__isnull=True)
+    return open_streams.aggregate(total=Sum("held"))["total"] or 0
 
 
 @dataclass(frozen=True)

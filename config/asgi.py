@@ -1,7 +1,8 @@
 """The production web application (bin/web: gunicorn with uvicorn workers): /mcp goes to the MCP
 server (transcription.api.doors.mcp_server, the official SDK's Streamable HTTP app), /v1/api/uploads to
 the uploads' app (transcription.api.doors.uploads: bodies read in the event loop), /v1/audio/* and
-/v1/models to OpenAI's speech API (transcription.api.doors.openai_compat), everything else to
+/v1/models to OpenAI's speech API (transcription.api.doors.openai_compat), the WebSocket of
+/v1/realtime to OpenAI's Realtime transcription protocol (transcription.api.doors.realtime), everything else to
 Django's WSGI application in a thread pool (a2wsgi), which kept the poll path as fast as gunicorn's
 sync workers did (docs/decisions.md, "One server for /v1 and /mcp"). The lifespan events go to the
 SDK's app, which starts its session manager there.
@@ -19,7 +20,7 @@ from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 
-from transcription.api.doors import openai_compat, uploads  # noqa: E402
+from transcription.api.doors import openai_compat, realtime, uploads  # noqa: E402
 from transcription.api.doors.asgi_door import ChunkedBodies  # noqa: E402
 from transcription.api.doors.mcp_server import MCP_PATH, asgi_app  # noqa: E402
 from transcription.api.doors.poll_front import PollFront  # noqa: E402
@@ -37,6 +38,10 @@ mcp_sdk_application, mcp_application = asgi_app()
 async def application(scope, receive, send):
     if scope["type"] == "lifespan":
         return await mcp_sdk_application(scope, receive, send)
+    if scope["type"] == "websocket":
+        if scope["path"].rstrip("/") == realtime.PATH:
+            return await realtime.application(scope, receive, send)
+        return await send({"type": "websocket.close", "code": 1008})
     if scope["type"] == "http" and scope["path"].rstrip("/") == MCP_PATH:
         return await mcp_application(scope, receive, send)
     if scope["type"] == "http" and (scope["path"] + "/").startswith(uploads.UPLOADS_PATH + "/"):

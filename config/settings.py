@@ -434,6 +434,21 @@ UPLOAD_INCOMING_DIR = Path(env.str("UPLOAD_INCOMING_DIR", default=str(MEDIA_ROOT
 # the job to poll (the job goes on).
 OPENAI_WAIT_TIMEOUT_SECONDS = env.float("OPENAI_WAIT_TIMEOUT_SECONDS", default=600.0)
 
+# --- Live streams: /v1/realtime (docs/decisions/live.md) -----------------------------------------
+# Streams an account may hold open at once when its plan says nothing (Plan.live_streams).
+LIVE_STREAMS_PER_ACCOUNT = env.int("LIVE_STREAMS_PER_ACCOUNT", default=2)
+# Streams one live worker (bin/live) serves at once on its one model: a machine's count of them.
+LIVE_STREAMS_PER_WORKER = env.int("LIVE_STREAMS_PER_WORKER", default=2)
+if LIVE_STREAMS_PER_WORKER < 1:
+    raise ImproperlyConfigured("LIVE_STREAMS_PER_WORKER must be 1 or more.")
+# A socket with no message from its client this long is closed (an `error` event first).
+LIVE_IDLE_TIMEOUT_SECONDS = env.float("LIVE_IDLE_TIMEOUT_SECONDS", default=60.0)
+# The most audio one stream may carry, in seconds; then an `error` event and the socket closes.
+LIVE_MAX_STREAM_SECONDS = env.int("LIVE_MAX_STREAM_SECONDS", default=4 * 3600)
+# Audio a client may send ahead of the worker's recognition (seconds): past it the door stops
+# reading the socket until the worker catches up, so a client faster than real time is slowed.
+LIVE_BUFFER_SECONDS = env.float("LIVE_BUFFER_SECONDS", default=30.0)
+
 # --- Sweeper: jobs that stopped moving (a worker died) -----------------------------------------
 STALLED_AFTER_SECONDS = env.int("STALLED_AFTER_SECONDS", default=15 * 60)
 STALLED_MAX_ATTEMPTS = env.int("STALLED_MAX_ATTEMPTS", default=2)

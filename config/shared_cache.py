@@ -64,6 +64,12 @@ def connect_async(url: str) -> redis.asyncio.Redis:
     )
 
 
+@lru_cache(maxsize=8)
+def blocking(url: str) -> redis.Redis:
+    """A client for reads that wait (XREAD BLOCK, at most a few seconds: the live worker's)."""
+    return redis.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS, socket_timeout=30.0)
+
+
 def subscriber(url: str) -> redis.asyncio.Redis:
     """An asyncio client for a subscription: no read timeout, since it waits for messages."""
     return redis.asyncio.Redis.from_url(url, socket_connect_timeout=CONNECT_TIMEOUT_SECONDS)

@@ -23,6 +23,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from billing import services as billing
 from transcription import states
 from transcription.models import FailureReason, Job
 from transcription.scheduling import dispatch
@@ -55,4 +56,13 @@ def sweep_stalled_jobs(now=None) -> dict:
     retranslations = retranslation_services.retranslations_resend(cutoff, now)  # a done job's edit (issue 46)
     for job_id in retranslations:
         dispatch.retranslation_send(job_id)
-    return {"requeued": requeued, "resent": resent, "failed": failed, "retranslations": retranslations}
+    # live streams whose web process died before settling them: settled at what they last reported
+    lost_after = timedelta(seconds=billing.live_stale_after_seconds(settings.LIVE_IDLE_TIMEOUT_SECONDS))
+    live_settled = billing.live_settle_stale(now - lost_after)
+    return {
+        "requeued": requeued,
+        "resent": resent,
+        "failed": failed,
+        "retranslations": retranslations,
+        "live_streams_settled": live_settled,
+    }

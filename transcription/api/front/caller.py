@@ -18,6 +18,7 @@ MCP = "mcp"
 WEBSITE = "website"
 UPLOADS = "uploads"
 OPENAI = "openai"
+REALTIME = "realtime"
 
 
 @dataclass

@@ -35,7 +35,17 @@ from django.conf import settings
 from accounts.authentication import TokenRefused, token_holder_for_header
 from accounts.models import Account
 from transcription.api.front import ratelimit
-from transcription.api.front.caller import MCP, OPENAI, REST, UPLOADS, WEBSITE, Caller, Operation, ResponseBody  # noqa: F401 (the doors' names)
+from transcription.api.front.caller import (  # noqa: F401 (the doors' names)
+    MCP,
+    OPENAI,
+    REALTIME,
+    REST,
+    UPLOADS,
+    WEBSITE,
+    Caller,
+    Operation,
+    ResponseBody,
+)
 from transcription.api.wire.error_bodies import (
     AuthenticationFailed,
     ErrorAnswer,

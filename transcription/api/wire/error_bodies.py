@@ -134,6 +134,17 @@ class DoorRefusal(Refusal):
         return self.extra_headers
 
 
+class StreamRefused(Refusal):
+    """A live stream (/v1/realtime) refused: the account's cap of streams at once, or no minutes
+    left (`code`: "too_many_streams", "no_minutes")."""
+
+    status_code = 429
+
+    def __init__(self, detail: str, code: str):
+        self.refusal_code = code
+        super().__init__(detail)
+
+
 class NotAuthenticated(Refusal, exceptions.NotAuthenticated):
     """A 401: no token was sent."""
 
