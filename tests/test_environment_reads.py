@@ -36,6 +36,7 @@ ALLOWED = {
     "bench/asr/pipeline.py": BENCH,
     "bench/asr/spread.py": BENCH,
     "bench/asr/side_by_side.py": BENCH,
+    "bench/live/stream.py": BENCH,
     "bench/edits/patch.py": BENCH,
     "bench/polls/asgi_constant.py": BENCH,
     "bench/polls/environment.py": BENCH,

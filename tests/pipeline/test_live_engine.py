@@ -104,7 +104,7 @@ def test_g711_at_8k_is_decoded_and_resampled(kind):
 )
 def test_bad_audio_says_why(kind, rate, payload, message):
     with pytest.raises(BadAudio, match=message):
-        to_16k(payload, AudioFormat(kind, rate))  # type: ignore[arg-type]
+        to_16k(payload, AudioFormat(kind, rate))
 
 
 # ---------------------------------------------------------------------------- events
