@@ -27,11 +27,8 @@ if not SECRET_KEY.strip():
     )
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
-# Behind a reverse proxy that terminates TLS: believe its X-Forwarded-Proto and X-Forwarded-Host,
-# so that absolute links (burned_video_url) say https:// and the public host name.
-# Under it every per-address control (sign-in lockout, sign-up and mail limits, the API's limit on
-# bad tokens, /metrics) counts a request from one of TRUSTED_PROXIES by the X-Forwarded-For address
-# that proxy appended (accounts.client); without it, by the TCP peer whatever the headers say.
+# Behind a TLS-terminating proxy: believe its X-Forwarded-Proto/-Host (https:// links), and count a
+# request from one of TRUSTED_PROXIES by the X-Forwarded-For address it appended (accounts.client).
 TRUST_PROXY_HEADERS = env.bool("TRUST_PROXY_HEADERS", default=False)
 TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=["127.0.0.1/32", "::1/128"])
 if TRUST_PROXY_HEADERS:
@@ -423,30 +420,21 @@ ARTIFACT_RETENTION_DAYS = env.int("ARTIFACT_RETENTION_DAYS", default=30)
 # The largest file one upload may carry (a JSON 413 above it), by any route: plain POST, tus or
 # the OpenAI-compatible endpoints.
 UPLOAD_MAX_BYTES = env.int("UPLOAD_MAX_BYTES", default=2 * 1024**3)
-# An upload is kept this long after it was last written or used by a job (and never while a job
-# that reads it runs); an unfinished tus upload this long after its last PATCH. Then the hourly
-# retention sweep deletes it, like the other inputs.
+# An upload (or an unfinished tus upload) is kept this long after its last use, never while a job reads it.
 UPLOAD_RETENTION_HOURS = env.int("UPLOAD_RETENTION_HOURS", default=24)
-# Where the bytes of an upload arrive before it is whole: a local folder of the web machine
-# (under MEDIA_ROOT by default, so a finished upload is renamed into storage, not copied).
+# Where an upload's bytes arrive before it is whole: under MEDIA_ROOT, so it is renamed into storage, not copied.
 UPLOAD_INCOMING_DIR = Path(env.str("UPLOAD_INCOMING_DIR", default=str(MEDIA_ROOT / "incoming")))
-# How long POST /v1/audio/transcriptions waits for its job before answering an error that names
-# the job to poll (the job goes on).
+# How long POST /v1/audio/transcriptions waits for its job before an error naming the job to poll.
 OPENAI_WAIT_TIMEOUT_SECONDS = env.float("OPENAI_WAIT_TIMEOUT_SECONDS", default=600.0)
 
-# --- Live streams: /v1/realtime (docs/decisions/live.md) -----------------------------------------
-# Streams an account may hold open at once when its plan says nothing (Plan.live_streams).
-LIVE_STREAMS_PER_ACCOUNT = env.int("LIVE_STREAMS_PER_ACCOUNT", default=2)
-# Streams one live worker (bin/live) serves at once on its one model: a machine's count of them.
-LIVE_STREAMS_PER_WORKER = env.int("LIVE_STREAMS_PER_WORKER", default=2)
+# --- Live streams: /v1/realtime (docs/decisions/live.md; docs/operating.md says what each means) ----
+LIVE_STREAMS_PER_ACCOUNT = env.int("LIVE_STREAMS_PER_ACCOUNT", default=2)  # when its plan says nothing
+LIVE_STREAMS_PER_WORKER = env.int("LIVE_STREAMS_PER_WORKER", default=2)  # one bin/live's, on its one model
 if LIVE_STREAMS_PER_WORKER < 1:
     raise ImproperlyConfigured("LIVE_STREAMS_PER_WORKER must be 1 or more.")
-# A socket with no message from its client this long is closed (an `error` event first).
-LIVE_IDLE_TIMEOUT_SECONDS = env.float("LIVE_IDLE_TIMEOUT_SECONDS", default=60.0)
-# The most audio one stream may carry, in seconds; then an `error` event and the socket closes.
-LIVE_MAX_STREAM_SECONDS = env.int("LIVE_MAX_STREAM_SECONDS", default=4 * 3600)
-# Audio a client may send ahead of the worker's recognition (seconds): past it the door stops
-# reading the socket until the worker catches up, so a client faster than real time is slowed.
+LIVE_IDLE_TIMEOUT_SECONDS = env.float("LIVE_IDLE_TIMEOUT_SECONDS", default=60.0)  # no message: closed
+LIVE_MAX_STREAM_SECONDS = env.int("LIVE_MAX_STREAM_SECONDS", default=4 * 3600)  # of audio in one stream
+# audio a client may send ahead of recognition: past it the door stops reading the socket
 LIVE_BUFFER_SECONDS = env.float("LIVE_BUFFER_SECONDS", default=30.0)
 
 # --- Sweeper: jobs that stopped moving (a worker died) -----------------------------------------
@@ -498,14 +486,12 @@ PLAYLIST_LISTING_TIMEOUT_SECONDS = env.float("PLAYLIST_LISTING_TIMEOUT_SECONDS",
 PLAYLIST_LISTINGS_PER_PROCESS = env.int("PLAYLIST_LISTINGS_PER_PROCESS", default=2)
 
 # --- Webhooks ------------------------------------------------------------------------------------
-# Seconds to wait before each retry of an event the receiver did not take (Standard Webhooks'
-# schedule: about 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 24 h); after the last one it is given up.
+# Seconds before each retry of an event the receiver did not take (Standard Webhooks' schedule).
 WEBHOOK_RETRY_SECONDS = env.list("WEBHOOK_RETRY_SECONDS", cast=float, default=[5, 300, 1800, 7200, 18000, 36000, 86400])
 # Limit of one delivery attempt, connecting and reading the answer included.
 WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=15.0)
 
 # --- Monitoring (/health for load balancers, /metrics for Prometheus) -------------------------------
-# /metrics answers a request bearing this token (Authorization: Bearer ...) or coming from one of
-# these networks; /health needs neither.
+# /metrics answers a request bearing this token or from one of these networks; /health needs neither.
 METRICS_TOKEN = env.str("METRICS_TOKEN", default="")
 METRICS_ALLOWED_NETWORKS = env.list("METRICS_ALLOWED_NETWORKS", default=["127.0.0.1/32", "::1/128"])

@@ -11,7 +11,7 @@ import openai
 import pytest
 import websockets
 
-from billing import services as billing
+from billing import live_services as billing
 from billing.models import LedgerEntry, LiveStream, Plan
 from billing.selectors import account_balance
 from harness.processes import running_web

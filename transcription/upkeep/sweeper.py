@@ -23,7 +23,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from billing import services as billing
+from billing import live_services as billing
 from transcription import states
 from transcription.models import FailureReason, Job
 from transcription.scheduling import dispatch

@@ -1,6 +1,6 @@
 """Live streams (/v1/realtime) at the front door: a stream is opened, paid as its audio arrives and
 settled through here, with the rules of every door (the Caller's token, the job-request limit) and
-billing's (the plan's cap of streams at once, the balance; billing.services.live_*).
+billing's (the plan's cap of streams at once, the balance; billing.live_services.live_*).
 
 - `open_stream(caller)`: counted as a job request (`admit`), then billing's `live_open`: a
   StreamRefused (429) over the account's cap of streams at once or with no minutes left.
@@ -19,7 +19,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from billing import services as billing
+from billing import live_services as billing
 from transcription.api.front import ratelimit
 from transcription.api.front.caller import Caller
 from transcription.api.front.front_door import admit
