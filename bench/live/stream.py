@@ -6,7 +6,8 @@
 Targets: ``engine`` (transcription.pipeline.live.LiveTranscriber, fed what has "arrived" by the
 wall clock each time it is free again), ``bare`` (faster-whisper re-decoding the growing buffer,
 the floor), ``whisperlive`` (whisper-live in its own venv, its server in a subprocess: see
-README.md) and a ``door`` hook (a function taking a URL and a token) for the door when it is here.
+README.md) and ``door`` (the service's /v1/realtime at --door-url, with --door-token: the
+words as a client gets them, through the web process and whatever recognises for it).
 
 Per word: the delay from its end in the reference alignment (the file path's word timestamps,
 asr.transcribe on the same audio) to its arrival as a delta; per item: from the end of its last
@@ -185,9 +186,68 @@ def bare_target(model, lang: str) -> Callable[[np.ndarray], Result]:
     return run
 
 
-def door_target(url: str, token: str) -> Callable[[np.ndarray], Result]:  # pragma: no cover - the door's hook
-    """The door (/v1/realtime) as a target: to be written against the door when it is merged."""
-    raise NotImplementedError(f"the door target is not written yet ({url})")
+def door_target(url: str, token: str, lang: str) -> Callable[[np.ndarray], Result]:
+    """The service's door (/v1/realtime at `url`, a ws:// address) as its clients reach it: the
+    GA session.update at 16 kHz PCM16, server VAD, the audio as input_audio_buffer.append events at
+    real speed; deltas and completed transcripts as they arrive, whatever process recognises them
+    (bin/live over Redis, or the web process's own threads on the embedded default)."""
+
+    def run(samples: np.ndarray) -> Result:
+        import base64
+
+        from websockets.sync.client import connect
+
+        deltas: list[tuple[float, str, str]] = []
+        finals: list[tuple[float, str, str]] = []
+        done = threading.Event()
+        holder = {"started": time.perf_counter()}
+        with connect(url, additional_headers={"Authorization": f"Bearer {token}"}, max_size=None) as ws:
+            ws.recv(timeout=30)  # session.created
+            session = {
+                "type": "transcription",
+                "audio": {
+                    "input": {
+                        "format": {"type": "audio/pcm", "rate": RATE},
+                        "transcription": {"model": "whisper-1", "language": lang},
+                        "turn_detection": {"type": "server_vad"},
+                    }
+                },
+            }
+            ws.send(json.dumps({"type": "session.update", "session": session}))
+
+            def reader() -> None:
+                while not done.is_set():
+                    try:
+                        event = json.loads(ws.recv(timeout=0.5))
+                    except TimeoutError:
+                        continue
+                    except Exception:
+                        return
+                    at = time.perf_counter() - holder["started"]
+                    kind = event.get("type", "")
+                    if kind == "conversation.item.input_audio_transcription.delta":
+                        deltas.append((at, event["item_id"], event["delta"]))
+                    elif kind == "conversation.item.input_audio_transcription.completed" and event["transcript"]:
+                        finals.append((at, event["item_id"], event["transcript"]))
+                    elif kind == "error":
+                        print("door error:", event, flush=True)
+
+            thread = threading.Thread(target=reader, daemon=True)
+            thread.start()
+
+            def send(chunk: np.ndarray, started: float) -> None:
+                holder["started"] = started
+                pcm = (np.clip(chunk, -1, 1) * 32767).astype("<i2").tobytes()
+                ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": base64.b64encode(pcm).decode()}))
+
+            _paced(samples, send)
+            ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+            time.sleep(5)  # the last item's final
+            done.set()
+            thread.join()
+        return deltas, finals
+
+    return run
 
 
 def whisperlive_target(port: int, lang: str, model_path: str) -> Callable[[np.ndarray], Result]:
@@ -295,6 +355,8 @@ def main() -> None:
     parser.add_argument("--targets", default="engine,bare,whisperlive")
     parser.add_argument("--streams", default="1,2,3")
     parser.add_argument("--whisperlive-port", type=int, default=0, help="a whisper-live server already running")
+    parser.add_argument("--door-url", default="", help="the service's ws://HOST:PORT/v1/realtime, for target door")
+    parser.add_argument("--door-token", default="", help="an API token of an account with minutes")
     args = parser.parse_args()
     cache = os.environ.get("MODEL_CACHE_DIR", "var/models")
     model = load_model("base", cache, device="cpu")
@@ -312,6 +374,8 @@ def main() -> None:
             return engine_target(model, lang)
         if target == "bare":
             return bare_target(model, lang)
+        if target == "door":
+            return door_target(args.door_url, args.door_token, lang)
         return whisperlive_target(args.whisperlive_port, lang, model_path)
 
     results: dict = {"uptime_before": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
