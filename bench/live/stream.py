@@ -26,13 +26,13 @@ import subprocess
 import tempfile
 import threading
 import time
-import wave
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 
-from tests.support import wer
+from bench.asr.rtf import wer
+from harness.speaker_audio import write_wav
 from transcription.pipeline.live import events as ev
 from transcription.pipeline.live.transcriber import LiveOptions, LiveTranscriber
 from transcription.pipeline.media import audio as media_audio
@@ -89,11 +89,7 @@ def recordings(folder: Path) -> dict[str, tuple[np.ndarray, str, str]]:
 
 
 def _wav(samples: np.ndarray, path: Path) -> Path:
-    with wave.open(str(path), "wb") as w:
-        w.setnchannels(1)
-        w.setsampwidth(2)
-        w.setframerate(RATE)
-        w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
+    write_wav(path, samples)  # 16 kHz mono PCM16, as the tests' speech
     return path
 
 
