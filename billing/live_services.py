@@ -1,6 +1,7 @@
 """Writes to the ledger for live streams (/v1/realtime, issue 52): one entry per stream, settled at
 its end. While a stream runs, its LiveStream row holds the seconds paid for so far (the balance
-counts them as spent: billing.selectors.account_balance); its end writes them as one LedgerEntry.
+counts them as spent: billing.selectors.account_balance); its end writes them as one LedgerEntry. The job its recording becomes (LiveStream.job) is prepaid:
+services.ledger_charge charges it nothing.
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def _live_locked(stream_id: Any) -> LiveStream:
     account_id = LiveStream.objects.values_list("account_id", flat=True).get(pk=stream_id)
     Account.objects.select_for_update().get(pk=account_id)
     return LiveStream.objects.select_for_update().get(pk=stream_id)
+
+
+def live_keep(stream_id: Any, job_id: Any) -> None:
+    """The job the stream's recording becomes: prepaid by the stream (ledger_charge charges it
+    nothing), so the stream's one entry is all its audio ever costs."""
+    LiveStream.objects.filter(pk=stream_id, job__isnull=True).update(job_id=job_id)
 
 
 def live_hold(stream_id: Any, seconds: int, ahead: int) -> int:

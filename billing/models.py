@@ -46,6 +46,16 @@ class LiveStream(models.Model):
     touched_at = models.DateTimeField(default=timezone.now, help_text="Its door's last report.")
     settled_at = models.DateTimeField(null=True, blank=True)
     ended = models.CharField(max_length=200, blank=True, help_text="Why it ended.")
+    # The job its recording became (issue 52: kept like any other job, unless the session said not
+    # to): paid for by this stream, so the job itself is never charged (services.ledger_charge).
+    job = models.OneToOneField(
+        "transcription.Job",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="live_stream",
+        help_text="The job made from the stream's recording, prepaid by the stream.",
+    )
 
     class Meta:
         indexes = [models.Index(fields=["account", "settled_at"], name="live_streams_open")]

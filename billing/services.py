@@ -21,7 +21,7 @@ from audit.services import Actor, audit_record, person
 
 from . import pricing
 from .limits import check_grant_limits
-from .models import LedgerEntry, Plan
+from .models import LedgerEntry, LiveStream, Plan
 from .selectors import account_balance
 
 
@@ -273,12 +273,15 @@ def ledger_charge(job: BilledJob) -> ChargeResult:
     job), or not at all.
 
     Runs in one transaction holding the account row lock. Idempotent: a job already charged
-    gets its earlier result back.
+    gets its earlier result back. A live stream's recording (LiveStream.job) was paid by its
+    stream, second by second: ok, and nothing written (so nothing to settle or refund either).
     """
     translations = len(job.target_languages or [])
     with transaction.atomic():
         Account.objects.select_for_update().get(pk=job.account_id)
         job.refresh_from_db(fields=["is_preview", "preview_minutes", "duration"])
+        if LiveStream.objects.filter(job_id=job.pk).exists():
+            return ChargeResult(ok=True)
         existing = LedgerEntry.objects.filter(
             job_id=job.pk, kind=LedgerEntry.Kind.CHARGE, source=LedgerEntry.Source.JOB
         ).first()

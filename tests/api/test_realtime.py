@@ -178,6 +178,31 @@ def test_bad_frames_get_error_events_and_the_socket_stays_open(web, token):
     assert answers[-1]["type"] == "input_audio_buffer.cleared"
 
 
+def test_keep_recording_is_a_boolean_in_both_shapes(web, token):
+    """Our extension (a stream's audio kept as a job unless false): echoed in the session, and a
+    value that is no boolean gets an `error` like any bad field, the session unchanged."""
+
+    async def talk(dialect_headers, kind, session):
+        async with websockets.connect(
+            ws_url(web), additional_headers={"Authorization": f"Bearer {token}", **dialect_headers}
+        ) as ws:
+            created = json.loads(await ws.recv())
+            answers = []
+            for value in ("no", False):
+                await ws.send(json.dumps({"type": kind, "session": {**session, "keep_recording": value}}))
+                answers.append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
+            return created, answers
+
+    for headers, kind, session in (
+        ({}, "session.update", {"type": "transcription"}),
+        ({"OpenAI-Beta": "realtime=v1"}, "transcription_session.update", {}),
+    ):
+        created, (refused, updated) = run(talk(headers, kind, session))
+        assert created["session"]["keep_recording"] is True
+        assert refused["type"] == "error" and refused["error"]["param"] == "session.keep_recording", refused
+        assert updated["type"].endswith(".updated") and updated["session"]["keep_recording"] is False
+
+
 def test_an_idle_socket_is_closed_with_an_error(web, token):
     async def talk():
         async with websockets.connect(ws_url(web), additional_headers={"Authorization": f"Bearer {token}"}) as ws:
@@ -239,3 +264,32 @@ def test_the_sweeper_settles_a_stream_whose_door_died_at_what_it_reported(accoun
     assert sweeper.sweep_stalled_jobs()["live_streams_settled"] == 1
     assert sweeper.sweep_stalled_jobs()["live_streams_settled"] == 0
     assert [e.seconds for e in LedgerEntry.objects.filter(live_stream=stream)] == [-7]
+
+
+def test_a_kept_streams_job_waits_for_its_recording_and_fails_when_its_door_died(account):
+    """Unqueued while its recording arrives (the sweeper never sends it), prepaid by the stream (its
+    charge writes nothing); once the stream is settled without the recording handed on (its web
+    process died), the sweeper fails it, refunding nothing."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from transcription.models import Job, UploadState
+    from transcription.upkeep import sweeper
+    from transcription.writes import live_job_services, services
+
+    stream = billing.live_open(account.pk, 2, stale_before=timezone.now())
+    job, upload = live_job_services.live_job_open(account, str(stream.pk), language="en", prompt="", reserve=10**6)
+    assert (job.type, job.state, upload.state, upload.size) == ("transcript", "waiting", UploadState.RECEIVING, 10**6)
+    Job.objects.filter(pk=job.pk).update(updated_at=timezone.now() - timedelta(days=1))
+    billing.live_hold(stream.pk, 7, 5)
+    swept = sweeper.sweep_stalled_jobs()
+    assert job.id not in swept["resent"] and swept["live_jobs_lost"] == []
+    job.duration = 7
+    assert services.job_charge(job).ok and not LedgerEntry.objects.filter(job=job).exists()
+    LiveStream.objects.filter(pk=stream.pk).update(touched_at=timezone.now() - timedelta(hours=1))
+    swept = sweeper.sweep_stalled_jobs()
+    assert swept["live_streams_settled"] == 1 and swept["live_jobs_lost"] == [job.id]
+    job.refresh_from_db()
+    assert job.state == "failed" and job.error == live_job_services.LOST
+    assert [e.seconds for e in LedgerEntry.objects.filter(account=account).exclude(kind="grant")] == [-7]

@@ -1,7 +1,8 @@
 """/v1/realtime with real speech (issue 52): bin/web holds the socket, a live worker (bin/live) holds
 the model, Redis carries audio and events between them. A recording streamed at real speed gets
-deltas while it plays and completed text; a worker killed mid-stream gives the client an `error`
-and the stream is charged once."""
+deltas while it plays and completed text; its audio is kept as a job (a Celery worker runs it)
+that GET /v1/api/transcription/{id} reads, charged once, by the stream; a worker killed mid-stream
+gives the client an `error` and the stream is charged once."""
 
 import asyncio
 import base64
@@ -13,12 +14,15 @@ import subprocess
 import time
 from pathlib import Path
 
+import openai
 import pytest
 import websockets
 
 from billing.models import LedgerEntry, LiveStream
-from harness.processes import running_web, service_env, start, stop
+from billing.selectors import account_balance
+from harness.processes import request, running_web, running_worker, service_env, start, stop
 from tests.support import wait_until
+from transcription.models import Job
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.e2e]
 
@@ -60,11 +64,22 @@ def web(django_db_setup, django_db_blocker, tmp_path_factory):
         yield base
 
 
-async def stream(url: str, token: str, audio: bytes, on_event=None) -> list[tuple[float, dict]]:
-    """Send `audio` at real speed; every event with the seconds since the first audio went."""
+@pytest.fixture(scope="module")
+def worker(django_db_setup, django_db_blocker, tmp_path_factory):
+    """The job pipeline (bin/worker, every queue): a kept stream's job runs there."""
+    with running_worker(tmp_path_factory.mktemp("worker") / "worker.log") as process:
+        yield process
+
+
+async def stream(url: str, token: str, audio: bytes, on_event=None, session=None) -> list[tuple[float, dict]]:
+    """Send `audio` at real speed (after `session`, a session.update's, when given); every event
+    with the seconds since the first audio went."""
     events: list[tuple[float, dict]] = []
     async with websockets.connect(url, additional_headers={"Authorization": f"Bearer {token}"}) as ws:
         await ws.recv()
+        if session is not None:
+            await ws.send(json.dumps({"type": "session.update", "session": {"type": "transcription", **session}}))
+            events.append((0.0, json.loads(await ws.recv())))
         began = time.monotonic()
 
         async def listen():
@@ -118,6 +133,89 @@ def test_a_reading_streamed_gets_deltas_while_it_plays_and_its_text(web, live_wo
     wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
     entry = LedgerEntry.objects.get(source=LedgerEntry.Source.LIVE)
     assert -entry.seconds == int(duration) + (duration % 1 > 0)
+
+
+def test_a_stream_is_kept_as_a_job_that_any_door_reads_charged_once(web, live_worker, worker, token, account, pcm24k):
+    """The `openai` SDK's client streams (faster than real time) and is told the job's id among
+    OpenAI's events; once the stream ends the job runs as an upload's does: the words in its text
+    with speaker tags, its SRT and WebVTT, read through GET /v1/api/transcription/{id}. The ledger
+    moves once, for the stream."""
+    balance = account_balance(account.pk)
+
+    async def talk():
+        client = openai.AsyncOpenAI(api_key=token, base_url=web + "/v1")
+        events = []
+        async with client.realtime.connect(extra_query={"intent": "transcription"}) as connection:
+            events.append(await connection.recv())
+            step = 24000 * 2 // 2  # half a second
+            for offset in range(0, len(pcm24k), step):
+                chunk = base64.b64encode(pcm24k[offset : offset + step]).decode()
+                await connection.input_audio_buffer.append(audio=chunk)
+            while not any(e.type.endswith(".completed") or e.type == "error" for e in events):
+                events.append(await asyncio.wait_for(connection.recv(), 15))
+        return events
+
+    began = time.monotonic()
+    events = asyncio.run(talk())
+    kinds = [event.type for event in events]
+    assert kinds[0] == "session.created" and "transcription_session.job" in kinds, kinds
+    announced = events[kinds.index("transcription_session.job")].to_dict()
+    assert set(announced) == {"type", "event_id", "job"} and set(announced["job"]) == {"id", "url"}
+    job_id = announced["job"]["id"]
+    assert announced["job"]["url"] == f"{web}/v1/api/transcription/{job_id}"
+    assert kinds.index("transcription_session.job") < kinds.index("input_audio_buffer.speech_started"), kinds
+
+    def finished():
+        status, _, document = request("GET", announced["job"]["url"], token)
+        assert status == 200, document
+        return document if document["state"] in ("done", "failed") else None
+
+    document = wait_until(finished, "the stream's job ended", timeout=60, interval=0.5)
+    assert document["state"] == "done", document
+    text = document["txt"].lower()
+    assert "speaker 1:" in text and ("dashwood" in text or "sussex" in text or "family" in text), text
+    assert "-->" in document["srt"] and ("dashwood" in document["srt"].lower() or "sussex" in document["srt"].lower())
+    assert document["webvtt"].startswith("WEBVTT")
+    print(f"stream and job done in {time.monotonic() - began:.1f} s")
+    wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
+    entries = list(LedgerEntry.objects.filter(account=account).exclude(kind=LedgerEntry.Kind.GRANT))
+    assert [(e.source, e.live_stream_id is not None) for e in entries] == [(LedgerEntry.Source.LIVE, True)]
+    seconds = len(pcm24k) / 48000
+    assert -entries[0].seconds == int(seconds) + (seconds % 1 > 0)
+    assert account_balance(account.pk) == balance + entries[0].seconds
+    assert Job.objects.get(pk=job_id).live_stream.pk == entries[0].live_stream_id
+
+
+def test_a_session_that_says_not_to_keep_makes_no_job(web, live_worker, token, pcm24k):
+    url = web.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
+    events = asyncio.run(stream(url, token, pcm24k[: 24000 * 2], session={"keep_recording": False}))
+    kinds = [event["type"] for _, event in events]
+    assert events[0][1]["type"] == "session.updated" and events[0][1]["session"]["keep_recording"] is False
+    assert "transcription_session.job" not in kinds and "error" not in kinds, kinds
+    wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
+    assert not Job.objects.exists()
+    assert LedgerEntry.objects.filter(source=LedgerEntry.Source.LIVE).count() == 1
+
+
+def test_a_stream_ended_before_any_audio_has_its_job_failed_with_a_reason(web, live_worker, token):
+    """A commit with no audio starts the stream (its job announced); nothing to transcribe, so the
+    job ends failed, saying why, and nothing is charged."""
+
+    async def talk():
+        async with websockets.connect(
+            web.replace("http://", "ws://") + "/v1/realtime?intent=transcription",
+            additional_headers={"Authorization": f"Bearer {token}"},
+        ) as ws:
+            await ws.recv()
+            await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+            return json.loads(await asyncio.wait_for(ws.recv(), 30))
+
+    announced = asyncio.run(talk())
+    assert announced["type"] == "transcription_session.job", announced
+    wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
+    job = Job.objects.get(pk=announced["job"]["id"])
+    assert job.state == "failed" and "nothing to transcribe" in job.error, job.error
+    assert not LedgerEntry.objects.exclude(kind=LedgerEntry.Kind.GRANT).exists()
 
 
 def test_a_worker_killed_mid_stream_gives_an_error_and_one_charge(web, live_worker, token, pcm24k):

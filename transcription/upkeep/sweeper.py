@@ -12,6 +12,9 @@ running and that nothing would run.
   moved on or ended, and does nothing.
 - `retranslations`: a done job whose translations have waited STALLED_AFTER_SECONDS for the
   retranslation an edit sent (issue 46): its message is sent again, once per period.
+- `live_jobs_lost`: a live stream's job waits unqueued while its recording arrives (its upload is
+  receiving: never resent); once its stream is settled without the recording handed on (the web
+  process holding the socket died), it fails (writes.live_job_services.live_jobs_orphaned).
 
 A job whose worker still renews its claim is working, however long its bar stands still.
 """
@@ -25,9 +28,9 @@ from django.utils import timezone
 
 from billing import live_services as billing
 from transcription import states
-from transcription.models import FailureReason, Job
+from transcription.models import FailureReason, Job, UploadState
 from transcription.scheduling import dispatch
-from transcription.writes import reburn_services, retranslation_services, services
+from transcription.writes import live_job_services, reburn_services, retranslation_services, services
 
 STALLED_ERROR = "The job stopped making progress (a worker was lost) and was given up; its minutes have been refunded."
 
@@ -49,7 +52,8 @@ def sweep_stalled_jobs(now=None) -> dict:
         if services.job_take_lapsed_claim(job.id, job.attempts, job.lease_until, now):
             dispatch.job_send(job.id)
             requeued.append(job.id)
-    for job in running.filter(lease_until__isnull=True, updated_at__lt=cutoff):
+    unclaimed = running.filter(lease_until__isnull=True, updated_at__lt=cutoff)
+    for job in unclaimed.exclude(upload__state=UploadState.RECEIVING):  # a live stream's, still recording
         if services.job_mark_resent(job.id, cutoff, now):
             dispatch.job_send(job.id)
             resent.append(job.id)
@@ -59,10 +63,12 @@ def sweep_stalled_jobs(now=None) -> dict:
     # live streams whose web process died before settling them: settled at what they last reported
     lost_after = timedelta(seconds=billing.live_stale_after_seconds(settings.LIVE_IDLE_TIMEOUT_SECONDS))
     live_settled = billing.live_settle_stale(now - lost_after)
+    live_jobs_lost = live_job_services.live_jobs_orphaned()
     return {
         "requeued": requeued,
         "resent": resent,
         "failed": failed,
         "retranslations": retranslations,
         "live_streams_settled": live_settled,
+        "live_jobs_lost": live_jobs_lost,
     }

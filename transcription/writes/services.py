@@ -55,12 +55,16 @@ def job_create(
     url: str = "",
     upload: Upload | None = None,
     target_languages: list[str] | None = None,
+    queued: bool = True,
     **options: Any,
 ) -> Job:
     """Store a job and queue it once the row is committed: of a video's `url`, or of an `upload`
     of the account (whose `url` is then upload:<id>, what the job's `video_url` shows). Raises
-    dispatch.QueueUnavailable, and stores nothing, when the broker is down."""
-    dispatch.check_broker()
+    dispatch.QueueUnavailable, and stores nothing, when the broker is down. With `queued` False the
+    job waits unqueued for an upload still arriving (a live stream's recording: live_job_services
+    queues it once whole; the sweeper leaves it alone until then)."""
+    if queued:
+        dispatch.check_broker()
     if upload is not None:
         url = upload_url(upload.id)
         # the file's name is the job's title from the start, as a link's is its video's once probed
@@ -79,7 +83,8 @@ def job_create(
         **options,
     )
     _add_translations(job, target_languages or [])
-    dispatch.job_send_on_commit(job.id, account.pk)
+    if queued:
+        dispatch.job_send_on_commit(job.id, account.pk)
     return job
 
 

@@ -18,6 +18,13 @@ whatever ends it. Limits: LIVE_IDLE_TIMEOUT_SECONDS without a message, LIVE_MAX_
 audio, MAX_MESSAGE_BYTES a message; past LIVE_BUFFER_SECONDS ahead of the worker the door stops
 reading the socket until the worker catches up (the client is slowed; memory stays bounded).
 A worker that stops beating: an `error` (live_worker_lost) and the socket closes.
+
+Kept like any other job (docs/decisions/live.md): unless the session sets `keep_recording` false,
+the stream's audio becomes a `transcript` job. Once a worker takes the stream the door makes the
+job (front/live.keep, prepaid by the stream) and announces it, `transcription_session.job` with its
+id and the URL that reads it; the audio is written as it goes to the worker (live_recording), and
+at the stream's end, whatever ended it and before it is settled, the recording is handed to
+storage and the job queued (front/live.release), to run as an uploaded file's job runs.
 """
 
 from __future__ import annotations
@@ -34,13 +41,16 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 from django.conf import settings
+from django.urls import reverse
 
 from transcription.api.doors import asgi_door
+from transcription.api.doors.live_recording import Recording
 from transcription.api.doors.uploads import db
 from transcription.api.front import front_door, live
 from transcription.api.wire import realtime_events as wire
 from transcription.api.wire.error_bodies import RateLimited, StreamRefused
 from transcription.events import live_streams
+from transcription.storage import quota
 
 logger = logging.getLogger(__name__)
 
@@ -124,11 +134,11 @@ async def application(scope, receive, send):
         if event is None:
             raise
         return await _close(send, event, 1008)
-    socket = Socket(stream_id, wire.new_session(dialect), receive, send)
+    socket = Socket(stream_id, wire.new_session(dialect), receive, send, Keeper(caller, request))
     try:
         await socket.run()
     finally:
-        charged = await asyncio.shield(db(live.settle, stream_id, socket.paid_seconds(), socket.ended))
+        charged = await asyncio.shield(socket.close_out())
         logger.info("live stream %s ended (%s): %s s charged", stream_id, socket.ended, charged)
 
 
@@ -147,11 +157,23 @@ def _link(stream_id: str):
     return live_streams.LocalDoor(live_role.local_hub(), stream_id)
 
 
-class Socket:
-    """One client's socket: its session, its audio counted and paid, its worker's events."""
+class Keeper:
+    """Who the stream's job is made for, and the address its URL is absolute to."""
 
-    def __init__(self, stream_id: str, session: wire.Session, receive, send):
+    def __init__(self, caller, request):
+        self.caller, self.request = caller, request
+
+    def job_url(self, job_id: str) -> str:
+        return self.request.build_absolute_uri(reverse("transcription", kwargs={"id": job_id}))
+
+
+class Socket:
+    """One client's socket: its session, its audio counted and paid (and kept), its worker's events."""
+
+    def __init__(self, stream_id: str, session: wire.Session, receive, send, keeper: Keeper):
         self.stream_id, self.session, self.receive, self.send = stream_id, session, receive, send
+        self.keeper = keeper
+        self.recording: Recording | None = None
         self.link: Any = None
         self.worker: str | None = None
         self.sent_ms = 0.0
@@ -189,6 +211,19 @@ class Socket:
             if self.link is not None:
                 with contextlib.suppress(BaseException):
                     await asyncio.wait_for(self.link.close(), 2.0)
+
+    async def close_out(self) -> int:
+        """The stream's end: its recording handed on (its job queued), then the stream settled; the
+        seconds charged. A recording that cannot be handed on leaves its job to the sweeper, which
+        fails it once the stream is settled (writes.live_job_services.live_jobs_orphaned)."""
+        recording = self.recording
+        if recording is not None:
+            try:
+                size = await recording.close()
+                await db(live.release, recording.job_id, recording.path, size, recording.seconds)
+            except Exception:
+                logger.exception("live stream %s: its recording could not be kept", self.stream_id)
+        return await db(live.settle, self.stream_id, self.paid_seconds(), self.ended)
 
     async def finish(self) -> None:
         """The worker's last events for the audio that came (when a stream was started)."""
@@ -236,7 +271,7 @@ class Socket:
         kind = event.get("type")
         if kind in ("session.update", "transcription_session.update"):
             update = wire.update_ga if kind == "session.update" else wire.update_beta
-            self.session = update(event, self.session)
+            self.session = self.kept_as(update(event, self.session))
             await self.emit(wire.session_event(self.session, created=False))
             if self.worker is not None:
                 await self.link.send({"kind": "options", "options": self.session.options()})
@@ -281,6 +316,8 @@ class Socket:
         self.sent_ms += ms
         fmt = {"format": self.session.kind, "rate": self.session.rate}
         await self.link.send({"kind": "audio", "data": data, **fmt})
+        if self.recording is not None:
+            await self.recording.add(data)
 
     async def pay(self, ms: float) -> None:
         seconds = math.ceil(ms / 1000 - 1e-9)
@@ -313,6 +350,40 @@ class Socket:
                     reason="no live worker",
                 )
             await asyncio.sleep(0.05)
+        await self.keep()
+
+    # --- the recording, kept as a job ---
+
+    async def keep(self) -> None:
+        """The stream's job, made and announced once a worker took the stream (unless the session
+        said not to keep it); none, with an `error` that says so, when the account's storage is full."""
+        if not self.session.keep_recording:
+            return
+        try:
+            kept = await db(live.keep, self.keeper.caller, self.stream_id, self.session.language, self.session.prompt)
+        except quota.StorageFull as full:
+            await self.emit(wire.error_event(f"{full} This stream is not kept as a job.", "recording_not_kept"))
+            return
+        self.recording = Recording(kept.job_id, kept.path, kept.limit, self.session.kind, self.session.rate)
+        await self.emit(wire.job_event(kept.job_id, self.keeper.job_url(kept.job_id)))
+
+    def kept_as(self, session: wire.Session) -> wire.Session:
+        """The session an update asks for, unless it changes what a started stream keeps: whether it
+        is kept (its job is announced, or none was made), or (audio kept) its audio's format."""
+        if self.worker is not None and session.keep_recording != self.session.keep_recording:
+            raise wire.ProtocolError(
+                "session.keep_recording cannot change once the stream has started; set it before the first audio.",
+                param="session.keep_recording",
+            )
+        if self.recording is not None and not self.recording.reformat(session.kind, session.rate):
+            param = "session.audio.input.format" if session.dialect == wire.GA else "session.input_audio_format"
+            raise wire.ProtocolError(
+                "The audio's format cannot change once audio is kept: its recording has one format. "
+                "Set the format before the first audio, or keep_recording false to keep nothing.",
+                "format_locked",
+                param,
+            )
+        return session
 
     # --- worker -> client ---
 

@@ -13,8 +13,10 @@ Two dialects of one protocol, both spoken:
 
 Audio: PCM16 at 24 kHz (OpenAI's) or 16 kHz (`rate: 16000`, for clients that say so), G.711 u-law and
 A-law at 8 kHz. Any transcription model name is taken (a client written for OpenAI names theirs) and
-the server's one model runs; `semantic_vad` is served as server VAD. Every refusal is an `error`
-event in OpenAI's shape (`{"type": "error", "error": {"type", "code", "message", "param", "event_id"}}`).
+the server's one model runs; `semantic_vad` is served as server VAD. Ours, in both dialects:
+`session.keep_recording` (false: the stream's audio is not kept as a job) and the server event
+`transcription_session.job` naming the job it becomes. Every refusal is an `error` event in
+OpenAI's shape (`{"type": "error", "error": {"type", "code", "message", "param", "event_id"}}`).
 """
 
 from __future__ import annotations
@@ -53,8 +55,9 @@ class TurnDetection:
 
 @dataclass(frozen=True)
 class Session:
-    """What the client asked for: its dialect, the audio's format, the transcription's options, and
-    server VAD (None: the client commits each utterance itself)."""
+    """What the client asked for: its dialect, the audio's format, the transcription's options,
+    server VAD (None: the client commits each utterance itself), and whether its recording is kept
+    as a job (`keep_recording`, our extension of both shapes: true unless the client says false)."""
 
     dialect: str = GA
     kind: str = "pcm16"
@@ -64,6 +67,7 @@ class Session:
     prompt: str = ""
     turn_detection: TurnDetection | None = TurnDetection()
     id: str = ""
+    keep_recording: bool = True
 
     def options(self) -> dict[str, Any]:
         """The engine's options (transcription.pipeline.live LiveOptions), as they cross to the worker."""
@@ -142,6 +146,20 @@ def _transcription(value: Any, param: str, session: Session) -> Session:
     return replace(session, model=model, language=language, prompt=prompt)
 
 
+def _keep_recording(body: dict, session: Session) -> Session:
+    """`session.keep_recording` (ours, in both dialects): false, and the stream's audio is not kept
+    as a job."""
+    if "keep_recording" not in body:
+        return session
+    keep = body["keep_recording"]
+    if not isinstance(keep, bool):
+        raise ProtocolError(
+            "session.keep_recording must be true (the stream's audio becomes a job) or false (nothing is kept).",
+            param="session.keep_recording",
+        )
+    return replace(session, keep_recording=keep)
+
+
 def _ga_format(value: Any, session: Session) -> Session:
     param = "session.audio.input.format"
     value = _object(value, param)
@@ -173,7 +191,7 @@ def update_ga(event: dict, session: Session) -> Session:
             param="session.type",
         )
     audio_input = _object(_object(body.get("audio"), "session.audio").get("input"), "session.audio.input")
-    session = replace(session, dialect=GA)
+    session = _keep_recording(body, replace(session, dialect=GA))
     if "format" in audio_input:
         session = _ga_format(audio_input["format"], session)
     if "transcription" in audio_input:
@@ -189,7 +207,7 @@ def update_ga(event: dict, session: Session) -> Session:
 def update_beta(event: dict, session: Session) -> Session:
     """`transcription_session.update` (beta): the session with what it changed."""
     body = _object(event.get("session"), "session")
-    session = replace(session, dialect=BETA)
+    session = _keep_recording(body, replace(session, dialect=BETA))
     if "input_audio_format" in body:
         known = BETA_FORMATS.get(body["input_audio_format"])
         if known is None:
@@ -232,6 +250,7 @@ def session_shape(session: Session) -> dict:
             "turn_detection": _vad_shape(session.turn_detection),
             "modalities": ["text"],
             "include": [],
+            "keep_recording": session.keep_recording,
         }
     audio_format: dict[str, Any] = {"type": next(t for t, kind in GA_FORMATS.items() if kind == session.kind)}
     if session.kind == "pcm16":
@@ -249,6 +268,7 @@ def session_shape(session: Session) -> dict:
             }
         },
         "include": [],
+        "keep_recording": session.keep_recording,
     }
 
 
@@ -256,6 +276,16 @@ def session_event(session: Session, created: bool) -> dict:
     prefix = "transcription_session" if session.dialect == BETA else "session"
     kind = f"{prefix}.{'created' if created else 'updated'}"
     return {"type": kind, "event_id": event_id(), "session": session_shape(session)}
+
+
+JOB_EVENT = "transcription_session.job"
+
+
+def job_event(job_id: str, url: str) -> dict:
+    """Ours, in both dialects: the job the stream's recording becomes, read by id at `url` (GET
+    /v1/api/transcription/{id}) once the stream has ended. A client that knows no such event
+    ignores it (the `openai` SDK hands it on as an event of an unknown type)."""
+    return {"type": JOB_EVENT, "event_id": event_id(), "job": {"id": job_id, "url": url}}
 
 
 def error_event(
