@@ -64,10 +64,11 @@ def web(django_db_setup, django_db_blocker, tmp_path_factory):
         yield base
 
 
-@pytest.fixture(scope="module")
-def worker(django_db_setup, django_db_blocker, tmp_path_factory):
-    """The job pipeline (bin/worker, every queue): a kept stream's job runs there."""
-    with running_worker(tmp_path_factory.mktemp("worker") / "worker.log") as process:
+@pytest.fixture
+def worker(tmp_path):
+    """The job pipeline (bin/worker, every queue): a kept stream's job runs there. For its one test
+    only, so the jobs the other tests' streams leave queued never run beside their streams."""
+    with running_worker(tmp_path / "worker.log") as process:
         yield process
 
 
@@ -187,10 +188,25 @@ def test_a_stream_is_kept_as_a_job_that_any_door_reads_charged_once(web, live_wo
 
 
 def test_a_session_that_says_not_to_keep_makes_no_job(web, live_worker, token, pcm24k):
-    url = web.replace("http://", "ws://") + "/v1/realtime?intent=transcription"
-    events = asyncio.run(stream(url, token, pcm24k[: 24000 * 2], session={"keep_recording": False}))
-    kinds = [event["type"] for _, event in events]
-    assert events[0][1]["type"] == "session.updated" and events[0][1]["session"]["keep_recording"] is False
+    async def talk():
+        async with websockets.connect(
+            web.replace("http://", "ws://") + "/v1/realtime?intent=transcription",
+            additional_headers={"Authorization": f"Bearer {token}"},
+        ) as ws:
+            await ws.recv()
+            update = {"type": "session.update", "session": {"type": "transcription", "keep_recording": False}}
+            await ws.send(json.dumps(update))
+            audio = base64.b64encode(pcm24k[: 24000 * 2 * 2]).decode()  # two seconds
+            await ws.send(json.dumps({"type": "input_audio_buffer.append", "audio": audio}))
+            await ws.send(json.dumps({"type": "input_audio_buffer.commit"}))
+            events = [json.loads(await asyncio.wait_for(ws.recv(), 30))]
+            while not events[-1]["type"].endswith((".completed", "error")):
+                events.append(json.loads(await asyncio.wait_for(ws.recv(), 30)))
+            return events
+
+    events = asyncio.run(talk())
+    kinds = [event["type"] for event in events]
+    assert events[0]["type"] == "session.updated" and events[0]["session"]["keep_recording"] is False
     assert "transcription_session.job" not in kinds and "error" not in kinds, kinds
     wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
     assert not Job.objects.exists()

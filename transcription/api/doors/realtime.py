@@ -174,6 +174,7 @@ class Socket:
         self.stream_id, self.session, self.receive, self.send = stream_id, session, receive, send
         self.keeper = keeper
         self.recording: Recording | None = None
+        self.gone = False  # the client closed its socket
         self.link: Any = None
         self.worker: str | None = None
         self.sent_ms = 0.0
@@ -189,7 +190,14 @@ class Socket:
         return min(math.ceil(self.sent_ms / 1000 - 1e-9), self.held) if self.sent_ms else 0
 
     async def emit(self, event: dict) -> None:
-        await self.send({"type": "websocket.send", "text": json.dumps(event)})
+        """Send an event; to a client gone, nothing (the pump goes on reading the worker's last
+        events, the `ended` its recording and settling wait for, instead of dying on the send)."""
+        if self.gone:
+            return
+        try:
+            await self.send({"type": "websocket.send", "text": json.dumps(event)})
+        except Exception:  # the socket closed under us; its disconnect ends the reading
+            self.gone = True
 
     async def run(self) -> None:
         await self.emit(wire.session_event(self.session, created=True))
@@ -246,6 +254,7 @@ class Socket:
                     reason="idle timeout",
                 ) from None
             if message["type"] == "websocket.disconnect":
+                self.gone = True
                 return
             text = message.get("text")
             if text is None:
