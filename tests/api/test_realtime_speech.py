@@ -152,7 +152,12 @@ def test_a_stream_is_kept_as_a_job_that_any_door_reads_charged_once(web, live_wo
             for offset in range(0, len(pcm24k), step):
                 chunk = base64.b64encode(pcm24k[offset : offset + step]).decode()
                 await connection.input_audio_buffer.append(audio=chunk)
-            while not any(e.type.endswith(".completed") or e.type == "error" for e in events):
+            # what a started stream keeps is fixed: its format (one recording, one format), and whether
+            await connection.session.update(
+                session={"type": "transcription", "audio": {"input": {"format": {"type": "audio/pcm", "rate": 16000}}}}
+            )
+            await connection.session.update(session={"type": "transcription", "keep_recording": False})
+            while not any(e.type.endswith(".completed") for e in events):
                 events.append(await asyncio.wait_for(connection.recv(), 15))
         return events
 
@@ -165,6 +170,8 @@ def test_a_stream_is_kept_as_a_job_that_any_door_reads_charged_once(web, live_wo
     job_id = announced["job"]["id"]
     assert announced["job"]["url"] == f"{web}/v1/api/transcription/{job_id}"
     assert kinds.index("transcription_session.job") < kinds.index("input_audio_buffer.speech_started"), kinds
+    refused = [(e.error.code, e.error.param) for e in events if e.type == "error"]
+    assert refused == [("format_locked", "session.audio.input.format"), ("invalid_value", "session.keep_recording")]
 
     def finished():
         status, _, document = request("GET", announced["job"]["url"], token)
