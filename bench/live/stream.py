@@ -208,6 +208,7 @@ def door_target(url: str, token: str, lang: str) -> Callable[[np.ndarray], Resul
                         "turn_detection": {"type": "server_vad"},
                     }
                 },
+                "keep_recording": False,  # the live path is measured; a kept recording would queue a job per run
             }
             ws.send(json.dumps({"type": "session.update", "session": session}))
 
