@@ -1,6 +1,6 @@
 """The Live page (/live/): the holder's microphone streamed to /v1/realtime from the browser
 (website/static/website/live.js), the words shown as they are recognised. The page never holds the
-API token: for each stream it asks `live_key` for a live key (accounts.live_keys, a few minutes,
+API token: for each stream it asks `live_key` for a live key (accounts.authentication, a few minutes,
 its login's), which the live door admits through the front door like a token
 (docs/decisions/live.md)."""
 
@@ -12,7 +12,7 @@ from django.shortcuts import render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
 
-from accounts.live_keys import LIVE_KEY_SECONDS, new_live_key
+from accounts.authentication import LIVE_KEY_SECONDS, new_live_key
 from accounts.models import Account
 from transcription.api.doors.realtime import PATH as REALTIME_PATH
 from transcription.pipeline.recognition.languages import speech_language_choices

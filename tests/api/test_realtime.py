@@ -242,12 +242,12 @@ def test_the_sweeper_settles_a_stream_whose_door_died_at_what_it_reported(accoun
 
 
 def test_the_websites_live_key_opens_a_session_and_is_refused_expired_or_deactivated(web, account):
-    # the Live page's credential (accounts.live_keys) through the door itself, as a browser sends it
+    # the Live page's credential (accounts.authentication, live keys) through the door itself, as a browser sends it
     import time
 
     from websockets.typing import Subprotocol
 
-    from accounts.live_keys import LIVE_KEY_SECONDS, new_live_key
+    from accounts.authentication import LIVE_KEY_SECONDS, new_live_key
     from accounts.services import account_deactivate
 
     async def first_event(key: str):

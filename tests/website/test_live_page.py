@@ -1,4 +1,4 @@
-"""The Live page (/live/) and its live keys (accounts.live_keys), without a browser: the page is
+"""The Live page (/live/) and its live keys (accounts.authentication, live keys), without a browser: the page is
 the signed-in holder's and holds no API token; a key is made for a POST with the CSRF token only;
 the live door's front door takes a fresh key, and refuses one expired, one of a deactivated login,
 one made before the password changed, and a key anywhere but the live door. The page in Chromium
@@ -10,7 +10,7 @@ import uuid
 import pytest
 from django.test import Client
 
-from accounts.live_keys import LIVE_KEY_PREFIX, LIVE_KEY_SECONDS, new_live_key
+from accounts.authentication import LIVE_KEY_PREFIX, LIVE_KEY_SECONDS, new_live_key
 from accounts.services import account_deactivate, token_issue
 from transcription.api.front import front_door
 from transcription.api.wire.error_bodies import AuthenticationFailed

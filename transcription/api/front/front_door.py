@@ -18,7 +18,7 @@ The rules, one place each:
 
 - token valid and not revoked, its login active (accounts.authentication.token_holder: the token
   cache holds only active logins and is forgotten when a login's status changes); at the live
-  door, a live key instead (accounts.live_keys: signed, a few minutes, its login active);
+  door, a live key instead (accounts.authentication: signed, a few minutes, its login active);
 - a per-address limit on requests without a valid token (`caller_from_token`: a 401 is counted
   against the address, and once over the limit it is a 429 with Retry-After);
 - the job-request and poll limits of the account (`admit`, ratelimit's sliding windows);
@@ -33,8 +33,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from accounts import live_keys
-from accounts.authentication import TokenHolder, TokenRefused, token_holder_for_header
+from accounts.authentication import TokenHolder, TokenRefused, is_live_key, live_key_holder, token_holder_for_header
 from accounts.models import Account
 from transcription.api.front import ratelimit
 from transcription.api.front.caller import (  # noqa: F401 (the doors' names)
@@ -73,15 +72,15 @@ __all__ = [
 ]
 
 
-# The doors that take a live key (accounts.live_keys: the website's Live page) for a token.
+# The doors that take a live key (accounts.authentication: the website's Live page) for a token.
 LIVE_KEY_DOORS = frozenset({REALTIME})
 
 
 def _holder(authorization: str | None, transport: str) -> TokenHolder:
     if transport in LIVE_KEY_DOORS and authorization:
         parts = authorization.split()
-        if len(parts) == 2 and parts[0].lower() == "bearer" and live_keys.is_live_key(parts[1]):
-            return live_keys.live_key_holder(parts[1])
+        if len(parts) == 2 and parts[0].lower() == "bearer" and is_live_key(parts[1]):
+            return live_key_holder(parts[1])
     return token_holder_for_header(authorization)
 
 
