@@ -2,7 +2,8 @@
 device playing a WAV of espeak-ng's speech (--use-file-for-fake-audio-capture), the page streams it
 to the real door of bin/web (the embedded default: the live worker in the web process, the real
 speech model) and the spoken words appear on the page, the utterance still heard set apart until
-it is completed. No mocks: the page asks the site for its live key as a person's browser does."""
+it is completed; and a stream the door refuses (the plan's cap) is said on the page. No mocks: the
+page asks the site for its live key as a person's browser does."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ import time
 import pytest
 from django.test import Client
 
-from billing.models import LedgerEntry, LiveStream
+from billing.models import LedgerEntry, LiveStream, Plan
 from harness.processes import ROOT, running_web
 from tests.browser import DESKTOP, Shots, launched
 from tests.support import wait_until
@@ -68,13 +69,18 @@ def site(django_db_setup, django_db_blocker, tmp_path_factory):
         yield base
 
 
-def test_the_words_spoken_into_the_microphone_appear_on_the_page(site, new_page, account):
-    from playwright.sync_api import expect
-
+def signed_in(new_page, site: str, account):
     client = Client()
     client.force_login(account.user)
     page = new_page(**DESKTOP, permissions=["microphone"])
     page.context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": site}])
+    return page
+
+
+def test_the_words_spoken_into_the_microphone_appear_on_the_page(site, new_page, account):
+    from playwright.sync_api import expect
+
+    page = signed_in(new_page, site, account)
     shot = Shots("live_page")
     page.goto(f"{site}/jobs/")
     page.get_by_role("link", name="Live", exact=True).click()
@@ -109,3 +115,18 @@ def test_the_words_spoken_into_the_microphone_appear_on_the_page(site, new_page,
         expect(page.locator("#live-job-link")).to_have_attribute("href", re.compile(r"^/jobs/[0-9a-f-]{36}/$"))
     wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
     assert LedgerEntry.objects.filter(account=account, source=LedgerEntry.Source.LIVE).count() == 1
+
+
+def test_a_stream_the_door_refuses_is_said_on_the_page(site, new_page, account):
+    # the plan's cap of streams at once applies to the page's live key as to a token
+    from playwright.sync_api import expect
+
+    account.plan = Plan.objects.create(name="no live", monthly_minutes=10, live_streams=0)
+    account.save(update_fields=["plan"])
+    page = signed_in(new_page, site, account)
+    page.goto(f"{site}/live/")
+    page.get_by_role("button", name="Start").click()
+    expect(page.locator("#live-error")).to_contain_text("at once (0)")
+    expect(page.locator("#live-status")).to_have_text("The stream ended.")
+    expect(page.get_by_role("button", name="Start")).to_be_enabled()
+    assert not LiveStream.objects.filter(account=account).exists()

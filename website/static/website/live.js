@@ -155,7 +155,7 @@
       },
     }));
     return s.context.audioWorklet.addModule(root.getAttribute("data-worklet-url")).then(function () {
-      if (s.stopping) { return; }
+      if (s.stopping || s.stopped) { return; }  // stopped, or the door refused the stream meanwhile
       var source = s.context.createMediaStreamSource(s.media);
       s.node = new window.AudioWorkletNode(s.context, "pcm-sender", {
         numberOfOutputs: 0,
@@ -203,12 +203,14 @@
       s.socket.onmessage = function (message) { heard(s, JSON.parse(message.data)); };
       s.socket.onclose = function () { ended(s); };
       s.socket.onopen = function () {
+        if (s.stopped) { return; }
         capture(s).then(function () {
+          if (s.stopped) { return; }
           button.textContent = button.getAttribute("data-stop");
           button.classList.add("recording");
           button.disabled = false;
         }).catch(function (error) {
-          fail("The microphone could not be read: " + error.message);
+          if (!s.stopped) { fail("The microphone could not be read: " + error.message); }
           close(s);
         });
       };
