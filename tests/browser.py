@@ -5,6 +5,7 @@ under tests/artifacts/screenshots/.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -50,10 +51,19 @@ def chromium_executable():
 
 @pytest.fixture(scope="module")
 def browser(chromium_executable, django_db_setup):
-    """One Chromium for this module. The test database is made first: Playwright's sync API keeps
-    an asyncio loop in this thread, next to which Django refuses ORM calls unless
-    DJANGO_ALLOW_ASYNC_UNSAFE is set; it is, for this module only (the tests use the ORM between
-    browser steps, and their database teardown runs while the browser is open)."""
+    """One Chromium for this module (a module that needs Chromium's own switches, a fake
+    microphone, overrides this fixture with `launched(chromium_executable, *switches)`)."""
+    with launched(chromium_executable) as chromium:
+        yield chromium
+
+
+@contextlib.contextmanager
+def launched(executable: str, *switches: str):
+    """Chromium with CHROMIUM_ARGS and `switches`. The test database is made first (the fixture
+    asks for django_db_setup): Playwright's sync API keeps an asyncio loop in this thread, next to
+    which Django refuses ORM calls unless DJANGO_ALLOW_ASYNC_UNSAFE is set; it is, while the
+    browser runs (the tests use the ORM between browser steps, and their database teardown runs
+    while the browser is open)."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:
@@ -65,7 +75,7 @@ def browser(chromium_executable, django_db_setup):
     os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
     try:
         with sync_playwright() as playwright:
-            browser = playwright.chromium.launch(executable_path=chromium_executable, args=CHROMIUM_ARGS)
+            browser = playwright.chromium.launch(executable_path=executable, args=[*CHROMIUM_ARGS, *switches])
             yield browser
             browser.close()
     finally:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from . import editor_views, views
+from . import editor_views, live_views, views
 
 app_name = "website"
 
@@ -14,5 +14,7 @@ urlpatterns = [
     path("jobs/<uuid:job_id>/speakers", views.job_speakers, name="job-speakers"),
     path("jobs/<uuid:job_id>/media", editor_views.job_media, name="job-media"),
     path("jobs/<uuid:job_id>/segments", editor_views.job_segments, name="job-segments"),
+    path("live/", live_views.live, name="live"),
+    path("live/key", live_views.live_key, name="live-key"),
     path("batches/<uuid:batch_id>/", views.batch_detail, name="batch"),
 ]

@@ -293,3 +293,34 @@ def test_a_kept_streams_job_waits_for_its_recording_and_fails_when_its_door_died
     job.refresh_from_db()
     assert job.state == "failed" and job.error == live_job_services.LOST
     assert [e.seconds for e in LedgerEntry.objects.filter(account=account).exclude(kind="grant")] == [-7]
+
+
+def test_the_websites_live_key_opens_a_session_and_is_refused_expired_or_deactivated(web, account):
+    # the Live page's credential (accounts.authentication, live keys) through the door itself, as a browser sends it
+    import time
+
+    from websockets.typing import Subprotocol
+
+    from accounts.authentication import LIVE_KEY_SECONDS, new_live_key
+    from accounts.services import account_deactivate
+
+    async def first_event(key: str):
+        protocols = [Subprotocol("realtime"), Subprotocol(f"openai-insecure-api-key.{key}")]
+        async with websockets.connect(ws_url(web), subprotocols=protocols) as ws:
+            event = json.loads(await ws.recv())
+            if event["type"] == "error":
+                with pytest.raises(websockets.ConnectionClosed):
+                    await ws.recv()
+            return event, ws.close_code
+
+    fresh, _ = new_live_key(account)
+    event, _ = run(first_event(fresh))
+    assert event["type"] == "session.created", event
+    expired, _ = new_live_key(account, made_at=time.time() - LIVE_KEY_SECONDS - 2)
+    event, code = run(first_event(expired))
+    assert event["error"]["code"] == "invalid_api_key" and "expired" in event["error"]["message"], event
+    assert code == 1008
+    account_deactivate(account, reason="test")
+    event, code = run(first_event(fresh))
+    assert event["error"]["code"] == "invalid_api_key" and "deactivated" in event["error"]["message"], event
+    assert code == 1008

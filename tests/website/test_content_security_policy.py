@@ -62,7 +62,7 @@ def test_the_account_holder_pages(client):
     account = account_create("csp@example.com", password=PASSWORD)
     client.force_login(account.user)
     job = JobFactory(account=account, state="done", txt="[00:00:00] Speaker 1: Hello.")
-    for path in ("/jobs/", "/jobs/new/", f"/jobs/{job.pk}/", "/account/api/", "/account/password/change/"):
+    for path in ("/jobs/", "/jobs/new/", f"/jobs/{job.pk}/", "/live/", "/account/api/", "/account/password/change/"):
         assert_keeps_to_the_policy(client, client.get(path), path)
     # The page that shows a new token (its Copy button was an inline script).
     created = client.post("/account/api/token/")

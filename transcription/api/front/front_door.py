@@ -17,7 +17,8 @@ door added later (the OpenAI-compatible endpoints). Each door is an adapter of a
 The rules, one place each:
 
 - token valid and not revoked, its login active (accounts.authentication.token_holder: the token
-  cache holds only active logins and is forgotten when a login's status changes);
+  cache holds only active logins and is forgotten when a login's status changes); at the live
+  door, a live key instead (accounts.authentication: signed, a few minutes, its login active);
 - a per-address limit on requests without a valid token (`caller_from_token`: a 401 is counted
   against the address, and once over the limit it is a 429 with Retry-After);
 - the job-request and poll limits of the account (`admit`, ratelimit's sliding windows);
@@ -32,7 +33,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from accounts.authentication import TokenRefused, token_holder_for_header
+from accounts.authentication import TokenHolder, TokenRefused, is_live_key, live_key_holder, token_holder_for_header
 from accounts.models import Account
 from transcription.api.front import ratelimit
 from transcription.api.front.caller import (  # noqa: F401 (the doors' names)
@@ -71,11 +72,24 @@ __all__ = [
 ]
 
 
+# The doors that take a live key (accounts.authentication: the website's Live page) for a token.
+LIVE_KEY_DOORS = frozenset({REALTIME})
+
+
+def _holder(authorization: str | None, transport: str) -> TokenHolder:
+    if transport in LIVE_KEY_DOORS and authorization:
+        parts = authorization.split()
+        if len(parts) == 2 and parts[0].lower() == "bearer" and is_live_key(parts[1]):
+            return live_key_holder(parts[1])
+    return token_holder_for_header(authorization)
+
+
 def caller_from_token(authorization: str | None, address: str, transport: str) -> Caller:
     """The Caller behind an `Authorization` header, or a refusal: 401 (missing, malformed, unknown,
-    revoked token, or a deactivated login), 429 once the address sent too many of those."""
+    revoked token, or a deactivated login; at a door of LIVE_KEY_DOORS, a live key expired or of a
+    deactivated login), 429 once the address sent too many of those."""
     try:
-        holder = token_holder_for_header(authorization)
+        holder = _holder(authorization, transport)
     except TokenRefused as refused:
         # No valid token: no account to count against, so the client's address is counted
         # (token guessing and floods of anonymous requests are throttled at every door).
@@ -85,7 +99,7 @@ def caller_from_token(authorization: str | None, address: str, transport: str) -
         if refused.missing:
             raise NotAuthenticated() from None
         raise AuthenticationFailed(str(refused)) from None
-    return Caller(holder.account_id, holder.user_id, holder.digest, address, transport)
+    return Caller(holder.account_id, holder.user_id, holder.digest or None, address, transport)
 
 
 def caller_from_session(user, address: str, transport: str = WEBSITE) -> Caller | None:
