@@ -37,6 +37,48 @@ def pytest_configure(config):
         pytest.exit(f"Redis is not reachable at {settings.REDIS_URL}: {error}", returncode=3)
 
 
+# The files that take a minute or more (make test's --durations), heaviest first. bin/test hands
+# whole files to its processes in the order collected, so these go out first and the light files
+# fill in around them: the processes finish together, not one alone on the last long file.
+HEAVY_FILES = (
+    "tests/pipeline/test_multilingual_asr.py",
+    "tests/fleet/test_fleet.py",
+    "tests/api/test_schemathesis.py",
+    "tests/e2e/doors/test_openai_sdk.py",
+    "tests/e2e/doors/test_lying_media.py",
+    "tests/e2e/test_speech_jobs.py",
+    "tests/e2e/test_translated_jobs.py",
+    "tests/e2e/test_fair_turns.py",
+    "tests/e2e/test_killed_worker.py",
+    "tests/e2e/test_object_storage.py",
+    "tests/test_readme.py",
+    "tests/e2e/test_spread_recognition.py",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    """The heavy files first, in HEAVY_FILES' order; then the files that start a worker and the
+    model (markers e2e, fleet); then the rest, each as collected (a file's tests stay in order)."""
+
+    def weight(item) -> tuple[int, int]:
+        path = item.nodeid.split("::", 1)[0]
+        if path in HEAVY_FILES:
+            return (0, HEAVY_FILES.index(path))
+        return (1, 0) if item.get_closest_marker("e2e") or item.get_closest_marker("fleet") else (2, 0)
+
+    items.sort(key=weight)  # stable: within a weight the collection order holds
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quick_password_hashes():
+    """Passwords hashed with 1,000 PBKDF2 rounds, not Django's 1,000,000 (0.3 s a hash here): the
+    same algorithm, so a web process the test starts (its own settings) checks them too."""
+    from django.test import override_settings
+
+    with override_settings(PASSWORD_HASHERS=["tests.support.QuickPBKDF2Hasher", *settings.PASSWORD_HASHERS]):
+        yield
+
+
 @pytest.fixture(autouse=True)
 def _fresh_rate_limits():
     """Each test starts with empty rate-limit windows and waiting lines, and lists playlists afresh (the API keeps a
