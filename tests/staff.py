@@ -20,6 +20,11 @@ def support_group():
         importlib.import_module(SUPPORT_MIGRATIONS[0]).create_support_group(apps, None)
         importlib.import_module(SUPPORT_MIGRATIONS[1]).grant_support(apps, None)
         group = Group.objects.get(name="support")
+        # accounts 0004 gave the view of the audit events while they were accounts'; audit 0001
+        # moved their content type to `audit`, permission and all, where today's models have it
+        from django.contrib.auth.models import Permission
+
+        group.permissions.add(*Permission.objects.filter(content_type__app_label="audit", codename__startswith="view_"))
     return group
 
 
