@@ -9,8 +9,10 @@ import base64
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -134,6 +136,26 @@ def test_a_reading_streamed_gets_deltas_while_it_plays_and_its_text(web, live_wo
     wait_until(lambda: not LiveStream.objects.filter(settled_at__isnull=True).exists(), "settled", timeout=20)
     entry = LedgerEntry.objects.get(source=LedgerEntry.Source.LIVE)
     assert -entry.seconds == int(duration) + (duration % 1 > 0)
+
+
+def test_the_shell_client_of_using_md_prints_the_words_of_a_recording(web, live_worker, token, tmp_path):
+    """docs/using.md's live.py, as typed there, fed by `ffmpeg -re` (real speed)."""
+    text = (Path(__file__).parents[2] / "docs" / "using.md").read_text()
+    client = tmp_path / "live.py"
+    client.write_text(re.search(r"```python\n(# live\.py: .*?)```", text, re.S)[1])
+    ffmpeg = ["ffmpeg", "-nostdin", "-v", "error", "-re", "-i", str(WAV), *"-f s16le -ac 1 -ar 24000 -".split()]
+    env = {**os.environ, "TRANSCRIPTION_TOKEN": token}
+    with subprocess.Popen(ffmpeg, stdout=subprocess.PIPE) as source:
+        said = subprocess.run(
+            [sys.executable, str(client), web.replace("http://", "ws://") + "/v1/realtime"],
+            stdin=source.stdout,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert said.returncode == 0, said.stderr
+    assert "dashwood" in said.stdout.lower() or "sussex" in said.stdout.lower(), said.stdout
 
 
 def test_a_stream_is_kept_as_a_job_that_any_door_reads_charged_once(web, live_worker, worker, token, account, pcm24k):
