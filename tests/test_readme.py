@@ -28,6 +28,8 @@ NOT_RUN = {
     "bin/web": "a server that runs until stopped (bin/run started one)",
     "BIND=": "a server that runs until stopped (bin/run started one)",
     "bin/worker": "a worker that runs until stopped (bin/run started one)",
+    "bin/live": "a live worker that runs until stopped (tests/api/test_realtime_speech.py runs one)",
+    "ffmpeg -v error -re": "streams into live.py, the Python block beside it: tests/api/test_realtime_speech.py",
     ".venv/bin/celery -A config beat": "a scheduler that runs until stopped (bin/run runs beat)",
     # the containers: tests/packaging/test_stack.py builds the image and runs the stack
     "bin/compose-env": "writes the stack's settings file (tests/packaging/test_stack.py writes its own)",
