@@ -66,6 +66,14 @@ DEACTIVATED = "This account is deactivated; its API token does not work. Contact
 
 def token_from_header(authorization: str | bytes | None) -> str:
     """The token of an `Authorization: Bearer <token>` value, or TokenRefused saying what is wrong."""
+    value = _bearer_value(authorization)
+    if not looks_like_token(value):
+        raise TokenRefused("Malformed API token.")
+    return value
+
+
+def _bearer_value(authorization: str | bytes | None) -> str:
+    """What follows `Bearer` in an Authorization value (a token or a live key), or TokenRefused."""
     if not authorization:
         raise TokenRefused("Missing API token.", missing=True)
     if isinstance(authorization, bytes):
@@ -78,8 +86,6 @@ def token_from_header(authorization: str | bytes | None) -> str:
     parts = authorization.split()
     if len(parts) != 2 or parts[0].lower() != "bearer":
         raise TokenRefused("Authorization header must be 'Bearer <token>'.")
-    if not looks_like_token(parts[1]):
-        raise TokenRefused("Malformed API token.")
     return parts[1]
 
 
@@ -115,7 +121,12 @@ def token_holder(digest: str) -> TokenHolder:
     return TokenHolder(account_id=cached[0], user_id=cached[2], digest=digest)
 
 
-def token_holder_for_header(authorization: str | bytes | None) -> TokenHolder:
+def token_holder_for_header(authorization: str | bytes | None, *, live_keys: bool = False) -> TokenHolder:
+    """Whose token the header carries; with `live_keys` (the live door), a live key is taken too."""
+    if live_keys:
+        value = _bearer_value(authorization)
+        if is_live_key(value):
+            return live_key_holder(value)
     return token_holder(token_digest(token_from_header(authorization)))
 
 

@@ -18,16 +18,16 @@ import struct
 from pathlib import Path
 
 from transcription.api.doors.bodies import BodyTooLarge, FileSink
+from transcription.api.front.live import WAV_HEADER_BYTES
 
 logger = logging.getLogger(__name__)
 
 # (WAV format tag, bits per sample) of each format a stream's audio comes in
 WAV_FORMATS = {"pcm16": (1, 16), "pcmu": (7, 8), "pcma": (6, 8)}
-HEADER_BYTES = 44
 
 
 def wav_header(kind: str, rate: int, data_bytes: int) -> bytes:
-    """A canonical 44-byte WAV header for `data_bytes` of mono audio in `kind` at `rate` Hz."""
+    """A canonical WAV header (WAV_HEADER_BYTES long) for `data_bytes` of mono audio in `kind` at `rate` Hz."""
     tag, bits = WAV_FORMATS[kind]
     block = bits // 8
     return struct.pack(
@@ -87,4 +87,4 @@ class Recording:
             os.pwrite(fd, header, 0)
         finally:
             os.close(fd)
-        return HEADER_BYTES + self.data_bytes
+        return WAV_HEADER_BYTES + self.data_bytes

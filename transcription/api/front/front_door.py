@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from accounts.authentication import TokenHolder, TokenRefused, is_live_key, live_key_holder, token_holder_for_header
+from accounts.authentication import TokenRefused, token_holder_for_header
 from accounts.models import Account
 from transcription.api.front import ratelimit
 from transcription.api.front.caller import (  # noqa: F401 (the doors' names)
@@ -76,20 +76,12 @@ __all__ = [
 LIVE_KEY_DOORS = frozenset({REALTIME})
 
 
-def _holder(authorization: str | None, transport: str) -> TokenHolder:
-    if transport in LIVE_KEY_DOORS and authorization:
-        parts = authorization.split()
-        if len(parts) == 2 and parts[0].lower() == "bearer" and is_live_key(parts[1]):
-            return live_key_holder(parts[1])
-    return token_holder_for_header(authorization)
-
-
 def caller_from_token(authorization: str | None, address: str, transport: str) -> Caller:
     """The Caller behind an `Authorization` header, or a refusal: 401 (missing, malformed, unknown,
     revoked token, or a deactivated login; at a door of LIVE_KEY_DOORS, a live key expired or of a
     deactivated login), 429 once the address sent too many of those."""
     try:
-        holder = _holder(authorization, transport)
+        holder = token_holder_for_header(authorization, live_keys=transport in LIVE_KEY_DOORS)
     except TokenRefused as refused:
         # No valid token: no account to count against, so the client's address is counted
         # (token guessing and floods of anonymous requests are throttled at every door).
