@@ -32,8 +32,7 @@ WAV = Path("/usr/share/pocketsphinx/test/data/librivox/sense_and_sensibility_01_
 CHUNK_MS = 100
 
 
-@pytest.fixture(scope="module")
-def pcm24k(tmp_path_factory) -> bytes:
+def reading_pcm24k() -> bytes:
     """The reading as OpenAI's clients send it: 24 kHz mono PCM16, then 2 s of silence."""
     raw = subprocess.run(
         ["ffmpeg", "-nostdin", "-v", "error", "-i", str(WAV), "-f", "s16le", "-ac", "1", "-ar", "24000", "-"],
@@ -42,6 +41,11 @@ def pcm24k(tmp_path_factory) -> bytes:
         timeout=60,
     ).stdout
     return raw + bytes(2 * 24000 * 2)
+
+
+@pytest.fixture(scope="module")
+def pcm24k() -> bytes:
+    return reading_pcm24k()
 
 
 @pytest.fixture(scope="module")
@@ -261,6 +265,25 @@ def test_a_stream_ended_before_any_audio_has_its_job_failed_with_a_reason(web, l
     job = Job.objects.get(pk=announced["job"]["id"])
     assert job.state == "failed" and "nothing to transcribe" in job.error, job.error
     assert not LedgerEntry.objects.exclude(kind=LedgerEntry.Kind.GRANT).exists()
+
+
+def test_a_live_workers_container_is_healthy_while_its_heartbeat_beats(live_worker):
+    """deploy/entrypoint's healthcheck of the live role: `live_worker --alive` finds this host's
+    worker beating; a host with none has no heartbeat."""
+    from django.conf import settings
+
+    from transcription.events import live_streams
+
+    alive = subprocess.run(
+        [sys.executable, "manage.py", "live_worker", "--alive"],
+        cwd=Path(__file__).parents[2],
+        env=service_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert alive.returncode == 0, alive.stderr
+    assert not live_streams.beating_on(settings.REDIS_URL, "no-such-host")
 
 
 def test_a_worker_killed_mid_stream_gives_an_error_and_one_charge(web, live_worker, token, pcm24k):

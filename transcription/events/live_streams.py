@@ -49,6 +49,13 @@ def worker_key(worker: str) -> str:
     return f"live:worker:{worker}"
 
 
+def beating_on(url: str, host: str) -> bool:
+    """Whether a live worker of `host` (its names begin with the host's name) renews its heartbeat:
+    a container's health (deploy/entrypoint healthcheck)."""
+    client = shared_cache.connect(url)
+    return any(True for _ in client.scan_iter(match=worker_key(f"{host}-*"), count=1000))
+
+
 def _encode(message: dict[str, Any]) -> Any:
     fields = {key: value for key, value in message.items() if key != "data" and value is not None}
     return {
