@@ -9,7 +9,7 @@ from django.contrib import admin
 from config.admin import ReadOnlyAdminMixin
 
 from .limits import GrantNeedsSuperuser
-from .models import LedgerEntry, Plan
+from .models import LedgerEntry, LiveStream, Plan
 from .pricing import format_signed_minutes as signed_minutes
 from .services import plan_save, plan_save_check
 
@@ -79,6 +79,29 @@ class LedgerEntryAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
     @admin.display(description="Minutes", ordering="seconds")
     def minutes(self, entry):
         return signed_minutes(entry.seconds)
+
+
+@admin.register(LiveStream)
+class LiveStreamAdmin(ReadOnlyAdminMixin, admin.ModelAdmin):
+    """Live streams (/v1/realtime): what a customer asking about a live charge is shown. Read-only:
+    the door and the sweeper settle them (billing.services.live_settle), once."""
+
+    list_display = ["started_at", "account", "seconds", "held", "settled_at", "ended", "job"]
+    list_filter = [("started_at", admin.DateFieldListFilter), ("settled_at", admin.EmptyFieldListFilter)]
+    list_select_related = ["account__user", "job"]
+    search_fields = ["account__user__email"]
+    fields = readonly_fields = (
+        "id",
+        "account",
+        "seconds",
+        "held",
+        "started_at",
+        "touched_at",
+        "settled_at",
+        "ended",
+        "job",
+    )
+    actions = None
 
 
 class LedgerEntryInline(ReadOnlyAdminMixin, admin.TabularInline):

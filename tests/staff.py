@@ -6,7 +6,11 @@ import importlib
 
 import pytest
 
-SUPPORT_MIGRATIONS = ("accounts.migrations.0004_support_group", "webhooks.migrations.0002_support_group")
+SUPPORT_MIGRATIONS = (
+    "accounts.migrations.0004_support_group",
+    "webhooks.migrations.0002_support_group",
+    "billing.migrations.0007_support_views_live_streams",
+)
 
 
 def support_group():
@@ -19,6 +23,7 @@ def support_group():
     if group is None:
         importlib.import_module(SUPPORT_MIGRATIONS[0]).create_support_group(apps, None)
         importlib.import_module(SUPPORT_MIGRATIONS[1]).grant_support(apps, None)
+        importlib.import_module(SUPPORT_MIGRATIONS[2]).grant_support(apps, None)
         group = Group.objects.get(name="support")
         # accounts 0004 gave the view of the audit events while they were accounts'; audit 0001
         # moved their content type to `audit`, permission and all, where today's models have it
