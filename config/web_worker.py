@@ -13,6 +13,13 @@ address the client wrote. The application reads those headers itself, in one pla
 (accounts.client, under TRUST_PROXY_HEADERS and TRUSTED_PROXIES; Django's
 SECURE_PROXY_SSL_HEADER for the scheme), so the server must hand it the real peer.
 
+WebSocket pings are sent every 20 s, as uvicorn does, but a late pong closes nothing: the live door
+stops reading a client that sends audio faster than real time once it is LIVE_BUFFER_SECONDS ahead
+of recognition, and that client's pong then waits in the socket behind its audio until recognition
+reaches it. With uvicorn's 20 s timeout a 30-minute recording sent at once was cut off after 40 s
+with a bare 1011 close (bench/live/memory.py), where it should only be slowed. A socket whose
+client is gone is still closed, by the door's LIVE_IDLE_TIMEOUT_SECONDS.
+
 No `server` header (uvicorn's `server_header`): "server: uvicorn" on every answer told a prober
 which server, and so which of its published flaws, to try; nobody else needs it.
 """
@@ -27,4 +34,5 @@ class WebWorker(UvicornWorker):
         "server_header": False,
         "loop": "uvloop",
         "http": "httptools",
+        "ws_ping_timeout": None,
     }
