@@ -35,6 +35,8 @@ class Segment:
     text: str
     words: list[Word] = field(default_factory=list)
     speaker: int | None = None  # 1-based, in order of first appearance
+    # what a segment of no speech was heard as ("music", "singing": pipeline.audio_events); None for speech
+    event: str | None = None
 
 
 @dataclass

@@ -310,6 +310,12 @@ class SegmentSerializer(serializers.Serializer):
     speaker = serializers.IntegerField(help_text="The N of `Speaker N`")
     text = serializers.CharField()
     words = SegmentWordSerializer(many=True)
+    audio_event = serializers.ChoiceField(
+        choices=["music", "singing"],
+        required=False,
+        help_text="On a sound heard where nobody speaks (`tag_audio_events`): what it is; its text is the tag "
+        "(`[music]`), its start and end the sound's. Absent on speech.",
+    )
 
 
 class EditChargeSerializer(serializers.Serializer):
