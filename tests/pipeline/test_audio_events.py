@@ -19,6 +19,7 @@ from transcription.pipeline.recognition import asr
 from transcription.pipeline.recognition.whisper_model import load_model
 from transcription.pipeline.transcripts import captions, transcript_edits
 from transcription.pipeline.transcripts.results import build_results
+from transcription.pipeline.types import Segment, Word
 
 LIBRIVOX = Path("/usr/share/pocketsphinx/test/data/librivox")
 MUSIC = Path("/usr/share/scummvm/drascula/audio")
@@ -119,6 +120,13 @@ def test_silence_and_speech_alone_give_no_event(tmp_path):
     silence = np.zeros(4 * RATE, dtype=np.float32)
     path = _write(tmp_path / "quiet.wav", np.concatenate([silence, speech, silence]))
     assert audio_events.find_events(path) == []
+
+
+def test_speech_is_where_the_words_are_not_the_whole_segment():
+    # the speech model's one segment over two sentences with music between them (bench/events, track 9)
+    words = [Word(0.0, 0.4, " He"), Word(0.5, 2.7, " man,"), Word(12.8, 13.4, " unless"), Word(13.4, 14.0, " to")]
+    segment = Segment(0.0, 14.0, " He man, unless to", words)
+    assert audio_events.speech_spans([segment]) == [(0.0, 2.7), (12.8, 14.0)]
 
 
 def test_an_event_is_cut_where_speech_is_and_long_ones_in_cue_pieces():

@@ -24,13 +24,14 @@ import numpy as np
 
 from transcription.pipeline.media import wav
 from transcription.pipeline.recognition.words import has_word_chars, is_tag, segment_words
-from transcription.pipeline.types import Segment, Word
+from transcription.pipeline.types import AUDIO_EVENTS, Segment, Word
 
-LABELS = ("music", "singing")
+LABELS = AUDIO_EVENTS
 MIN_EVENT_SECONDS = 1.0  # shorter music or singing (a jingle's tail, a sung word) is no event
 # a cue is on screen at most 7 s (captions.MAX_DURATION): a longer event's word is cut in pieces,
 # one cue each, the first starting where the event starts and the last ending where it ends
 MAX_PIECE_SECONDS = 7.0
+SPEECH_GAP_SECONDS = 1.0  # a pause between words shorter than this is still speech
 # the audio is read and detected this much at a time (memory does not grow with the recording),
 # windows overlapping so that an event across a window's edge is found whole
 WINDOW_SECONDS = 600.0
@@ -91,14 +92,22 @@ def find_events(path: str | os.PathLike[str]) -> list[AudioEvent]:
 
 
 def speech_spans(segments: Sequence[Segment]) -> list[tuple[float, float]]:
-    """Where the transcript says someone speaks: each segment's span from its first spoken word to
-    its last (tags such as Whisper's "[Music]" are no speech), in order, overlaps joined."""
-    spans = []
-    for segment in segments:
-        spoken = [w for w in segment_words(segment) if has_word_chars(w.text) and not is_tag(w.text)]
-        if spoken:
-            spans.append((min(w.start for w in spoken), max(w.end for w in spoken)))
-    return _union(spans)
+    """Where the transcript says someone speaks: its spoken words' times (tags such as Whisper's
+    "[Music]" are no speech), pauses shorter than SPEECH_GAP_SECONDS joined, in order. Words, not
+    segments: the speech model writes one segment over two sentences with music between them."""
+    words = sorted(
+        (w.start, w.end)
+        for segment in segments
+        for w in segment_words(segment)
+        if has_word_chars(w.text) and not is_tag(w.text)
+    )
+    out: list[tuple[float, float]] = []
+    for a, b in words:
+        if out and a - out[-1][1] < SPEECH_GAP_SECONDS:
+            out[-1] = (out[-1][0], max(out[-1][1], b))
+        else:
+            out.append((a, b))
+    return out
 
 
 def outside_speech(events: Sequence[AudioEvent], speech: Sequence[tuple[float, float]]) -> list[AudioEvent]:

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# what a segment of no speech may be heard as (Segment.event, pipeline.audio_events)
+AUDIO_EVENTS = ("music", "singing")
+
 
 @dataclass
 class MediaInfo:
