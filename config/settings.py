@@ -375,6 +375,7 @@ SPECTACULAR_SETTINGS = {
         "SubtitleFormat": "transcription.models.SubtitleFormat",
         "VoiceState": "transcription.models.VoiceState",
         "SegmentEditOp": "transcription.pipeline.transcripts.transcript_edits.OPS",
+        "AudioEvent": "transcription.pipeline.types.AUDIO_EVENTS",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+# what a segment of no speech may be heard as (Segment.event, pipeline.audio_events)
+AUDIO_EVENTS = ("music", "singing")
+
 
 @dataclass
 class MediaInfo:
@@ -35,6 +38,8 @@ class Segment:
     text: str
     words: list[Word] = field(default_factory=list)
     speaker: int | None = None  # 1-based, in order of first appearance
+    # what a segment of no speech was heard as ("music", "singing": pipeline.audio_events); None for speech
+    event: str | None = None
 
 
 @dataclass

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from transcription import states
-from transcription.pipeline import speakers
+from transcription.pipeline import audio_events, speakers
 from transcription.pipeline.media import audio
 from transcription.pipeline.recognition import asr
 from transcription.pipeline.transcripts.results import build_results
@@ -89,6 +89,8 @@ def _recognise(job: Job, wav: Path) -> None:
         verbatim=job.verbatim,
         tag_audio_events=job.tag_audio_events,
         voice_names=_enrolled_voices_heard(job, wav, turns),
+        # music and singing as heard, not only where the speech model wrote "[Music]" (a second a minute)
+        audio_events=audio_events.find_events(wav) if job.tag_audio_events else (),
     )
     # the segments and words are kept apart from the job's row (the OpenAI-compatible answers)
     services.job_keep_segments(

@@ -338,6 +338,7 @@ def render(result: dict, response_format: str, granularities: list[str], transla
                 "avg_logprob": 0.0,
                 "compression_ratio": 0.0,
                 "no_speech_prob": 0.0,
+                **({"audio_event": segment["audio_event"]} if segment.get("audio_event") else {}),  # a sound
             }
             # a voice heard only under another's words (an empty segment laid over theirs) is
             # diarized_json's alone: this format has no speakers

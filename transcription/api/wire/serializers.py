@@ -27,6 +27,7 @@ from transcription.job_options import (
 )
 from transcription.models import FontSize, JobState, JobType, Quality, SubtitleFormat, TranslationState, VoiceState
 from transcription.pipeline.transcripts import transcript_edits
+from transcription.pipeline.types import AUDIO_EVENTS
 
 # --- Requests --------------------------------------------------------------------------------
 
@@ -310,6 +311,12 @@ class SegmentSerializer(serializers.Serializer):
     speaker = serializers.IntegerField(help_text="The N of `Speaker N`")
     text = serializers.CharField()
     words = SegmentWordSerializer(many=True)
+    audio_event = serializers.ChoiceField(
+        choices=list(AUDIO_EVENTS),
+        required=False,
+        help_text="On a sound heard where nobody speaks (`tag_audio_events`): what it is; its text is the tag "
+        "(`[music]`), its start and end the sound's. Absent on speech.",
+    )
 
 
 class EditChargeSerializer(serializers.Serializer):

@@ -63,6 +63,7 @@ _PAUSE_MS = 500  # a gap between words at least this long is a pause, a good pla
 _CLOSE_GAP_MS = 500  # shorter gaps between cues are closed (end extended) to avoid flicker
 _MAX_LEAD_MS = 500  # a cue may appear this much before its first word when it needs the time
 _DASH = "- "
+_ALONE_MS = 1000  # a tag token this long is a cue of its own (Planner.alone)
 
 
 @dataclass
@@ -117,6 +118,11 @@ class Planner:
             gap = toks[k].start - toks[k - 1].end if k > 0 else 0
             self.pause_cost[k + 1] = self.pause_cost[k] + max(0, gap - _PAUSE_MS) * 4  # 1 per 250 ms
             self.sentence[k + 1] = self.sentence[k] + ends_sentence(toks[k].text)
+        # a sound heard for a second or more ("[music]": pipeline.audio_events) is a cue of its own,
+        # shown while it sounds, with no voice
+        self.alone = [0] * (n + 1)
+        for k, tok in enumerate(toks):
+            self.alone[k + 1] = self.alone[k] + (is_tag(tok.text) and tok.end - tok.start >= _ALONE_MS)
         self.no_break_words, self.weak_break_words = no_break, weak_break
         self.no_break = [linebreaks.ends_on(t.text, no_break) for t in toks]
         self.weak_break = [linebreaks.ends_on(t.text, weak_break) for t in toks]
@@ -161,7 +167,7 @@ class Planner:
         """(cost, line break before token k or None, dashes) for tokens i..j-1; None if they do not
         fit in two lines."""
         changes = self.change[j] - self.change[i + 1]
-        if changes > 1:
+        if changes > 1 or (j - i > 1 and self.alone[j] > self.alone[i]):
             return None
         if changes == 1:
             k = next(m for m in range(i + 1, j) if self.toks[m].speaker != self.toks[m - 1].speaker)
@@ -230,7 +236,7 @@ class Planner:
                 break
             layout = self.layout(i, j)
             if layout is None:
-                if self.change[j] - self.change[i + 1] > 1:
+                if self.change[j] - self.change[i + 1] > 1 or self.alone[j] > self.alone[i]:
                     break
                 continue
             cost = best[i] + self.cue_cost(i, j, layout)
@@ -263,6 +269,8 @@ class Planner:
     def speakers(self, i: int, j: int, layout: Layout) -> list[int]:
         """The cue's speaker, or its two speakers' (one a line) when it has dashes."""
         _, k, dashes = layout
+        if j - i == 1 and self.alone[j] > self.alone[i]:
+            return []
         return [self.toks[i].speaker, self.toks[k].speaker] if dashes and k is not None else [self.toks[i].speaker]
 
     def lines(self, i: int, j: int, layout: Layout) -> list[str]:

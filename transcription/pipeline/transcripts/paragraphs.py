@@ -74,10 +74,11 @@ def transcript_text(segments: list[Segment], *, renumber: bool = True) -> str:
 
 
 def turns(kept: list[Segment], speakers: list[int]) -> list[tuple[int, list[Segment]]]:
-    """Consecutive segments (with text) of one speaker, with that speaker."""
+    """Consecutive segments (with text) of one speaker, with that speaker; a sound heard (an event
+    segment, pipeline.audio_events) is a turn of its own."""
     out: list[tuple[int, list[Segment]]] = []
     for segment, speaker in zip(kept, speakers):
-        if out and out[-1][0] == speaker:
+        if out and out[-1][0] == speaker and segment.event is None and out[-1][1][-1].event is None:
             out[-1][1].append(segment)
         else:
             out.append((speaker, [segment]))
@@ -85,7 +86,10 @@ def turns(kept: list[Segment], speakers: list[int]) -> list[tuple[int, list[Segm
 
 
 def turn_lines(speaker: int, turn: list[Segment]) -> list[str]:
-    """A turn's paragraphs, one a line (pipeline.transcripts.rerender makes again only the turns an edit reached)."""
+    """A turn's paragraphs, one a line (pipeline.transcripts.rerender makes again only the turns an edit reached);
+    a sound's, "[HH:MM:SS] [music]", names no speaker."""
+    if turn[0].event is not None:
+        return [f"[{_clock(turn[0].start)}] {turn[0].text.strip()}"]
     return [f"[{_clock(start)}] Speaker {speaker}: {' '.join(texts)}" for start, texts in _paragraphs(_sentences(turn))]
 
 

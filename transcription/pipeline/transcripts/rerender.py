@@ -207,11 +207,21 @@ def _turns(document: Document, lo: int, hi: int) -> list[Turn]:
         s = document[at]
         if not s["text"].strip():
             continue
-        if out and _speaker(document[out[-1][0]]) == _speaker(s):
+        # a sound heard is a turn of its own (paragraphs.turns)
+        if (
+            out
+            and _speaker(document[out[-1][0]]) == _speaker(s)
+            and not _sound(s)
+            and not _sound(document[out[-1][1] - 1])
+        ):
             out[-1] = (out[-1][0], at + 1, [*out[-1][2], segment(s)])
         else:
             out.append((at, at + 1, [segment(s)]))
     return [(a, b, paragraphs.turn_lines(_speaker(document[a]), t)) for a, b, t in out]
+
+
+def _sound(s: dict[str, Any]) -> bool:
+    return s.get("audio_event") is not None
 
 
 def _speaker(s: dict[str, Any]) -> int:

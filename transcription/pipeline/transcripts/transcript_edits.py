@@ -298,7 +298,9 @@ def segment(record: dict[str, Any]) -> Segment:
         text = w["word"]
         glued = bool(words) and bool(text) and is_nospace_char(words[-1].text[-1:]) and is_nospace_char(text[0])
         words.append(Word(w["start"], w["end"], text if glued else " " + text, w.get("probability", 1.0)))
-    return Segment(record["start"], record["end"], " " + record["text"], words, record["speaker"])
+    return Segment(
+        record["start"], record["end"], " " + record["text"], words, record["speaker"], record.get("audio_event")
+    )
 
 
 @dataclass(frozen=True)
