@@ -114,7 +114,7 @@ def stream(url: str, token: str, audio: bytes, heard: list[float], errors: list[
                     return
                 if event.get("type") == "input_audio_buffer.speech_stopped":
                     heard[0] = event["audio_end_ms"] / 1000
-                    if heard[0] >= seconds - 3:  # the last reading ends 1.5 s before the audio does
+                    if heard[0] >= seconds - 6:  # the last loop ends in 1.5 s of silence, and a reading may be cut
                         through.set()
                 elif event.get("type") == "error":
                     errors.append(json.dumps(event)[:300])

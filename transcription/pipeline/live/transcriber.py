@@ -76,6 +76,9 @@ ENCODER_MARGIN_FRAMES = 100
 # and never fewer than this (3 s): a second and a half of speech read alone came back "Go to the
 # morning everyone."
 MIN_ENCODER_FRAMES = 300
+# and a whole number of these (1 s): CTranslate2 keeps buffers for every input length it was given,
+# so windows of every length made a stream's worker grow without end (bench/live/memory.py)
+ENCODER_FRAMES_STEP = 100
 _TAG = re.compile(r"^\s*(\[[^\]]*\]|\([^)]*\)|[♪♫\s]+|\W*)\s*$")
 
 
@@ -323,6 +326,7 @@ class LiveTranscriber:
         began = time.perf_counter()
         # an item's last decoding after a client's commit reads Whisper's whole 30 s, as the file path does
         short = max(MIN_ENCODER_FRAMES, len(audio) // _HOP + ENCODER_MARGIN_FRAMES)
+        short = -(-short // ENCODER_FRAMES_STEP) * ENCODER_FRAMES_STEP
         self._encoder_frames = _WHISPER_FRAMES if final else min(_WHISPER_FRAMES, short)
         segments, info = self._short.transcribe(
             audio,
