@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import time
 from collections import defaultdict
 
 import pytest
@@ -52,7 +53,9 @@ def store_listing(stack: Stack, folder: str) -> str:
 
 
 def test_a_transcript_and_a_burn_with_no_volume_shared_between_roles(stack, videos):
+    started = time.monotonic()
     stack.up()
+    up_seconds = time.monotonic() - started
     mounted_by: dict[str, set[str]] = defaultdict(set)
     services = {}
     for container in containers(stack):
@@ -73,6 +76,9 @@ def test_a_transcript_and_a_burn_with_no_volume_shared_between_roles(stack, vide
     body = wait_done(stack, token, transcript)
     assert speakers_of(body), body["txt"]
     burn = wait_done(stack, token, burned)
+    print(
+        f"compose up to healthy: {up_seconds:.0f} s; both jobs done {time.monotonic() - started:.0f} s from its start"
+    )
     link = burn["burned_video_url"]
     assert link.startswith(f"{stack.base}/v1/files/"), burn  # through the web, never the bucket's address
     video = download(link)
