@@ -34,7 +34,7 @@ NOT_RUN = {
     # the containers: tests/packaging/test_stack.py builds the image and runs the stack
     "bin/compose-env": "writes the stack's settings file (tests/packaging/test_stack.py writes its own)",
     "bin/build-image": "builds the image: tests/packaging/test_stack.py",
-    "podman-compose": "the container stack: tests/packaging/test_stack.py",
+    "podman-compose": "the container stack: tests/packaging/test_stack.py, test_stack_s3.py (compose.s3.yaml)",
     "until podman-compose": "the container stack: tests/packaging/test_stack.py",
     "export CONTAINERS_CONF": "podman's settings on this machine: tests/packaging/test_stack.py sets them",
 }

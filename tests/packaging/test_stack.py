@@ -32,11 +32,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.media_server import MediaServer
 from harness.processes import ROOT, free_port
-from harness.speaker_audio import clips, conversation
 from tests.api.test_realtime_speech import reading_pcm24k, stream
-from tests.e2e.conftest import _mux
 from tests.support import wait_until
 
 pytestmark = pytest.mark.stack
@@ -74,11 +71,14 @@ def host_address() -> str:
 
 
 class Stack:
-    def __init__(self, env_file: Path, port: int):
+    def __init__(self, env_file: Path, port: int, files: tuple[str, ...] = ("compose.yaml",), project: str = PROJECT):
         self.port = port
         self.base = f"http://127.0.0.1:{port}"
+        self.project = project
         compose = shutil.which("podman-compose") or str(Path(sys.executable).parent / "podman-compose")
-        self.command = [compose, "--project-name", PROJECT, "--file", str(ROOT / "compose.yaml")]
+        self.command = [compose, "--project-name", project]
+        for name in files:
+            self.command += ["--file", str(ROOT / name)]
         self.env = {**podman_env(), "IMAGE": IMAGE, "PORT": str(port), "ENV_FILE": str(env_file)}
 
     def use(self, image: str) -> None:
@@ -107,7 +107,7 @@ class Stack:
                 "ps",
                 "--all",
                 "--filter",
-                f"label=io.podman.compose.project={PROJECT}",
+                f"label=io.podman.compose.project={self.project}",
                 "--format",
                 "{{.Names}} {{.Status}} restarts={{.Restarts}}",
             ],
@@ -186,12 +186,6 @@ def build_image(source: Path, tag: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def image():
-    build_image(ROOT, IMAGE)
-    return IMAGE
-
-
-@pytest.fixture(scope="module")
 def earlier_image(tmp_path_factory):
     """The earlier release's image, built once from its commit (git archive) and kept by its tag."""
     exists = subprocess.run(["podman", "image", "exists", EARLIER_IMAGE], env=podman_env())
@@ -204,28 +198,10 @@ def earlier_image(tmp_path_factory):
     return EARLIER_IMAGE
 
 
-@pytest.fixture(scope="module")
-def videos(tmp_path_factory):
-    """Two videos of two Dutch voice actors taking turns, a short one and a long one, served on an
-    address the containers reach."""
-    work = tmp_path_factory.mktemp("stack-media")
-    cache = work / "cache"
-    cache.mkdir()
-    folder = work / "served"
-    folder.mkdir()
-    voices = {"m": clips("nl", "m"), "v": clips("nl", "v")}
-    for name, n_clips in (("short", 16), ("long", 48)):
-        dialogue = conversation(work / f"{name}.wav", voices, n_clips=n_clips, cache=cache)
-        _mux(dialogue.path, folder / f"{name}.mp4")
-    with MediaServer(folder, host="0.0.0.0") as server:
-        base = f"http://{host_address()}:{server.port}/files"
-        yield {"short": f"{base}/short.mp4", "long": f"{base}/long.mp4"}
-
-
-@pytest.fixture(scope="module")
-def stack(image, tmp_path_factory):
-    env_file = tmp_path_factory.mktemp("stack") / "transcription.env"
-    port = free_port()
+def settings_file(folder: Path, port: int) -> Path:
+    """bin/compose-env's transcription.env for a stack on `port`. The test's media server is on
+    this machine's private address; a lost worker's claim lapses in 40 s (4 heartbeats), not 2 minutes."""
+    env_file = folder / "transcription.env"
     made = subprocess.run(
         [str(ROOT / "bin/compose-env")],
         env={**os.environ, "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}"},
@@ -233,10 +209,14 @@ def stack(image, tmp_path_factory):
         text=True,
         check=True,
     )
-    # the test's media server is on this machine's private address; a lost worker's claim lapses
-    # in 40 s (4 heartbeats), not 2 minutes
     env_file.write_text(made.stdout + "ALLOW_PRIVATE_URLS=true\nWORKER_HEARTBEAT_SECONDS=10\n")
-    stack = Stack(env_file, port)
+    return env_file
+
+
+@pytest.fixture(scope="module")
+def stack(image, tmp_path_factory):
+    port = free_port()
+    stack = Stack(settings_file(tmp_path_factory.mktemp("stack"), port), port)
     try:
         yield stack
     finally:
