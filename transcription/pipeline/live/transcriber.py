@@ -325,8 +325,9 @@ class LiveTranscriber:
             return []
         began = time.perf_counter()
         # an item's last decoding after a client's commit reads Whisper's whole 30 s, as the file path does
-        short = max(MIN_ENCODER_FRAMES, len(audio) // _HOP + ENCODER_MARGIN_FRAMES)
-        short = -(-short // ENCODER_FRAMES_STEP) * ENCODER_FRAMES_STEP
+        # the margin rounded to the nearest whole step: ENCODER_MARGIN_FRAMES on average, as tuned
+        heard = len(audio) // _HOP + ENCODER_MARGIN_FRAMES - ENCODER_FRAMES_STEP // 2
+        short = max(MIN_ENCODER_FRAMES, -(-heard // ENCODER_FRAMES_STEP) * ENCODER_FRAMES_STEP)
         self._encoder_frames = _WHISPER_FRAMES if final else min(_WHISPER_FRAMES, short)
         segments, info = self._short.transcribe(
             audio,
