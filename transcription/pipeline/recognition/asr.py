@@ -105,6 +105,13 @@ LOOK_AGAIN_TURNS = 2
 RECOVERY_PAUSE_S = 0.5
 PROMPT_CHARS = 200  # of the text before a stretch decoded again, given as its prompt
 RECOVERY_PIECE_S = 2.0  # and joined into pieces this long at least: Whisper reads little in less
+# Where the recovery looks for speech without words when no speech is handed in: Silero's regions
+# split at pauses from this long, as the job's VAD pass reads them (speakers.speech.RECOGNITION_REGIONS).
+# Not Whisper's own regions (joined over pauses under 2 s, and run on to the end of a file that ends
+# in a shorter pause): their pauses, wordless, were decoded again with the text before as the prompt,
+# and Whisper, given silence and a prompt, says the prompt again (bench/live: a sentence repeated
+# after the last pause of every recording; docs/decisions/speech-and-text.md, "Nothing dropped").
+SPEECH_PAUSE_S = 0.16
 
 
 def _convert(seg: Any, offset: float) -> Segment:
@@ -226,13 +233,14 @@ def transcribe(
 
     probability = None
     if speech is not None:  # the job's one VAD pass already found the speech: its regions in this slice
-        regions = [
+        regions = heard = [
             (round(max(0.0, s - offset) * SAMPLE_RATE), round(min(duration, e - offset) * SAMPLE_RATE))
             for s, e in speech
             if min(duration, e - offset) > max(0.0, s - offset)
         ]
-    else:
-        regions = language_id.speech_regions(audio) if (recover_dropped or not lang) else []
+    else:  # Whisper's regions for the detection; the voice itself for the recovery (SPEECH_PAUSE_S)
+        regions = language_id.speech_regions(audio) if not lang else []
+        heard = language_id.speech_regions(audio, min_silence_s=SPEECH_PAUSE_S) if recover_dropped else []
     if not lang and model.model.is_multilingual:
         detection = language_id.detect_language(model, audio, regions=regions)
         lang, probability = detection.language, detection.probability
@@ -274,7 +282,7 @@ def transcribe(
             on_progress(done)
     if recover_dropped:  # twice: a plain decoding of a lost stretch can itself leave a gap
         for _ in range(2):
-            segments = _recover_dropped(model, audio, offset, segments, regions, decoding, verbatim)
+            segments = _recover_dropped(model, audio, offset, segments, heard, decoding, verbatim)
     if on_progress:
         on_progress(1.0)
 
