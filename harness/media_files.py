@@ -66,6 +66,18 @@ def make_sine_wav(dest: Path, seconds: float = 5.0, rate: int = 44100) -> Path:
     return dest
 
 
+def decode_mono(path: Path, start: float = 0.0, seconds: float | None = None, rate: int = 16000) -> np.ndarray:
+    """Float mono samples of any file ffmpeg reads (from `start`, `seconds` long when given)."""
+    cut = ["-ss", str(start), "-t", str(seconds)] if seconds else []
+    raw = subprocess.run(
+        ["ffmpeg", "-v", "error", *cut, "-i", str(path), "-ac", "1", "-ar", str(rate), "-f", "f32le", "-"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    ).stdout
+    return np.frombuffer(raw, dtype=np.float32).copy()
+
+
 def write_wav(dest: Path, samples: np.ndarray, rate: int = 16000) -> Path:
     """Write float samples in [-1, 1] as 16-bit mono WAV."""
     pcm = np.clip(samples, -1.0, 1.0)

@@ -19,11 +19,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
-import wave
 from pathlib import Path
 
 import numpy as np
@@ -31,6 +29,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from bench.asr.rtf import token_error_rate  # noqa: E402
+from harness.media_files import decode_mono, write_wav  # noqa: E402
 from transcription.pipeline import audio_events  # noqa: E402
 from transcription.pipeline.recognition import asr  # noqa: E402
 from transcription.pipeline.recognition.whisper_model import load_model  # noqa: E402
@@ -42,17 +42,6 @@ RATE = 16000
 FRAME = 0.01
 
 
-def decoded(path: Path, start: float = 0.0, seconds: float | None = None) -> np.ndarray:
-    cut = ["-ss", str(start), "-t", str(seconds)] if seconds else []
-    raw = subprocess.run(
-        ["ffmpeg", "-v", "error", *cut, "-i", str(path), "-ac", "1", "-ar", str(RATE), "-f", "f32le", "-"],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    ).stdout
-    return np.frombuffer(raw, dtype=np.float32).copy()
-
-
 def said(clip: str) -> str:
     for line in (LIBRIVOX / "transcription").read_text().splitlines():
         if f"({clip})" in line:
@@ -62,7 +51,7 @@ def said(clip: str) -> str:
 
 def speech(n: str) -> tuple[np.ndarray, str]:
     clip = f"sense_and_sensibility_01_austen_64kb-{n}"
-    return decoded(LIBRIVOX / f"{clip}.wav"), said(clip)
+    return decode_mono(LIBRIVOX / f"{clip}.wav"), said(clip)
 
 
 def level(music: np.ndarray, like: np.ndarray, db: float = 0.0) -> np.ndarray:
@@ -83,23 +72,15 @@ def recordings() -> list[tuple[str, list[tuple[np.ndarray, str, bool]]]]:
     e, te = speech("0870")
     out = []
     for track in (1, 5, 9, 14):
-        m = level(decoded(MUSIC / f"track{track}.ogg", 10, 8), a)
+        m = level(decode_mono(MUSIC / f"track{track}.ogg", 10, 8), a)
         out.append((f"between-track{track}", [(a, ta, False), (m, "", True), (silence(2), "", False), (b, tb, False)]))
-    intro = level(decoded(MUSIC / "track3.ogg", 5, 6 + len(c) / RATE), c)
+    intro = level(decode_mono(MUSIC / "track3.ogg", 5, 6 + len(c) / RATE), c)
     bed = np.resize(intro[6 * RATE :], len(c)) * 10 ** (-12 / 20)  # the bed 12 dB under the voice
     out.append(("intro-then-bed-track3", [(intro[: 6 * RATE], "", True), (c + bed, tc, False)]))
     out.append(("silences", [(silence(3), "", False), (d, td, False), (silence(6), "", False), (e, te, False)]))
-    tail = level(decoded(MUSIC / "track11.ogg", 20, 10), d)
+    tail = level(decode_mono(MUSIC / "track11.ogg", 20, 10), d)
     out.append(("music-then-silence-track11", [(d, td, False), (tail, "", True), (silence(5), "", False)]))
     return out
-
-
-def write(path: Path, samples: np.ndarray) -> None:
-    with wave.open(str(path), "wb") as f:
-        f.setnchannels(1)
-        f.setsampwidth(2)
-        f.setframerate(RATE)
-        f.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
 
 
 def frames(spans, total: int) -> np.ndarray:
@@ -116,13 +97,7 @@ def normalize(text: str) -> list[str]:
 
 
 def wer(reference: str, hypothesis: str) -> float:
-    ref, hyp = normalize(reference), normalize(hypothesis)
-    d = list(range(len(hyp) + 1))
-    for i, r in enumerate(ref, 1):
-        prev, d[0] = d[0], i
-        for j, h in enumerate(hyp, 1):
-            prev, d[j] = d[j], min(d[j] + 1, d[j - 1] + 1, prev + (r != h))
-    return d[len(hyp)] / max(1, len(ref))
+    return token_error_rate(normalize(reference), normalize(hypothesis))
 
 
 def main() -> None:
@@ -138,7 +113,7 @@ def main() -> None:
         for name, parts in recordings():
             samples = np.concatenate([p[0] for p in parts]).astype(np.float32)
             path = Path(tmp) / f"{name}.wav"
-            write(path, samples)
+            write_wav(path, samples)
             truth, at = [], 0.0
             for part, _, alone in parts:
                 if alone:

@@ -6,13 +6,12 @@ around Drascula's soundtrack (drascula-music), recognised by the real `base` mod
 
 from __future__ import annotations
 
-import subprocess
-import wave
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from harness.media_files import decode_mono, write_wav
 from tests.support import wer
 from transcription.pipeline import audio_events
 from transcription.pipeline.recognition import asr
@@ -33,38 +32,18 @@ def _said(clip: str) -> str:
     raise LookupError(clip)
 
 
-def _decoded(path: Path, start: float = 0.0, seconds: float | None = None) -> np.ndarray:
-    cut = ["-ss", str(start), "-t", str(seconds)] if seconds else []
-    raw = subprocess.run(
-        ["ffmpeg", "-v", "error", *cut, "-i", str(path), "-ac", "1", "-ar", str(RATE), "-f", "f32le", "-"],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    ).stdout
-    return np.frombuffer(raw, dtype=np.float32)
-
-
-def _write(path: Path, samples: np.ndarray) -> Path:
-    with wave.open(str(path), "wb") as f:
-        f.setnchannels(1)
-        f.setsampwidth(2)
-        f.setframerate(RATE)
-        f.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
-    return path
-
-
 @pytest.fixture(scope="module")
 def recording(tmp_path_factory) -> tuple[Path, tuple[float, float], list[tuple[float, float]]]:
     """Speech, 7 s of music alone (as loud as the voice), 2 s of silence, speech: the file, the
     music's true span, the speech's."""
-    first = _decoded(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav")
-    second = _decoded(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0890.wav")
-    music = _decoded(MUSIC / "track5.ogg", start=10, seconds=7)
+    first = decode_mono(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0880.wav")
+    second = decode_mono(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0890.wav")
+    music = decode_mono(MUSIC / "track5.ogg", start=10, seconds=7)
     voiced = first[np.abs(first) > 1e-3]
     music = music * np.sqrt(float((voiced**2).mean()) / float((music**2).mean()))
     silence = np.zeros(2 * RATE, dtype=np.float32)
     start, end = len(first) / RATE, (len(first) + len(music)) / RATE
-    path = _write(tmp_path_factory.mktemp("events") / "bed.wav", np.concatenate([first, music, silence, second]))
+    path = write_wav(tmp_path_factory.mktemp("events") / "bed.wav", np.concatenate([first, music, silence, second]))
     return path, (start, end), [(0.0, start), (end + 2.0, end + 2.0 + len(second) / RATE)]
 
 
@@ -116,9 +95,9 @@ def test_without_the_option_the_outputs_are_as_they_were(recording, transcript):
 
 
 def test_silence_and_speech_alone_give_no_event(tmp_path):
-    speech = _decoded(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0920.wav")
+    speech = decode_mono(LIBRIVOX / "sense_and_sensibility_01_austen_64kb-0920.wav")
     silence = np.zeros(4 * RATE, dtype=np.float32)
-    path = _write(tmp_path / "quiet.wav", np.concatenate([silence, speech, silence]))
+    path = write_wav(tmp_path / "quiet.wav", np.concatenate([silence, speech, silence]))
     assert audio_events.find_events(path) == []
 
 
