@@ -25,6 +25,7 @@ series stay bounded however many customers there are, and an idle account has no
 | transcription_translation_failures_total | counter | language: translations that failed, by target language code |
 | transcription_webhook_failed_attempts_total | counter | delivery attempts without a 2xx answer |
 | transcription_webhook_messages | gauge | state: webhook events pending, delivered, given up |
+| transcription_recognition_chunks | gauge | state: pieces of long jobs' audio not yet recognised, waiting (never claimed), claimed (a worker's lease runs), lapsed (its worker's lease ran out: another takes it) |
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from prometheus_client.core import CollectorRegistry, CounterMetricFamily, Gauge
 
 from config import shared_cache
 from transcription import states
-from transcription.models import FailureReason, Job, JobState, JobType, Translation
+from transcription.models import FailureReason, Job, JobState, JobType, RecognitionChunk, Translation
 from transcription.scheduling import lines
 from webhooks.models import Attempt, Message
 
@@ -209,6 +210,27 @@ def _translation_and_webhook_metrics():
     return [translations, attempts, messages]
 
 
+def _chunk_metrics():
+    chunks = GaugeMetricFamily(
+        "transcription_recognition_chunks",
+        "Pieces of long jobs' audio not recognised yet: never claimed, claimed, or their claim lapsed.",
+        labels=["state"],
+    )
+    now = timezone.now()
+    counts = (
+        RecognitionChunk.objects.filter(done=False)
+        .exclude(job__state__in=states.FINAL_STATES)
+        .aggregate(
+            waiting=Count("id", filter=Q(lease_until__isnull=True)),
+            claimed=Count("id", filter=Q(lease_until__gt=now)),
+            lapsed=Count("id", filter=Q(lease_until__lte=now)),
+        )
+    )
+    for state in ("waiting", "claimed", "lapsed"):
+        chunks.add_metric([state], counts[state])
+    return [chunks]
+
+
 class ServiceCollector:
     def collect(self):
         yield from _queue_metrics()
@@ -216,6 +238,7 @@ class ServiceCollector:
         yield from _job_metrics()
         yield from _stage_metrics()
         yield from _translation_and_webhook_metrics()
+        yield from _chunk_metrics()
 
 
 # Its own registry: the default one would add this process's own figures (memory, GC), which

@@ -92,6 +92,33 @@ def test_metrics_count_queues_jobs_failures_and_stage_times(client, broker):
 
 
 @pytest.mark.django_db
+def test_metrics_count_the_chunks_of_long_jobs_waiting_claimed_and_lapsed(client):
+    from transcription.models import RecognitionChunk
+
+    now = timezone.now()
+    running, ended = JobFactory(state="processing"), JobFactory(state="failed")
+    for index, (done, lease) in enumerate(
+        [
+            (False, None),  # waiting
+            (False, None),
+            (False, now + timedelta(seconds=60)),  # claimed
+            (False, now - timedelta(seconds=5)),  # lapsed: its worker died
+            (True, now - timedelta(seconds=5)),  # recognised: none of them
+        ]
+    ):
+        RecognitionChunk.objects.create(
+            job=running, index=index, start=index * 180, end=index * 180 + 180, done=done, lease_until=lease
+        )
+    RecognitionChunk.objects.create(job=ended, index=0, start=0, end=180)  # a failed job's: not waiting for anyone
+
+    figures = samples(client.get("/metrics"))
+
+    assert figures[("transcription_recognition_chunks", ("state", "waiting"))] == 2
+    assert figures[("transcription_recognition_chunks", ("state", "claimed"))] == 1
+    assert figures[("transcription_recognition_chunks", ("state", "lapsed"))] == 1
+
+
+@pytest.mark.django_db
 def test_metrics_still_answer_from_postgresql_when_the_broker_is_down(client):
     with override_settings(CELERY_BROKER_URL=STOPPED_REDIS):
         response = client.get("/metrics")
