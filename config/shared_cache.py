@@ -161,6 +161,31 @@ def delete(key: str) -> None:
         mark_down(error)
 
 
+def add_counts(counts: dict[str, int]) -> None:
+    """Add to counters kept in Redis (`count:{name}`), which every process shares (the store's
+    bytes and errors for /metrics). Best effort: with Redis down or absent the counts are lost,
+    never the caller's work."""
+    redis_client = reachable_client()
+    if redis_client is None or not counts:
+        return
+    try:
+        with redis_client.pipeline(transaction=False) as pipe:
+            for name, amount in counts.items():
+                pipe.incrby(f"count:{name}", amount)
+            pipe.execute()
+    except Unavailable as error:
+        mark_down(error)
+
+
+def read_counts(names: list[str]) -> dict[str, int]:
+    """The counters `names` (0 for one never added to); raises Unavailable when Redis is down."""
+    redis_client = client()
+    if redis_client is None:
+        return dict.fromkeys(names, 0)
+    values = redis_client.mget([f"count:{name}" for name in names])
+    return {name: int(value or 0) for name, value in zip(names, values)}
+
+
 def full_key(key: str) -> str:
     """The Redis key behind `key` (for a Lua script that reads it: transcription.api.front.polls)."""
     return f"cache:{key}"

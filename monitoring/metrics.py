@@ -25,6 +25,8 @@ series stay bounded however many customers there are, and an idle account has no
 | transcription_translation_failures_total | counter | language: translations that failed, by target language code |
 | transcription_webhook_failed_attempts_total | counter | delivery attempts without a 2xx answer |
 | transcription_webhook_messages | gauge | state: webhook events pending, delivered, given up |
+| transcription_store_bytes_total | counter | direction (written, read): bytes the web and workers put into and took out of the file store (a served link counts what it was asked for) |
+| transcription_store_errors_total | counter | where (stage, door, link): failures of the store (a bucket down or refusing) met by a job's stage, an API door, a file link |
 | transcription_recognition_chunks | gauge | state: pieces of long jobs' audio not yet recognised, waiting (never claimed), claimed (a worker's lease runs), lapsed (its worker's lease ran out: another takes it) |
 """
 
@@ -44,6 +46,7 @@ from config import shared_cache
 from transcription import states
 from transcription.models import FailureReason, Job, JobState, JobType, RecognitionChunk, Translation
 from transcription.scheduling import lines
+from transcription.storage import files
 from webhooks.models import Attempt, Message
 
 STAGE_WINDOW = timedelta(hours=1)
@@ -231,6 +234,28 @@ def _chunk_metrics():
     return [chunks]
 
 
+def _store_metrics():
+    """The store's counters, which every role adds to in Redis (transcription.storage.files)."""
+    names = [f"store:bytes:{d}" for d in files.DIRECTIONS] + [f"store:errors:{w}" for w in files.ERROR_PLACES]
+    try:
+        counts = shared_cache.read_counts(names)
+    except shared_cache.Unavailable:
+        return []  # transcription_lines_up says the cache's Redis is down
+    moved = CounterMetricFamily(
+        "transcription_store_bytes",
+        "Bytes put into (written) and taken out of (read) the file store.",
+        labels=["direction"],
+    )
+    for direction in files.DIRECTIONS:
+        moved.add_metric([direction], counts[f"store:bytes:{direction}"])
+    errors = CounterMetricFamily(
+        "transcription_store_errors", "Failures of the file store, by where they were met.", labels=["where"]
+    )
+    for where in files.ERROR_PLACES:
+        errors.add_metric([where], counts[f"store:errors:{where}"])
+    return [moved, errors]
+
+
 class ServiceCollector:
     def collect(self):
         yield from _queue_metrics()
@@ -239,6 +264,7 @@ class ServiceCollector:
         yield from _stage_metrics()
         yield from _translation_and_webhook_metrics()
         yield from _chunk_metrics()
+        yield from _store_metrics()
 
 
 # Its own registry: the default one would add this process's own figures (memory, GC), which

@@ -83,6 +83,7 @@ def artifact(request, token: str):
     try:
         return _artifact(request, token)
     except files.store_errors():
+        files.count_error("link")
         response = JsonResponse({"detail": files.STORE_BUSY}, status=503)
         response["Retry-After"] = str(files.STORE_RETRY_AFTER_SECONDS)
         return response
@@ -119,6 +120,7 @@ def ranged_file(request, name: str, filename: str, content_type: str | None = No
         response["Content-Range"] = f"bytes */{size}"
         response["Accept-Ranges"] = "bytes"
         return response
+    files.count_bytes("read", size if wanted is None else wanted[1] - wanted[0] + 1)  # what it is asked to send
     if wanted is None:
         response = FileResponse(
             default_storage.open(name, "rb"), as_attachment=False, filename=filename, content_type=content_type

@@ -17,6 +17,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from harness.media_files import SPEECH_TEXT
 from harness.object_store import ObjectStore
@@ -38,6 +39,15 @@ def role_env(tmp_path: Path, store: ObjectStore, role: str) -> dict[str, str]:
         "DATA_DIR": str(folder / "data"),
         "ALLOW_PRIVATE_URLS": "true",
     }
+
+
+def store_counts() -> dict[str, float]:
+    """The store's counters as every role adds to them in Redis (transcription.storage.files)."""
+    from config import shared_cache
+    from transcription.storage import files
+
+    keys = [f"bytes:{d}" for d in files.DIRECTIONS] + [f"errors:{w}" for w in files.ERROR_PLACES]
+    return {key: float(n) for key, n in zip(keys, shared_cache.read_counts([f"store:{k}" for k in keys]).values())}
 
 
 def files_under(folder: Path) -> list[str]:
@@ -67,6 +77,7 @@ def test_a_transcript_and_a_burn_through_the_bucket_and_the_bucket_down(tmp_path
     from transcription.models import Job
 
     store = ObjectStore(tmp_path / "s3").start()
+    counted_before = store_counts()
     logs = tmp_path / "logs"
     logs.mkdir()
     with contextlib.ExitStack() as roles:
@@ -129,3 +140,19 @@ def test_a_transcript_and_a_burn_through_the_bucket_and_the_bucket_down(tmp_path
         store.start()
         status, _, again = fetch(video_url)
         assert status == 200 and again == video
+
+        # what /metrics says of it all: the bytes every role moved, and the failures where they were met
+        status, _, scraped = fetch(f"{base}/metrics")
+        assert status == 200
+        figures = {
+            (sample.name, *sample.labels.values()): sample.value
+            for family in text_string_to_metric_families(scraped.decode())
+            for sample in family.samples
+        }
+        moved = {}
+        for key, before in counted_before.items():
+            kind, label = key.split(":")  # bytes:read -> transcription_store_bytes_total{direction="read"}
+            moved[key] = figures[(f"transcription_store_{kind}_total", label)] - before
+        assert moved["bytes:read"] >= 2 * len(video), moved  # the video served twice, the audio fetched
+        assert moved["bytes:written"] > len(video), moved  # the audio, the source, the burned video
+        assert moved["errors:stage"] >= 1 and moved["errors:door"] >= 1 and moved["errors:link"] >= 1, moved

@@ -84,6 +84,7 @@ def run_stage(job_id, stage: Stage) -> bool:
         logger.warning("job %s: %s", job_id, error)
     except files.store_errors() as error:  # a bucket down or refusing: said so, refunded, counted apart
         logger.warning("job %s: the file store failed: %r", job_id, error)
+        files.count_error("stage")
         services.job_fail(job_id, files.STORE_DOWN, FailureReason.STORAGE)
     except Exception:
         logger.exception("job %s failed unexpectedly", job_id)

@@ -19,6 +19,8 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import default_storage
 
+from config import shared_cache
+
 SHARED_FOLDERS = ("audio", "sources")  # copies that only live while their job runs
 
 STORE_RETRY_AFTER_SECONDS = 30
@@ -42,6 +44,19 @@ def store_errors() -> tuple[type[Exception], ...]:
         return ()
     exceptions = importlib.import_module("botocore.exceptions")
     return (exceptions.BotoCoreError, exceptions.ClientError)
+
+
+# where a failure of the store was met, and which way bytes went (/metrics: monitoring.metrics)
+ERROR_PLACES = ("stage", "door", "link")
+DIRECTIONS = ("written", "read")
+
+
+def count_error(where: str) -> None:
+    shared_cache.add_counts({f"store:errors:{where}": 1})
+
+
+def count_bytes(direction: str, size: int) -> None:
+    shared_cache.add_counts({f"store:bytes:{direction}": size})
 
 
 def audio_name(job_id) -> str:
@@ -140,13 +155,16 @@ def store(local: Path, name: str) -> str:
     """Copy a local file into storage under exactly `name` (replacing an older copy)."""
     default_storage.delete(name)
     with local.open("rb") as handle:
-        return default_storage.save(name, File(handle))
+        stored = default_storage.save(name, File(handle))
+    count_bytes("written", local.stat().st_size)
+    return stored
 
 
 def fetch(name: str, local: Path) -> Path:
     """Copy a stored file to local disk."""
     with default_storage.open(name, "rb") as source, local.open("wb") as target:
         shutil.copyfileobj(source, target, 1024 * 1024)
+    count_bytes("read", local.stat().st_size)
     return local
 
 

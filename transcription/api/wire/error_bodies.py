@@ -239,6 +239,7 @@ def as_refusal(error: Exception) -> Refusal | None:
     if isinstance(error, QueueUnavailable):
         return Busy(str(error), error.retry_after)
     if isinstance(error, files.store_errors()):  # the bucket is down or refuses: nothing was lost
+        files.count_error("door")
         return Busy(files.STORE_BUSY, files.STORE_RETRY_AFTER_SECONDS)
     if isinstance(error, exceptions.NotAuthenticated):
         return NotAuthenticated()
