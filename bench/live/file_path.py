@@ -22,7 +22,7 @@ import tempfile
 from pathlib import Path
 
 from bench.asr.rtf import wer
-from bench.live.stream import _wav, recordings
+from bench.live.stream import recordings, speech_wav
 from transcription.pipeline.recognition.asr import RecognitionOptions, transcribe
 from transcription.pipeline.recognition.whisper_model import load_model
 
@@ -45,7 +45,7 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-live-file-"))
     results: dict = {"uptime_before": subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()}
     for name, (samples, reference, lang) in recordings(folder).items():
-        wav = _wav(samples, folder / f"{name}.wav")
+        wav = speech_wav(samples, folder / f"{name}.wav")
         texts = {}
         for mode, batched in (("batched", True), ("sequential", False)):
             found = transcribe(model, wav, options=RecognitionOptions(language=lang), batched=batched)

@@ -88,7 +88,7 @@ def recordings(folder: Path) -> dict[str, tuple[np.ndarray, str, str]]:
     return out
 
 
-def _wav(samples: np.ndarray, path: Path) -> Path:
+def speech_wav(samples: np.ndarray, path: Path) -> Path:
     write_wav(path, samples)  # 16 kHz mono PCM16, as the tests' speech
     return path
 
@@ -361,7 +361,7 @@ def main() -> None:
     recs = recordings(folder)
     refs = {}
     for name, (samples, _reference, lang) in recs.items():
-        t = transcribe(model, _wav(samples, folder / f"{name}.wav"), options=RecognitionOptions(language=lang))
+        t = transcribe(model, speech_wav(samples, folder / f"{name}.wav"), options=RecognitionOptions(language=lang))
         refs[name] = ([(w.end, w.text) for s in t.segments for w in s.words], " ".join(s.text for s in t.segments))
     targets = args.targets.split(",")
     model_path = str(Path(cache) / "whisper-base")
