@@ -70,10 +70,9 @@ def detect(samples: np.ndarray) -> list[AudioEvent]:
     if len(samples) < wav.SAMPLE_RATE // 2:
         return []
     found = _model().detect(np.ascontiguousarray(samples, dtype=np.float32))["events"]
-    music = _union([(float(a), float(b)) for a, b in found["music"]])
-    singing = _union([piece for a, b in found["singing"] for piece in _minus((float(a), float(b)), music)])
-    events = [AudioEvent(a, b, "music") for a, b in music] + [AudioEvent(a, b, "singing") for a, b in singing]
-    return sorted((e for e in events if e.end - e.start >= MIN_EVENT_SECONDS), key=lambda e: (e.start, e.label))
+    return _events(
+        [(float(a), float(b)) for a, b in found["music"]], [(float(a), float(b)) for a, b in found["singing"]]
+    )
 
 
 def find_events(path: str | os.PathLike[str]) -> list[AudioEvent]:
@@ -85,8 +84,14 @@ def find_events(path: str | os.PathLike[str]) -> list[AudioEvent]:
         start = index * step
         for event in detect(wav.read_slice(path, start, start + WINDOW_SECONDS)):
             spans[event.label].append((round(start + event.start, 3), round(start + event.end, 3)))
-    music = _union(spans["music"])
-    singing = _union([piece for span in spans["singing"] for piece in _minus(span, music)])
+    return _events(spans["music"], spans["singing"])
+
+
+def _events(music: Sequence[tuple[float, float]], singing: Sequence[tuple[float, float]]) -> list[AudioEvent]:
+    """Music and singing spans as events in order of start: each kind's spans joined, singing
+    heard while music plays part of the music, what is shorter than MIN_EVENT_SECONDS dropped."""
+    music = _union(music)
+    singing = _union([piece for span in singing for piece in _minus(span, music)])
     events = [AudioEvent(a, b, "music") for a, b in music] + [AudioEvent(a, b, "singing") for a, b in singing]
     return sorted((e for e in events if e.end - e.start >= MIN_EVENT_SECONDS), key=lambda e: (e.start, e.label))
 
